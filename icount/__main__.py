@@ -1,0 +1,3 @@
+from icount.cli import main
+
+main()

@@ -1,0 +1,91 @@
+"""Command-line layer: the only code in icount that prints or exits.
+
+Each sub-command lives in its own `cmd_*.py` module and registers itself on `app`.
+Command modules import the core lazily inside the command function, so that
+`icount --help` costs little more than importing typer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+from icount.errors import ExitCode, IcountError
+
+app = typer.Typer(
+    name="icount",
+    help=(
+        "Count user-space instructions of programs and servers (callgrind, perf stat) "
+        "and break down binary sizes (ELF, Mach-O).\n\n"
+        "Exit codes: 0 ok, 2 usage error, 3 regression (compare), 4 missing tool or "
+        "command not launchable, 5 a measurement is invalid, 6 bad input file, 130 interrupted."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# Order here is the order in `icount --help`.
+_COMMAND_MODULES = (
+    "icount.cli.cmd_run",
+    "icount.cli.cmd_table",
+    "icount.cli.cmd_doctor",
+)
+
+for _name in _COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def fail(err: IcountError) -> typer.Exit:
+    """Print one error line to stderr and return the Exit to raise."""
+    typer.echo(f"icount: error: {err}", err=True)
+    return typer.Exit(int(err.exit_code))
+
+
+def main() -> None:
+    from icount import procs
+
+    try:
+        app(standalone_mode=False)
+    except IcountError as err:
+        procs.kill_all()
+        typer.echo(f"icount: error: {err}", err=True)
+        sys.exit(int(err.exit_code))
+    except KeyboardInterrupt:
+        procs.kill_all()
+        typer.echo("icount: interrupted; every process icount started was stopped", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        procs.kill_all()
+        typer.echo("icount: interrupted", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except _click_usage_errors() as e:
+        e.show()
+        sys.exit(int(ExitCode.USAGE))
+    except BrokenPipeError:
+        # `icount ... | head`: the reader went away; not an error worth a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
+    except Exception as e:  # a bug in icount: one line, and the traceback on request
+        procs.kill_all()
+        if os.environ.get("ICOUNT_DEBUG"):
+            raise
+        typer.echo(
+            f"icount: internal error: {type(e).__name__}: {e} "
+            "(set ICOUNT_DEBUG=1 for the traceback and report it)",
+            err=True,
+        )
+        sys.exit(int(ExitCode.INTERNAL))
+
+
+def _click_usage_errors() -> tuple[type[Exception], ...]:
+    import click
+
+    return (click.UsageError, click.BadParameter, click.ClickException)

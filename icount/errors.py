@@ -1,0 +1,68 @@
+"""The one error family icount raises, and the exit code each kind maps to.
+
+Core code raises these; only the CLI layer turns them into a message and an exit
+status. The split follows what a user can do about it: fix the command line (usage),
+install something (missing tool), look at the measured program (run failed), or look
+at the input file (parse).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    INTERNAL = 1  # a bug in icount
+    USAGE = 2  # bad flags or arguments (typer/click use 2 as well)
+    REGRESSION = 3  # `icount compare` found a regression
+    MISSING_TOOL = 4  # valgrind/perf/compiler missing, or the command cannot be launched
+    INVALID = 5  # the measurement ran but at least one cell is invalid
+    BAD_INPUT = 6  # an input file (results, callgrind, ELF, Mach-O) is corrupt or unsupported
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class IcountError(Exception):
+    """Base of every error icount reports to the user as one line."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} ({self.hint})"
+        return self.message
+
+
+class UsageError(IcountError):
+    exit_code = ExitCode.USAGE
+
+
+class ToolMissingError(IcountError):
+    """A program icount needs (or the program to measure) could not be launched."""
+
+    exit_code = ExitCode.MISSING_TOOL
+
+
+class RunFailedError(IcountError):
+    """A tool ran but failed, so nothing could be measured."""
+
+    exit_code = ExitCode.INVALID
+
+
+class ParseError(IcountError):
+    """An input file could not be parsed. `source` names the file when known."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+    def __init__(self, message: str, *, source: str | None = None, hint: str | None = None):
+        super().__init__(f"{source}: {message}" if source else message, hint=hint)
+        self.source = source
+
+
+class ResultsFileError(ParseError):
+    """A results JSON file is missing, corrupt, of another version or not icount's."""

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs everything icount and its test suite need on a fresh Debian machine,
+# then the icount package itself (editable, with the test extra).
+#   bash scripts/setup.sh            # system packages (when missing) + python package
+#   ICOUNT_SKIP_APT=1 bash scripts/setup.sh   # python package only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# What each package is for:
+#   valgrind        callgrind backend (icount run/serve/inline)
+#   linux-perf      perf backend (real counts only where the PMU is exposed)
+#   gcc, binutils   test programs and servers; readelf/nm as reference tools in tests
+#   clang lld llvm  Mach-O fixtures (clang -target ...-apple-macos, ld64.lld, llvm-lipo,
+#                   llvm-objdump, llvm-size) for icount size tests
+#   nginx-light     bundled nginx target for icount serve
+#   nodejs          bundled Node http target for icount serve
+#   nghttp2-client  h2load load generator; apache2-utils: ab
+#   util-linux      setarch (ASLR off), taskset
+APT_PACKAGES=(valgrind linux-perf gcc binutils clang lld llvm nginx-light nodejs
+              nghttp2-client apache2-utils util-linux procps)
+
+missing=()
+if [[ -z "${ICOUNT_SKIP_APT:-}" ]]; then
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
+if ((${#missing[@]})); then
+  echo "setup: installing system packages: ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+echo "setup: installing the icount package ($($PY --version))"
+$PY -m pip install -q --disable-pip-version-check -e '.[test]'
+echo "setup: done; try 'icount doctor'"
