@@ -22,7 +22,7 @@ def si(value: float, digits: int = 4) -> str:
     v = abs(value)
     suffix = ""
     for scale, name in _SUFFIXES:
-        if v >= scale * (1 - 0.5 * 10 ** -digits):
+        if v >= scale * (1 - 0.5 * 10**-digits):
             v /= scale
             suffix = name
             break

@@ -42,6 +42,25 @@ def require(name: str, remedy: str) -> str:
     return path
 
 
+def resolve_command(name: str) -> str:
+    """Absolute path of a program, found on the caller's PATH.
+
+    Measured programs run with a fixed PATH, so they are resolved first, here,
+    where the user's PATH applies.
+    """
+    if "/" in name:
+        path = Path(name).absolute()
+        if not path.exists():
+            raise ToolMissingError(f"command not found: {name}")
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise ToolMissingError(f"not an executable file: {name}")
+        return str(path)
+    found = shutil.which(name)
+    if found is None:
+        raise ToolMissingError(f"command not found: {name}", hint="check the name and your PATH")
+    return found
+
+
 def signal_name(returncode: int) -> str | None:
     """'SIGSEGV' for a child killed by a signal (negative return code)."""
     if returncode >= 0:

@@ -79,12 +79,16 @@ def render_markdown(table: Table) -> str:
     if table.title:
         lines += [f"**{_md_escape(table.title)}**", ""]
     lines.append("| " + " | ".join(_md_escape(c.title) for c in table.columns) + " |")
-    lines.append("|" + "|".join("---:" if c.align == "right" else ":---" for c in table.columns) + "|")
+    lines.append(
+        "|" + "|".join("---:" if c.align == "right" else ":---" for c in table.columns) + "|"
+    )
     for row in table.rows:
         lines.append("| " + " | ".join(_md_escape(c) for c in row) + " |")
     if table.notes:
         lines.append("")
-        lines += [f"{note}  " if i < len(table.notes) - 1 else note for i, note in enumerate(table.notes)]
+        lines += [
+            f"{note}  " if i < len(table.notes) - 1 else note for i, note in enumerate(table.notes)
+        ]
     return "\n".join(lines) + "\n"
 
 

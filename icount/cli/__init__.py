@@ -66,7 +66,7 @@ def main() -> None:
         typer.echo("icount: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
     except _click_usage_errors() as e:
-        e.show()
+        e.show()  # type: ignore[attr-defined]
         sys.exit(int(ExitCode.USAGE))
     except BrokenPipeError:
         # `icount ... | head`: the reader went away; not an error worth a traceback.

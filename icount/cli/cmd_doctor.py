@@ -1,0 +1,35 @@
+"""`icount doctor`: what works on this machine, and which backend auto picks."""
+
+from __future__ import annotations
+
+import typer
+
+HELP = """Say what works on this machine for icount, and why.
+
+\b
+Example:
+  icount doctor
+
+Checks valgrind, whether perf stat counts instructions:u (and if not, why),
+setarch -R, ptrace for vgdb, the CPUs icount may pin to and the load, then says
+which backend --backend auto picks. Exits 4 when no backend can count.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor", help=HELP)(doctor_command)
+
+
+def doctor_command() -> None:
+    from icount import doctor
+    from icount.errors import ExitCode
+    from icount.tables import Column, Table, render
+
+    table = Table([Column("check", "left"), Column("ok", "left"), Column("detail", "left")])
+    for c in doctor.checks():
+        table.add_row([c.name, "yes" if c.ok else "no", c.detail])
+    auto = doctor.auto_backend()
+    table.notes.append(f"--backend auto picks {auto}")
+    typer.echo(render(table, "table", width=160), nl=False)
+    if auto.startswith("none"):
+        raise typer.Exit(int(ExitCode.MISSING_TOOL))

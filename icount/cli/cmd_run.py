@@ -1,0 +1,179 @@
+"""`icount run`: instructions of whole commands."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from icount.errors import ExitCode, UsageError
+
+HELP = """Count the user-space instructions of whole commands (fresh processes, median of --runs).
+
+\b
+Examples:
+  icount run -- ./fib 35
+  icount run --runs 5 --name c-O2 -- ./fib-O2 35
+  icount run --cmd 'c=./fib-c 35' --cmd 'rust=./fib-rs 35' --format md
+  icount run --file commands.toml --backend callgrind -o results.json
+
+\b
+A commands file (TOML):
+  [[command]]
+  name = "c"
+  argv = ["./fib-c", "35"]
+  env = { OMP_NUM_THREADS = "1" }   # optional
+
+Each run is a fresh process in a cleared environment (PATH fixed, LC_ALL=C,
+PYTHONHASHSEED=0), a fresh working directory of fixed length and ASLR off
+(setarch -R). Relative file arguments are resolved against the current directory.
+A cell is valid when every run exits 0 (see --allow-exit) and the spread
+(max-min)/median is below --max-spread. Results (every run's count, the
+environment fingerprint) go to a JSON file; provenance to a file beside it.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "run",
+        help=HELP,
+        context_settings={"allow_interspersed_args": False},
+        no_args_is_help=True,
+    )(run_command)
+
+
+def run_command(
+    command: list[str] = typer.Argument(None, help="The command to count, after --."),
+    name: str = typer.Option(None, "--name", help="Row name for the command after --."),
+    cmd: list[str] = typer.Option([], "--cmd", help="NAME=COMMAND LINE (repeatable)."),
+    file: Path = typer.Option(None, "--file", help="A TOML file of [[command]] tables."),
+    backend: str = typer.Option("auto", "--backend", help="auto, callgrind or perf."),
+    runs: int = typer.Option(3, "--runs", min=1, max=1000, help="Fresh processes per command."),
+    max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
+    allow_exit: str = typer.Option("0", "--allow-exit", help="Accepted exit codes: 0,1 or any."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VALUE added to the environment."),
+    timeout: float = typer.Option(None, "--timeout", help="Seconds per run before it is killed."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    output: Path = typer.Option(
+        None, "--output", "-o", help="Results file [icount-results/run-NNN.json]."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
+    keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind profiles."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    width: int = typer.Option(120, "--width", help="Table width in characters."),
+) -> None:
+    from icount import environment, measure_command, report, results
+    from icount.backends import choose
+    from icount.cli.options import check_format, output_path, parse_exit_codes, parse_percent
+    from icount.cli.progress import progress
+
+    check_format(fmt)
+    spread = parse_percent(max_spread, "--max-spread")
+    exits = parse_exit_codes(allow_exit)
+    extra_env = environment.parse_env_assignments(env)
+    specs = _collect(command or [], name, cmd, file, extra_env)
+    base = Path.cwd()
+    specs = [measure_command.resolve(s, base) for s in specs]
+    out = output_path(output, "run")
+    if out.exists() and not force:
+        raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
+
+    choice = choose(backend)
+    if not quiet:
+        typer.echo(f"icount: backend {choice.backend}: {choice.why}", err=True)
+    opts = measure_command.RunOptions(
+        backend=choice.backend,
+        runs=runs,
+        max_spread=spread,
+        allowed_exits=exits if exits is not None else frozenset(range(-255, 256)),
+        timeout=timeout,
+        keep_profiles=keep_profiles,
+    )
+    recorder = environment.ProvenanceRecorder(["icount", "run", *_argv_tail()])
+    artifacts = out.with_suffix(".artifacts")
+
+    def save(res: results.Results) -> None:
+        results.save(out, res, recorder.finish({"backend_choice": choice.why}), overwrite=True)
+
+    with progress(quiet) as cb:
+        res = measure_command.measure(specs, opts, artifacts, cb, on_cell=save)
+    if not quiet:
+        typer.echo(f"icount: results in {out} (outputs of each run in {artifacts}/)", err=True)
+    typer.echo(report.render_results(res, fmt, width), nl=False)
+    invalid = [c for c in res.cells if not c.valid]
+    if invalid:
+        typer.echo(
+            f"icount: error: {len(invalid)} of {len(res.cells)} cells are not valid "
+            f"(reasons under the table)",
+            err=True,
+        )
+        raise typer.Exit(int(ExitCode.INVALID))
+
+
+def _argv_tail() -> list[str]:
+    import sys
+
+    return sys.argv[2:]
+
+
+def _collect(
+    command: list[str], name: str | None, cmds: list[str], file: Path | None, env: dict[str, str]
+) -> list[Any]:
+    from icount.measure_command import CommandSpec
+
+    specs: list[CommandSpec] = []
+    for item in cmds:
+        label, sep, line = item.partition("=")
+        if not sep or not label or not line.strip():
+            raise UsageError(f"--cmd takes NAME=COMMAND LINE, got {item!r}")
+        try:
+            argv = shlex.split(line)
+        except ValueError as e:
+            raise UsageError(f"--cmd {label}: {e}") from None
+        specs.append(CommandSpec(label, tuple(argv), env))
+    if file is not None:
+        specs += _load_toml(file, env)
+    if command:
+        specs.append(CommandSpec(name or Path(command[0]).name, tuple(command), env))
+    elif name:
+        raise UsageError("--name names the command after --, but there is none")
+    if not specs:
+        raise UsageError("nothing to run", hint="give a command after --, or --cmd, or --file")
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UsageError(f"command names must be unique: {', '.join(dupes)}", hint="use --name")
+    return specs
+
+
+def _load_toml(path: Path, env: dict[str, str]) -> list[Any]:
+    import tomllib
+
+    from icount.measure_command import CommandSpec
+
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: invalid TOML: {e}") from None
+    entries = doc.get("command")
+    if not isinstance(entries, list) or not entries:
+        raise UsageError(f"{path}: expected one or more [[command]] tables")
+    specs = []
+    for i, entry in enumerate(entries, 1):
+        argv = entry.get("argv") if isinstance(entry, dict) else None
+        label = entry.get("name") if isinstance(entry, dict) else None
+        extra = entry.get("env", {}) if isinstance(entry, dict) else None
+        if not isinstance(label, str) or not label:
+            raise UsageError(f'{path}: command {i} needs a name = "..."')
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise UsageError(f'{path}: command {label!r} needs argv = ["prog", "arg", ...]')
+        if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
+            raise UsageError(f"{path}: command {label!r}: env must map names to strings")
+        specs.append(CommandSpec(label, tuple(argv), {**env, **extra}))
+    return specs

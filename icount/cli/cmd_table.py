@@ -1,0 +1,45 @@
+"""`icount table`: re-render saved results, merging several files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+HELP = """Re-render saved results files as one table.
+
+\b
+Examples:
+  icount table icount-results/run-001.json
+  icount table c.json nginx.json --format md > RESULTS.md
+
+Files are merged when their cells do not collide (same name, path and backend)
+and their environment fingerprints agree on what moves counts.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("table", help=HELP, no_args_is_help=True)(table_command)
+
+
+def table_command(
+    files: list[Path] = typer.Argument(..., help="Results JSON files."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    width: int = typer.Option(120, "--width", help="Table width in characters."),
+) -> None:
+    from icount import environment, report, results
+    from icount.cli.options import check_format
+    from icount.errors import UsageError
+
+    check_format(fmt)
+    loaded = [(str(f), results.load(f)) for f in files]
+    first_src, first = loaded[0]
+    for src, res in loaded[1:]:
+        diff = environment.fingerprint_differences(first.fingerprint, res.fingerprint)
+        if diff:
+            raise UsageError(
+                f"{src} was measured in another environment than {first_src} "
+                f"(differs in {', '.join(diff)}); its counts are not comparable"
+            )
+    merged = results.merge(loaded)
+    typer.echo(report.render_results(merged, fmt, width), nl=False)

@@ -1,0 +1,43 @@
+"""Option parsing shared by several commands (formats, spreads, outputs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from icount.errors import UsageError
+from icount.tables import FORMATS
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
+    if fmt not in allowed:
+        raise UsageError(f"unknown format {fmt!r}", hint=f"use --format {'|'.join(allowed)}")
+    return fmt
+
+
+def parse_percent(text: str, flag: str) -> float:
+    """'1', '1%' or '0.5%' -> a fraction (0.01, 0.005)."""
+    raw = text.strip().removesuffix("%")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{flag} takes a percentage like 1 or 0.5%, got {text!r}") from None
+    if not 0 < value < 1000:
+        raise UsageError(f"{flag} must be above 0%, got {text!r}")
+    return value / 100.0
+
+
+def parse_exit_codes(text: str) -> frozenset[int] | None:
+    """'0,1' -> {0, 1}; 'any' -> None (every exit status accepted)."""
+    if text.strip() == "any":
+        return None
+    try:
+        codes = frozenset(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise UsageError(f"--allow-exit takes codes like 0,1 or 'any', got {text!r}") from None
+    return codes | {0}
+
+
+def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount-results")) -> Path:
+    from icount.results import next_free_path
+
+    return explicit if explicit is not None else next_free_path(directory, stem)

@@ -1,0 +1,241 @@
+"""The deterministic environment measured programs run in, the fingerprint of what
+moves instruction counts, and the provenance kept apart from the numbers.
+
+Counts move with: the backend and its version, the CPU (glibc picks memcpy/strlen
+variants by CPU flags through ifunc), glibc, ASLR, the size of the environment and the
+working directory (stack alignment), and hash seeds. The first group is recorded in
+the fingerprint and checked by `icount compare`; the rest is pinned here.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import socket
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from icount import __version__, procs
+from icount.errors import UsageError
+
+# Fields of the fingerprint that change instruction counts: compare refuses to
+# compare results that differ in any of them.
+COUNT_MOVING_FIELDS = (
+    "backend",
+    "tool_version",
+    "arch",
+    "cpu_vendor",
+    "cpu_model",
+    "cpu_flags",
+    "glibc",
+)
+
+# CPU flags glibc's ifunc resolvers and the dynamic loader look at (string, memory
+# and math routines). Other flags do not change which code runs in libc.
+IFUNC_FLAGS = frozenset(
+    {
+        "sse2",
+        "ssse3",
+        "sse4_1",
+        "sse4_2",
+        "avx",
+        "avx2",
+        "avx512f",
+        "avx512bw",
+        "avx512cd",
+        "avx512dq",
+        "avx512er",
+        "avx512vl",
+        "avx512_vbmi2",
+        "avx_vnni",
+        "bmi1",
+        "bmi2",
+        "lzcnt",
+        "popcnt",
+        "movbe",
+        "erms",
+        "fsrm",
+        "fma",
+        "fma4",
+        "rtm",
+        "xsave",
+        "xsavec",
+        "f16c",
+        "cmov",
+        "sha_ni",
+    }
+)
+
+FIXED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+WORKDIR_PREFIX = "icount-"  # mkdtemp adds 8 characters: every work dir has the same length
+
+
+def parse_env_assignments(items: Sequence[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--env takes KEY=VALUE, got {item!r}")
+        env[key] = value
+    return env
+
+
+def clean_env(workdir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A fixed, minimal environment; `extra` (from --env) is added last."""
+    env = {
+        "PATH": FIXED_PATH,
+        "HOME": str(workdir),
+        "LANG": "C",
+        "LC_ALL": "C",
+        "PYTHONHASHSEED": "0",
+        "TZ": "UTC",
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def make_workdir() -> Path:
+    """A fresh working directory whose path always has the same length."""
+    return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))
+
+
+@functools.cache
+def aslr_wrapper() -> tuple[list[str], str]:
+    """(argv prefix that turns ASLR off, what was recorded about ASLR)."""
+    setarch = procs.which("setarch")
+    if setarch is None:
+        return [], "on (setarch not installed)"
+    done = procs.run([setarch, "-R", "true"], timeout=10)
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return (
+            [],
+            f"on (setarch -R not permitted: {why[-1] if why else 'exit ' + str(done.returncode)})",
+        )
+    return [setarch, "-R"], "off (setarch -R)"
+
+
+def _cpuinfo() -> dict[str, str]:
+    info: dict[str, str] = {}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return info
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor is enough
+        k, _, v = line.partition(":")
+        info[k.strip()] = v.strip()
+    return info
+
+
+@functools.cache
+def glibc_version() -> str:
+    name, version = platform.libc_ver()
+    return f"{name} {version}".strip() or "unknown"
+
+
+def cpu_fingerprint() -> dict[str, Any]:
+    info = _cpuinfo()
+    flags = sorted(set(info.get("flags", "").split()) & IFUNC_FLAGS)
+    return {
+        "cpu_vendor": info.get("vendor_id", platform.processor() or "unknown"),
+        "cpu_model": " ".join(
+            [
+                info.get("model name", "unknown"),
+                f"family {info.get('cpu family', '?')}",
+                f"model {info.get('model', '?')}",
+            ]
+        ),
+        "cpu_flags": flags,
+    }
+
+
+def fingerprint(backend: str, tool_version: str, backend_argv: Sequence[str]) -> dict[str, Any]:
+    """What moves counts on this machine. No timestamps, no host names."""
+    _, aslr = aslr_wrapper()
+    return {
+        "backend": backend,
+        "tool_version": tool_version,
+        "backend_argv": list(backend_argv),
+        "arch": platform.machine(),
+        **cpu_fingerprint(),
+        "glibc": glibc_version(),
+        "kernel": platform.release(),
+        "aslr": aslr,
+        "env_policy": f"cleared; PATH={FIXED_PATH}; LC_ALL=C; PYTHONHASHSEED=0; TZ=UTC",
+        "icount_version": __version__,
+    }
+
+
+def fingerprint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The count-moving fields in which two fingerprints differ."""
+    return [f for f in COUNT_MOVING_FIELDS if a.get(f) != b.get(f)]
+
+
+# ---------------------------------------------------------------- provenance
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(total jiffies, steal jiffies) from /proc/stat."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    if first[0] != "cpu":
+        return None
+    values = [int(v) for v in first[1:]]
+    steal = values[7] if len(values) > 7 else 0
+    return sum(values[:8]), steal
+
+
+class ProvenanceRecorder:
+    """Load before and after, steal during: the machine's state over a measurement."""
+
+    def __init__(self, argv: Sequence[str], measured_dir: Path | None = None) -> None:
+        self.argv = list(argv)
+        self.measured_dir = measured_dir
+        self.started = datetime.now(UTC)
+        self.load_before = os.getloadavg()[0]
+        self._cpu0 = _cpu_times()
+        self._t0 = time.monotonic()
+
+    def finish(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        cpu1 = _cpu_times()
+        steal_pct: float | None = None
+        if self._cpu0 and cpu1 and cpu1[0] > self._cpu0[0]:
+            steal_pct = round(100.0 * (cpu1[1] - self._cpu0[1]) / (cpu1[0] - self._cpu0[0]), 3)
+        prov: dict[str, Any] = {
+            "format": "icount-provenance",
+            "version": 1,
+            "icount_argv": self.argv,
+            "icount_version": __version__,
+            "started_utc": self.started.isoformat(timespec="seconds"),
+            "wall_s": round(time.monotonic() - self._t0, 3),
+            "host": socket.gethostname(),
+            "kernel": platform.release(),
+            "load1_before": round(self.load_before, 2),
+            "load1_after": round(os.getloadavg()[0], 2),
+            "steal_pct": steal_pct,
+            "cpus_allowed": sorted(os.sched_getaffinity(0)),
+            "commit": git_commit(self.measured_dir or Path.cwd()),
+        }
+        prov.update(extra or {})
+        return prov
+
+
+def git_commit(directory: Path) -> str | None:
+    if procs.which("git") is None:
+        return None
+    done = procs.run(["git", "-C", str(directory), "rev-parse", "HEAD"], timeout=10)
+    if done.returncode != 0:
+        return None
+    commit = done.stdout.decode().strip()
+    dirty = procs.run(["git", "-C", str(directory), "status", "--porcelain"], timeout=10)
+    return commit + ("-dirty" if dirty.ok and dirty.stdout.strip() else "")

@@ -1,0 +1,157 @@
+"""`icount run`: count whole commands, several fresh processes each, into cells.
+
+Core only: it reports progress through a callback and returns Results; it never
+prints. Each run executes in a fresh working directory of fixed path length, in
+icount's cleared environment, with ASLR off where permitted.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from icount import environment, procs
+from icount.backends import callgrind, perf
+from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
+from icount.stats import DEFAULT_MAX_SPREAD
+
+Progress = Callable[[str, int, int], None]  # (what is running, runs done, runs in all)
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    backend: str  # resolved: "callgrind" or "perf"
+    runs: int = 3
+    max_spread: float = DEFAULT_MAX_SPREAD
+    allowed_exits: frozenset[int] = frozenset({0})
+    timeout: float | None = None
+    keep_profiles: bool = False
+    cwd: Path | None = None  # None: a fresh fixed-length directory per run
+
+
+def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
+    """Make the program and any existing relative file arguments absolute.
+
+    Commands run in another directory and with a fixed PATH, so what the user's
+    shell would have found is resolved here, before anything is measured. Raises
+    ToolMissingError for a program that does not exist.
+    """
+    exe = procs.resolve_command(spec.argv[0])
+    args = [
+        str(base / a)
+        if not a.startswith("-") and (base / a).exists() and not Path(a).is_absolute()
+        else a
+        for a in spec.argv[1:]
+    ]
+    return CommandSpec(spec.name, (exe, *args), spec.env)
+
+
+def tool_version(backend: str) -> str:
+    return callgrind.valgrind_version() if backend == "callgrind" else perf.perf_version()
+
+
+def backend_argv(backend: str) -> list[str]:
+    if backend == "callgrind":
+        return callgrind.fingerprint_args()
+    return ["perf", *perf.stat_args(Path("<out>/perf-stat.txt"))]
+
+
+def fingerprint(backend: str) -> dict[str, Any]:
+    return environment.fingerprint(backend, tool_version(backend), backend_argv(backend))
+
+
+def _exit_reason(rc: int, run_dir: Path) -> str:
+    text = procs.describe_exit(rc)
+    try:
+        tail = (run_dir / "stderr").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        tail = []
+    if tail:
+        text += f"; last stderr line: {tail[-1][:200]}"
+    return text
+
+
+def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
+    workdir = opts.cwd or environment.make_workdir()
+    env = environment.clean_env(workdir, spec.env)
+    try:
+        if opts.backend == "callgrind":
+            c = callgrind.count_command(
+                spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout
+            )
+            count, rc, problem = c.instructions, c.returncode, c.problem
+            detail: dict[str, Any] = {"exit": rc, "processes": c.profiles}
+        else:
+            p = perf.count_command(spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout)
+            count, rc, problem = p.instructions, p.returncode, p.problem
+            detail = {"exit": rc}
+    finally:
+        if opts.cwd is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if not opts.keep_profiles:
+            for f in run_dir.glob("callgrind.out.*"):
+                f.unlink()
+    if rc not in opts.allowed_exits:
+        return Run(count, False, _exit_reason(rc, run_dir), detail)
+    if problem is not None or count is None:
+        return Run(None, False, problem or "nothing counted", detail)
+    return Run(float(count), True, None, detail)
+
+
+def measure(
+    specs: Sequence[CommandSpec],
+    opts: RunOptions,
+    artifacts: Path,
+    progress: Progress | None = None,
+    on_cell: Callable[[Results], None] | None = None,
+) -> Results:
+    """Measure every command `opts.runs` times. A failed run ends its cell early
+    (the cell is invalid whatever the other runs say); other cells go on."""
+    results = Results(fingerprint(opts.backend), ())
+    total = len(specs) * opts.runs
+    done = 0
+    for spec in specs:
+        runs: list[Run] = []
+        for i in range(opts.runs):
+            if progress:
+                progress(f"{spec.name}: run {i + 1}/{opts.runs}", done, total)
+            run = measure_once(spec, opts, artifacts / _safe(spec.name) / f"run-{i + 1}")
+            runs.append(run)
+            done += 1
+            if not run.valid:
+                done += opts.runs - i - 1
+                break
+        cell = Cell(
+            name=spec.name,
+            path="",
+            backend=opts.backend,
+            unit=UNIT_INSTRUCTIONS,
+            runs=tuple(runs),
+            params={
+                "argv": list(spec.argv),
+                "env": dict(sorted(spec.env.items())),
+                "allowed_exits": sorted(opts.allowed_exits),
+            },
+            runs_wanted=opts.runs,
+            max_spread=opts.max_spread,
+        )
+        results = results.with_cell(cell)
+        if on_cell:
+            on_cell(results)
+    if progress:
+        progress("done", total, total)
+    return results
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "command"

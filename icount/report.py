@@ -1,0 +1,129 @@
+"""Results → tables: the terminal/Markdown table, CSV rows and the JSON document.
+
+Pure functions of Results. Rows are cell names, columns are paths (and backends
+when several are present); an invalid cell shows `-` with a numbered reason under
+the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from icount import numfmt
+from icount.results import UNIT_PER_REQUEST, Cell, Results, results_json
+from icount.tables import Column, Table, render, render_csv
+
+CSV_HEADER = (
+    "name",
+    "path",
+    "backend",
+    "unit",
+    "median",
+    "min",
+    "max",
+    "spread_pct",
+    "runs",
+    "runs_wanted",
+    "valid",
+    "reason",
+)
+
+
+@dataclass(frozen=True)
+class ExtraColumn:
+    """A per-row column beside the counts (e.g. binary size): title and name -> text."""
+
+    title: str
+    value: Callable[[str], str]
+
+
+def _column_key(cell: Cell, multi_backend: bool) -> str:
+    label = cell.path or "instructions"
+    return f"{label} [{cell.backend}]" if multi_backend else label
+
+
+def _unit_title(cells: Sequence[Cell]) -> str:
+    units = sorted({c.unit for c in cells})
+    backends = sorted({c.backend for c in cells})
+    what = "instructions per request" if units == [UNIT_PER_REQUEST] else ", ".join(units)
+    return f"{what} ({', '.join(backends)})"
+
+
+def build_table(results: Results, extra: Sequence[ExtraColumn] = ()) -> Table:
+    cells = sorted(results.cells, key=lambda c: c.key)
+    multi_backend = len({c.backend for c in cells}) > 1
+    names = sorted({c.name for c in cells})
+    col_keys = sorted({_column_key(c, multi_backend) for c in cells})
+    by_pos = {(c.name, _column_key(c, multi_backend)): c for c in cells}
+    single = len(col_keys) == 1
+
+    columns = [Column("name", "left")]
+    columns += [Column(k) for k in col_keys]
+    if single:
+        columns += [Column("spread"), Column("runs")]
+    columns += [Column(e.title) for e in extra]
+    table = Table(columns=columns, title=_unit_title(cells))
+
+    reasons: list[str] = []
+    for name in names:
+        row = [name]
+        for k in col_keys:
+            cell = by_pos.get((name, k))
+            row.append(_cell_text(cell, reasons))
+        if single:
+            cell = by_pos.get((name, col_keys[0]))
+            s = cell.summary if cell else None
+            row.append(numfmt.percent(s.spread) if s and cell and cell.valid else "")
+            row.append(f"{len(cell.values)}/{cell.runs_wanted}" if cell else "")
+        row += [e.value(name) for e in extra]
+        table.add_row(row)
+
+    table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
+    if reasons:
+        table.notes.append("not valid:")
+        table.notes += reasons
+    return table
+
+
+def _cell_text(cell: Cell | None, reasons: list[str]) -> str:
+    if cell is None:
+        return ""
+    s = cell.summary
+    if cell.valid and s is not None:
+        return numfmt.median_range(s.median, s.min, s.max)
+    reasons.append(f"[{len(reasons) + 1}] {cell.key_text}: {cell.reason}")
+    return f"- [{len(reasons)}]"
+
+
+def csv_rows(results: Results) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for cell in sorted(results.cells, key=lambda c: c.key):
+        s = cell.summary
+        rows.append(
+            [
+                cell.name,
+                cell.path,
+                cell.backend,
+                cell.unit,
+                numfmt.plain(s.median) if s else "",
+                numfmt.plain(s.min) if s else "",
+                numfmt.plain(s.max) if s else "",
+                f"{s.spread * 100:.4f}" if s else "",
+                len(cell.values),
+                cell.runs_wanted,
+                "true" if cell.valid else "false",
+                cell.reason or "",
+            ]
+        )
+    return rows
+
+
+def render_results(
+    results: Results, fmt: str, width: int = 120, extra: Sequence[ExtraColumn] = ()
+) -> str:
+    if fmt == "json":
+        return results_json(results)
+    if fmt == "csv":
+        return render_csv(CSV_HEADER, csv_rows(results))
+    return render(build_table(results, extra), fmt, width)

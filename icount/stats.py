@@ -1,0 +1,40 @@
+"""Cell statistics: median, range and spread of repeated measurements."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DEFAULT_MAX_SPREAD = 0.01  # a cell is valid only if (max - min) / median < 1%
+
+
+@dataclass(frozen=True)
+class Summary:
+    median: float
+    min: float
+    max: float
+    spread: float  # (max - min) / median; 0 for a single value
+    n: int
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    if not values:
+        raise ValueError("no values to summarize")
+    med = float(statistics.median(values))
+    lo, hi = float(min(values)), float(max(values))
+    if med == 0:
+        spread = 0.0 if hi == lo else float("inf")
+    else:
+        spread = (hi - lo) / abs(med)
+    return Summary(median=med, min=lo, max=hi, spread=spread, n=len(values))
+
+
+def spread_reason(summary: Summary, max_spread: float) -> str | None:
+    """Why a cell fails the spread rule, or None when it passes."""
+    if summary.spread >= max_spread:
+        return (
+            f"spread {summary.spread * 100:.2f}% over {summary.n} runs is not below "
+            f"--max-spread {max_spread * 100:g}%"
+        )
+    return None
