@@ -1,0 +1,1 @@
+"""Callgrind output files: the format parser and the profile model it returns."""

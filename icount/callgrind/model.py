@@ -1,0 +1,85 @@
+"""What a parsed callgrind profile holds: functions, their self costs, call edges.
+
+Costs are numpy int64 matrices with one column per event (in `Profile.events`
+order), so that whole-profile sums and per-function lookups stay vectorised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+Costs = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, order=True)
+class Function:
+    """A function as callgrind identifies it: name within a source file within an object."""
+
+    name: str
+    file: str
+    object: str
+
+
+@dataclass(frozen=True)
+class Part:
+    """One dump (`part:`) of the file, e.g. one `--dump-before` window or one thread."""
+
+    number: int | None
+    thread: int | None
+    totals: dict[str, int]
+    # Whether `totals` comes from a `totals:` line (checked against the cost lines)
+    # or was summed from the cost lines because the part declares none.
+    declared: bool
+
+
+@dataclass
+class Profile:
+    """A callgrind file: header facts, per-function self costs and caller→callee edges.
+
+    `self_cost[i]` is the self (exclusive) cost of `functions[i]` summed over all parts.
+    Edge k goes from `functions[call_caller[k]]` to `functions[call_callee[k]]`, was
+    executed `call_count[k]` times and `call_cost[k]` is the inclusive cost of those calls.
+    """
+
+    source: str
+    events: list[str]
+    positions: list[str]
+    totals: dict[str, int]
+    summary: dict[str, int] | None
+    command: str | None
+    pid: int | None
+    creator: str | None
+    parts: list[Part]
+    functions: list[Function]
+    self_cost: Costs
+    call_caller: npt.NDArray[np.int64]
+    call_callee: npt.NDArray[np.int64]
+    call_count: npt.NDArray[np.int64]
+    call_cost: Costs
+    _index: dict[Function, int] = field(default_factory=dict, repr=False)
+
+    def event_index(self, event: str) -> int:
+        try:
+            return self.events.index(event)
+        except ValueError:
+            raise KeyError(f"event {event} not in this profile ({' '.join(self.events)})") from None
+
+    def index_of(self, function: Function) -> int:
+        if not self._index:
+            self._index = {f: i for i, f in enumerate(self.functions)}
+        return self._index[function]
+
+    def inclusive_cost(self) -> Costs:
+        """Self cost plus the cost of every call a function makes to another function.
+
+        Calls of a function to itself are left out, so direct recursion is not counted
+        twice; like callgrind_annotate and KCachegrind without cycle detection, mutual
+        recursion (a→b→a) still counts the inner calls again.
+        """
+        incl = self.self_cost.copy()
+        keep = self.call_caller != self.call_callee
+        np.add.at(incl, self.call_caller[keep], self.call_cost[keep])
+        return incl
