@@ -1,0 +1,304 @@
+/* c-epoll: a single-threaded epoll HTTP/1.1 keep-alive server, the reference target of
+ * `icount serve`. It answers GET /plaintext and GET /json with fixed bytes (no Date
+ * header, so every answer is identical and its cost does not drift with the clock).
+ *
+ *   c-epoll --port P [--loop K] [--crash-after N] [--status CODE] [--body TEXT] [--vary]
+ *
+ * Test flags (used by icount's own tests):
+ *   --loop K         run K iterations of a loop of known cost per request. The loop body is
+ *                    inline asm (x86-64: `dec; jnz`, aarch64: `subs; b.ne`), so it costs
+ *                    exactly 2 instructions per iteration and the compiler cannot remove it;
+ *                    see adapters/c-epoll/README.md for the callgrind measurement.
+ *   --crash-after N  abort() on request N+1 (a server that dies mid-run).
+ *   --status CODE    answer every request with this status code (a wrong answer).
+ *   --body TEXT      answer every request with this body (a wrong answer).
+ *   --vary           add a per-process cost drawn from the pid: (pid % 32 + 1) * 1000 loop
+ *                    iterations per request, i.e. 2,000..64,000 extra instructions, so that
+ *                    two processes whose pids differ modulo 32 differ by >= 2,000 instructions
+ *                    per request (> 1% of any possible total).
+ * SIGTERM keeps its default action, so callgrind writes its profile when stopped.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_EVENTS 256
+#define BUF_SIZE 16384
+
+struct conn {
+    int fd;
+    size_t len;         /* bytes of request data buffered in `in` */
+    size_t out_len;     /* bytes still to write from `out` */
+    size_t out_off;
+    char in[BUF_SIZE];
+    char *out;          /* pending output (only when a write was partial) */
+    size_t out_cap;
+};
+
+static long loop_iterations;
+static long crash_after = -1;
+static long handled;
+static int status_code = 200;
+static const char *body_override;
+
+static char *resp_plain, *resp_json, *resp_404;
+static size_t resp_plain_len, resp_json_len, resp_404_len;
+
+static void spin(long k) {
+    if (k <= 0)
+        return;
+#if defined(__x86_64__)
+    __asm__ volatile("1: dec %0\n\tjnz 1b" : "+r"(k) : : "cc");
+#elif defined(__aarch64__)
+    __asm__ volatile("1: subs %0, %0, #1\n\tb.ne 1b" : "+r"(k) : : "cc");
+#else
+    /* Portable fallback: cost per iteration is compiler-dependent (not documented). */
+    volatile long v = k;
+    while (v > 0)
+        v = v - 1;
+#endif
+}
+
+static const char *reason(int code) {
+    switch (code) {
+    case 200: return "OK";
+    case 404: return "Not Found";
+    case 500: return "Internal Server Error";
+    default: return "Status";
+    }
+}
+
+static char *make_response(int code, const char *type, const char *body, size_t *len_out) {
+    size_t body_len = strlen(body);
+    size_t cap = 256 + body_len;
+    char *buf = malloc(cap);
+    if (!buf) {
+        perror("malloc");
+        exit(1);
+    }
+    int n = snprintf(buf, cap,
+                     "HTTP/1.1 %d %s\r\n"
+                     "Server: c-epoll\r\n"
+                     "Content-Type: %s\r\n"
+                     "Content-Length: %zu\r\n"
+                     "Connection: keep-alive\r\n"
+                     "Keep-Alive: timeout=600\r\n"
+                     "\r\n",
+                     code, reason(code), type, body_len);
+    memcpy(buf + n, body, body_len);
+    *len_out = (size_t)n + body_len;
+    return buf;
+}
+
+static void close_conn(int ep, struct conn *c) {
+    epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    free(c->out);
+    free(c);
+}
+
+/* Queue bytes for writing; returns -1 if the connection must be closed. */
+static int send_bytes(int ep, struct conn *c, const char *data, size_t len) {
+    if (c->out_len == 0) {
+        ssize_t w = write(c->fd, data, len);
+        if (w < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                return -1;
+            w = 0;
+        }
+        if ((size_t)w == len)
+            return 0;
+        data += w;
+        len -= (size_t)w;
+    }
+    /* Partial write: keep the rest and wait for EPOLLOUT. */
+    size_t need = c->out_off + c->out_len + len;
+    if (need > c->out_cap) {
+        char *p = realloc(c->out, need);
+        if (!p)
+            return -1;
+        c->out = p;
+        c->out_cap = need;
+    }
+    memcpy(c->out + c->out_off + c->out_len, data, len);
+    c->out_len += len;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
+    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+    return 0;
+}
+
+static int flush_out(int ep, struct conn *c) {
+    while (c->out_len > 0) {
+        ssize_t w = write(c->fd, c->out + c->out_off, c->out_len);
+        if (w < 0)
+            return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+        c->out_off += (size_t)w;
+        c->out_len -= (size_t)w;
+    }
+    c->out_off = 0;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+    return 0;
+}
+
+/* Parse and answer every complete request in the buffer; -1 closes the connection. */
+static int handle_requests(int ep, struct conn *c) {
+    size_t start = 0;
+    for (;;) {
+        char *head = c->in + start;
+        size_t avail = c->len - start;
+        char *end = memmem(head, avail, "\r\n\r\n", 4);
+        if (!end)
+            break;
+        size_t head_len = (size_t)(end - head) + 4;
+        /* Request bodies are not expected; a Content-Length body is skipped. */
+        size_t body_len = 0;
+        char *cl = memmem(head, head_len, "\r\nContent-Length:", 17);
+        if (cl)
+            body_len = strtoul(cl + 17, NULL, 10);
+        if (head_len + body_len > avail) {
+            if (head_len + body_len > BUF_SIZE)
+                return -1;
+            break;
+        }
+        if (crash_after >= 0 && handled >= crash_after)
+            abort();
+        handled++;
+        spin(loop_iterations);
+
+        const char *resp = resp_404;
+        size_t resp_len = resp_404_len;
+        if (head_len >= 15 && memcmp(head, "GET /plaintext ", 15) == 0) {
+            resp = resp_plain;
+            resp_len = resp_plain_len;
+        } else if (head_len >= 10 && memcmp(head, "GET /json ", 10) == 0) {
+            resp = resp_json;
+            resp_len = resp_json_len;
+        }
+        if (send_bytes(ep, c, resp, resp_len) < 0)
+            return -1;
+        start += head_len + body_len;
+    }
+    if (start > 0) {
+        memmove(c->in, c->in + start, c->len - start);
+        c->len -= start;
+    }
+    if (c->len == BUF_SIZE)
+        return -1; /* a request head larger than the buffer */
+    return 0;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: c-epoll --port P [--loop K] [--crash-after N] [--status CODE] "
+                    "[--body TEXT] [--vary]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    int port = -1;
+    int vary = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--vary") == 0) {
+            vary = 1;
+            continue;
+        }
+        if (i + 1 >= argc)
+            usage();
+        const char *v = argv[++i];
+        if (strcmp(a, "--port") == 0)
+            port = atoi(v);
+        else if (strcmp(a, "--loop") == 0)
+            loop_iterations = atol(v);
+        else if (strcmp(a, "--crash-after") == 0)
+            crash_after = atol(v);
+        else if (strcmp(a, "--status") == 0)
+            status_code = atoi(v);
+        else if (strcmp(a, "--body") == 0)
+            body_override = v;
+        else
+            usage();
+    }
+    if (port < 0 || port > 65535)
+        usage();
+    if (vary)
+        loop_iterations += ((long)getpid() % 32 + 1) * 1000;
+
+    resp_plain = make_response(status_code, "text/plain",
+                               body_override ? body_override : "Hello, World!", &resp_plain_len);
+    resp_json = make_response(status_code, "application/json",
+                              body_override ? body_override : "{\"message\":\"Hello, World!\"}",
+                              &resp_json_len);
+    resp_404 = make_response(404, "text/plain", "Not Found", &resp_404_len);
+    signal(SIGPIPE, SIG_IGN);
+
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1024) < 0) {
+        perror("c-epoll: bind/listen");
+        return 1;
+    }
+    int ep = epoll_create1(0);
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
+
+    struct epoll_event events[MAX_EVENTS];
+    for (;;) {
+        int n = epoll_wait(ep, events, MAX_EVENTS, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("c-epoll: epoll_wait");
+            return 1;
+        }
+        for (int i = 0; i < n; i++) {
+            struct conn *c = events[i].data.ptr;
+            if (c == NULL) {
+                for (;;) {
+                    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+                    if (fd < 0)
+                        break;
+                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                    struct conn *nc = calloc(1, sizeof *nc);
+                    if (!nc) {
+                        close(fd);
+                        continue;
+                    }
+                    nc->fd = fd;
+                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = nc};
+                    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+                }
+                continue;
+            }
+            if ((events[i].events & EPOLLOUT) && flush_out(ep, c) < 0) {
+                close_conn(ep, c);
+                continue;
+            }
+            if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                ssize_t r = read(c->fd, c->in + c->len, BUF_SIZE - c->len);
+                if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+                    close_conn(ep, c);
+                    continue;
+                }
+                if (r > 0) {
+                    c->len += (size_t)r;
+                    if (handle_requests(ep, c) < 0)
+                        close_conn(ep, c);
+                }
+            }
+        }
+    }
+}
