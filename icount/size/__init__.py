@@ -1,0 +1,78 @@
+"""Binary-size breakdowns of ELF and Mach-O files (`icount size`).
+
+`load(path)` gives one Image per file (one per architecture for fat Mach-O files);
+`views` turns an Image into rows, `render` prints them. `summarize(path)` is the small
+summary the serve tables show. numpy and pyelftools are imported on first use.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from icount.errors import ParseError
+
+if TYPE_CHECKING:
+    from icount.size.model import Image
+    from icount.size.source import Blob
+
+
+def load(path: str | Path) -> list[Image]:
+    """Every image in the file: one, or one per architecture of a fat file."""
+    from icount.size.source import open_blob
+
+    blob = open_blob(path)
+    try:
+        return load_blob(blob)
+    finally:
+        blob.close()
+
+
+def load_bytes(name: str, data: bytes) -> list[Image]:
+    """Same as load() for bytes in memory (tests, fuzzing)."""
+    from icount.size.source import Blob
+
+    if not data:
+        raise ParseError("empty file, not an ELF or Mach-O file", source=name)
+    return load_blob(Blob(name, data))
+
+
+def load_blob(blob: Blob) -> list[Image]:
+    from icount.size import macho
+
+    head = bytes(blob.data[:8])
+    if head.startswith(b"\x7fELF"):
+        from icount.size.elf import read_elf
+
+        return [read_elf(blob)]
+    if macho.is_fat(head) or macho.is_thin(head):
+        return macho.read_macho(blob)
+    if head.startswith(b"\xca\xfe\xba\xbe"):
+        raise blob.fail("not an ELF or Mach-O file (0xcafebabe but not a fat header: a Java class file?)")
+    raise blob.fail("not an ELF or Mach-O file")
+
+
+def host_arch() -> str:
+    machine = platform.machine().lower()
+    return {"aarch64": "arm64", "amd64": "x86_64"}.get(machine, machine)
+
+
+def pick_host(images: list[Image]) -> Image:
+    """The slice of a fat file this machine would run, else the first."""
+    host = host_arch()
+    return next((i for i in images if i.arch == host), images[0])
+
+
+def summarize(path: str | Path) -> dict[str, int]:
+    """Sizes for a one-line summary; for fat files, of the host's slice (or the first).
+
+    file_bytes is the whole file; vm_bytes what the image maps; text_bytes the VM size
+    of executable sections. Raises ParseError (or UsageError for a missing file).
+    """
+    image = pick_host(load(path))
+    return {
+        "file_bytes": image.file_size,
+        "vm_bytes": image.vm_total,
+        "text_bytes": image.text_bytes(),
+    }

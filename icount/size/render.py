@@ -1,0 +1,240 @@
+"""Breakdowns to text: terminal table, Markdown, CSV and versioned JSON.
+
+Pure functions of the breakdowns: no clock, no environment, so equal inputs print
+byte-identical output. Tables show sizes in human units with percentages; CSV and
+JSON carry the exact byte counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icount.numfmt import human_bytes, percent, signed_percent
+from icount.size.model import Breakdown, Row
+from icount.tables import Column, Table, render, render_csv
+
+FORMAT_NAME = "icount-size"
+# version 1: first format (images with rows; diff with old/new rows)
+FORMAT_VERSION = 1
+
+_LABEL_TITLE = {"sections": "Section", "segments": "Segment", "symbols": "Symbol"}
+TOTAL = "TOTAL"
+GZIP_ROW = "gzip -9 of the whole file"
+
+
+def _short_names(items: Sequence[Breakdown]) -> list[str]:
+    """Column names: base names (plus arch for fat slices), full paths only when they clash."""
+
+    def short(b: Breakdown, full: bool) -> str:
+        base = b.path if full else os.path.basename(b.path) or b.path
+        return f"{base} [{b.arch}]" if b.fat else base
+
+    names = [short(b, False) for b in items]
+    if len(set(names)) < len(names):
+        names = [short(b, True) for b in items]
+    return names
+
+
+def _title(b: Breakdown, name: str) -> str:
+    return f"{name}: {b.fmt} {b.kind}, {b.arch}"
+
+
+def _pct(part: int, whole: int) -> str:
+    return percent(part / whole, 1) if whole else "-"
+
+
+def _limit_rows(labels: list[str], top: int) -> tuple[list[str], list[str]]:
+    if top <= 0 or len(labels) <= top + 1:
+        return labels, []
+    return labels[:top], labels[top:]
+
+
+def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
+    """One breakdown: label, file, file %, VM, VM %. Several: a file and VM column each."""
+    names = _short_names(items)
+    label_col = Column(_LABEL_TITLE.get(by, "Part"), "left")
+    if len(items) == 1:
+        b = items[0]
+        t = Table(
+            [label_col, Column("File size"), Column("File %"), Column("VM size"), Column("VM %")],
+            title=_title(b, names[0]),
+        )
+        for r in b.rows:
+            t.add_row([r.label, human_bytes(r.file), _pct(r.file, b.file_total),
+                       human_bytes(r.vm), _pct(r.vm, b.vm_total)])  # fmt: skip
+        t.add_row([TOTAL, human_bytes(b.file_total), _pct(b.file_total, b.file_total),
+                   human_bytes(b.vm_total), _pct(b.vm_total, b.vm_total)])  # fmt: skip
+        if b.gzip_bytes is not None:
+            t.add_row([GZIP_ROW, human_bytes(b.gzip_bytes), _pct(b.gzip_bytes, b.file_total), "", ""])
+        t.notes += [f"{b.file_total} bytes in the file, {b.vm_total} bytes of VM", *b.notes]
+        return t
+
+    columns = [label_col]
+    for n in names:
+        columns += [Column(f"{n} file"), Column(f"{n} VM")]
+    t = Table(columns, title=", ".join(_title(b, n) for b, n in zip(items, names, strict=True)))
+    cells = [{r.label: r for r in b.rows} for b in items]
+    labels = sorted(
+        {r.label for b in items for r in b.rows},
+        key=lambda lb: (-max(max(c[lb].file, c[lb].vm) if lb in c else 0 for c in cells), lb),
+    )
+    shown, hidden = _limit_rows(labels, top)
+    for lb in shown:
+        row = [lb]
+        for c in cells:
+            r = c.get(lb)
+            row += [human_bytes(r.file), human_bytes(r.vm)] if r else ["-", "-"]
+        t.add_row(row)
+    if hidden:
+        row = [f"[{len(hidden)} others]"]
+        for c in cells:
+            rs = [c[lb] for lb in hidden if lb in c]
+            row += [human_bytes(sum(r.file for r in rs)), human_bytes(sum(r.vm for r in rs))]
+        t.add_row(row)
+    t.add_row([TOTAL] + [x for b in items for x in (human_bytes(b.file_total), human_bytes(b.vm_total))])
+    if any(b.gzip_bytes is not None for b in items):
+        t.add_row([GZIP_ROW] + [x for b in items for x in (human_bytes(b.gzip_bytes or 0), "")])
+    for b, n in zip(items, names, strict=True):
+        t.notes += [f"{n}: {note}" for note in b.notes]
+    return t
+
+
+def to_json(items: Sequence[Breakdown], by: str) -> str:
+    doc: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "view": by,
+        "images": [_image_json(b) for b in items],
+    }
+    return json.dumps(doc, sort_keys=True, indent=2) + "\n"
+
+
+def _image_json(b: Breakdown) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "file": b.path,
+        "arch": b.arch,
+        "format": b.fmt,
+        "kind": b.kind,
+        "file_bytes": b.file_total,
+        "vm_bytes": b.vm_total,
+        "rows": [{"label": r.label, "file_bytes": r.file, "vm_bytes": r.vm} for r in b.rows],
+        "notes": b.notes,
+    }
+    if b.gzip_bytes is not None:
+        out["gzip_bytes"] = b.gzip_bytes
+    return out
+
+
+def to_csv(items: Sequence[Breakdown], by: str) -> str:
+    rows: list[list[object]] = []
+    for b in items:
+        rows += [[b.path, b.arch, by, r.label, r.file, r.vm] for r in b.rows]
+        if b.gzip_bytes is not None:
+            rows.append([b.path, b.arch, by, GZIP_ROW, b.gzip_bytes, ""])
+    return render_csv(["file", "arch", "view", "label", "file_bytes", "vm_bytes"], rows)
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    label: str
+    old_file: int
+    new_file: int
+    old_vm: int
+    new_vm: int
+
+    @property
+    def d_file(self) -> int:
+        return self.new_file - self.old_file
+
+    @property
+    def d_vm(self) -> int:
+        return self.new_vm - self.old_vm
+
+
+def diff_rows(old: Breakdown, new: Breakdown) -> list[DiffRow]:
+    """Rows of both, matched by label, sorted by absolute change (file, then VM)."""
+    a = {r.label: r for r in old.rows}
+    b = {r.label: r for r in new.rows}
+    zero = Row("", 0, 0)
+    out = [
+        DiffRow(lb, a.get(lb, zero).file, b.get(lb, zero).file, a.get(lb, zero).vm, b.get(lb, zero).vm)
+        for lb in set(a) | set(b)
+    ]
+    return sorted(out, key=lambda d: (-abs(d.d_file), -abs(d.d_vm), d.label))
+
+
+def _signed(n: int) -> str:
+    return ("+" if n > 0 else "") + human_bytes(n)
+
+
+def _change(old: int, new: int) -> str:
+    if old == 0:
+        return "new" if new else "0.00%"
+    return signed_percent((new - old) / old)
+
+
+def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
+    on, nn = _short_names([old, new])
+    t = Table(
+        [Column(_LABEL_TITLE.get(by, "Part"), "left"), Column("Old file"), Column("New file"),
+         Column("Δ file"), Column("Δ %"), Column("Old VM"), Column("New VM"), Column("Δ VM")],  # fmt: skip
+        title=f"{_title(old, on)} -> {_title(new, nn)}",
+    )
+    rows = diff_rows(old, new)
+    shown = rows if top <= 0 or len(rows) <= top + 1 else rows[:top]
+    hidden = rows[len(shown) :]
+    if hidden:
+        shown = [*shown, DiffRow(f"[{len(hidden)} others]", sum(d.old_file for d in hidden),
+                                 sum(d.new_file for d in hidden), sum(d.old_vm for d in hidden),
+                                 sum(d.new_vm for d in hidden))]  # fmt: skip
+    total = DiffRow(TOTAL, old.file_total, new.file_total, old.vm_total, new.vm_total)
+    for d in [*shown, total]:
+        t.add_row([d.label, human_bytes(d.old_file), human_bytes(d.new_file), _signed(d.d_file),
+                   _change(d.old_file, d.new_file), human_bytes(d.old_vm), human_bytes(d.new_vm),
+                   _signed(d.d_vm)])  # fmt: skip
+    if old.gzip_bytes is not None and new.gzip_bytes is not None:
+        g = DiffRow(GZIP_ROW, old.gzip_bytes, new.gzip_bytes, 0, 0)
+        t.add_row([g.label, human_bytes(g.old_file), human_bytes(g.new_file), _signed(g.d_file),
+                   _change(g.old_file, g.new_file), "", "", ""])  # fmt: skip
+    return t
+
+
+def diff_json(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
+    doc: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "view": by,
+        "diff": [
+            {
+                "old": _image_json(o) | {"rows": None},
+                "new": _image_json(n) | {"rows": None},
+                "rows": [
+                    {"label": d.label, "old_file_bytes": d.old_file, "new_file_bytes": d.new_file,
+                     "old_vm_bytes": d.old_vm, "new_vm_bytes": d.new_vm}  # fmt: skip
+                    for d in diff_rows(o, n)
+                ],
+            }
+            for o, n in pairs
+        ],
+    }
+    for entry in doc["diff"]:
+        del entry["old"]["rows"], entry["new"]["rows"]
+    return json.dumps(doc, sort_keys=True, indent=2) + "\n"
+
+
+def diff_csv(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
+    rows: list[list[object]] = []
+    for o, n in pairs:
+        rows += [[o.path, n.path, n.arch, by, d.label, d.old_file, d.new_file, d.d_file,
+                  d.old_vm, d.new_vm, d.d_vm] for d in diff_rows(o, n)]  # fmt: skip
+    header = ["old", "new", "arch", "view", "label", "old_file_bytes", "new_file_bytes",
+              "delta_file_bytes", "old_vm_bytes", "new_vm_bytes", "delta_vm_bytes"]  # fmt: skip
+    return render_csv(header, rows)
+
+
+def text(tables: Sequence[Table], fmt: str, width: int) -> str:
+    return "\n".join(render(t, fmt, width) for t in tables)
