@@ -1,0 +1,203 @@
+"""`icount compare`: the regression gate between two results files (or two commands)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from icount.compare.thresholds import DEFAULT_MIN_DELTA, Thresholds
+from icount.errors import UsageError
+
+if TYPE_CHECKING:
+    from icount.compare.model import Comparison
+    from icount.measure_command import CommandSpec
+
+HELP = """Compare two results files cell by cell and fail on regressions (exit 3).
+
+\b
+Examples:
+  icount compare base.json new.json
+  icount compare base.json new.json --threshold 1% --threshold 'nginx/*=2%' -f md
+  icount compare base.json new.json -f benchmark-json -o bench.json
+  icount compare --interleave --base-cmd './fib-old 30' --new-cmd './fib 30' --pairs 5
+
+\b
+Cells are matched by (name, path, backend). Each gets a verdict: regressed,
+improved, unchanged, invalid in base, invalid in new, missing in base or
+missing in new. The change is relative to the base median. A change counts
+only when it is above the cell's threshold, at least --min-delta instructions,
+and outside the measured spread (every new run beyond every base run);
+otherwise the cell is unchanged and a note says why.
+
+\b
+--threshold PCT sets the default (1%); --threshold 'GLOB=PCT' (repeatable)
+sets it for cells whose "NAME/PATH" (just NAME for cells without a path)
+matches GLOB; globs are tried in the order given, the first match wins.
+
+\b
+Results measured in environments that move counts differently (backend, tool
+version, CPU vendor/model/flags, glibc, arch) are refused; --force compares
+them anyway, and every output format says so.
+
+\b
+--interleave runs --base-cmd and --new-cmd alternately (base, new, base, new
+...) for --pairs pairs and gates on the median of the per-pair ratios
+new/base; it also counts as separated only when every pair's ratio lies on
+the same side of 1.
+
+\b
+Formats: table, md (verdict line first, the table in <details>), json,
+csv, benchmark-json (github-action-benchmark customSmallerIsBetter, new
+medians). With $GITHUB_STEP_SUMMARY set, the md is appended to that file.
+
+\b
+Exit codes: 0 no regression; 3 a cell regressed; 5 with --fail-on-invalid,
+a cell is invalid or missing on either side (and none regressed), and with
+--interleave a run failed; 2 usage or refused environments; 4 a tool or
+command cannot be launched; 6 a results file is unreadable or not icount's.
+"""
+
+FORMAT_HELP = "table, md, json, csv or benchmark-json."
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare", help=HELP, no_args_is_help=True)(compare_command)
+
+
+def compare_command(
+    files: list[Path] = typer.Argument(None, help="BASE.json NEW.json (results files)."),
+    threshold: list[str] = typer.Option(
+        [], "--threshold", "-t", help="PCT (default 1%) or 'GLOB=PCT' (repeatable)."
+    ),
+    min_delta: float = typer.Option(
+        DEFAULT_MIN_DELTA,
+        "--min-delta",
+        help="Smallest |delta| that can be a verdict, in the cell's unit.",
+    ),
+    fail_on_invalid: bool = typer.Option(
+        False, "--fail-on-invalid", help="Exit 5 when a cell is invalid or missing."
+    ),
+    force: bool = typer.Option(False, "--force", help="Compare despite environment differences."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
+    output: Path = typer.Option(
+        None, "--output", "-o", help="Write the --format output here; the table goes to stdout."
+    ),
+    width: int = typer.Option(120, "--width", help="Table width in characters."),
+    interleave: bool = typer.Option(False, "--interleave", help="Measure two commands A B A B."),
+    base_cmd: str = typer.Option(None, "--base-cmd", help="With --interleave: the base command."),
+    new_cmd: str = typer.Option(None, "--new-cmd", help="With --interleave: the new command."),
+    pairs: int = typer.Option(5, "--pairs", min=1, max=1000, help="With --interleave: pairs."),
+    name: str = typer.Option("command", "--name", help="With --interleave: the cell's name."),
+    backend: str = typer.Option(
+        "auto", "--backend", help="With --interleave: auto, callgrind, perf."
+    ),
+    timeout: float = typer.Option(None, "--timeout", help="With --interleave: seconds per run."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+) -> None:
+    from icount.cli.options import check_format
+    from icount.compare import model, render
+    from icount.compare.thresholds import parse_thresholds
+
+    check_format(fmt, render.FORMATS)
+    limits = parse_thresholds(threshold, min_delta)
+    if interleave:
+        if files:
+            raise UsageError("--interleave measures commands; it takes no results files")
+        comparison = _interleaved(base_cmd, new_cmd, pairs, name, backend, timeout, limits, quiet)
+    else:
+        if base_cmd or new_cmd:
+            raise UsageError("--base-cmd and --new-cmd need --interleave")
+        if not files or len(files) != 2:
+            raise UsageError("compare takes two results files: BASE.json NEW.json")
+        comparison = _from_files(files[0], files[1], limits, force)
+
+    _emit(render.render_comparison(comparison, fmt, width), output, quiet, comparison, width)
+    # A failed measurement fails --interleave always, as it fails `icount run`.
+    failure = model.gate(comparison, fail_on_invalid or interleave)
+    if failure is not None:
+        raise failure
+
+
+def _from_files(base_path: Path, new_path: Path, limits: Thresholds, force: bool) -> Comparison:
+    from icount import results
+    from icount.compare import model
+
+    base = results.load(base_path)
+    new = results.load(new_path)
+    diffs = model.fingerprint_differences(base.fingerprint, new.fingerprint)
+    if diffs and not force:
+        raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
+    return model.compare(base, new, limits, diffs)
+
+
+def _interleaved(
+    base_cmd: str | None,
+    new_cmd: str | None,
+    pairs: int,
+    name: str,
+    backend: str,
+    timeout: float | None,
+    limits: Thresholds,
+    quiet: bool,
+) -> Comparison:
+    import tempfile
+
+    from icount import measure_command
+    from icount.backends import choose
+    from icount.cli.progress import progress
+    from icount.compare import model
+    from icount.compare.interleave import run_pairs
+    from icount.results import UNIT_INSTRUCTIONS
+
+    if not base_cmd or not new_cmd:
+        raise UsageError("--interleave needs --base-cmd 'CMD' and --new-cmd 'CMD'")
+    cwd = Path.cwd()
+    base = measure_command.resolve(_spec(name, base_cmd, "--base-cmd"), cwd)
+    new = measure_command.resolve(_spec(name, new_cmd, "--new-cmd"), cwd)
+    choice = choose(backend)
+    if not quiet:
+        typer.echo(f"icount: backend {choice.backend}: {choice.why}", err=True)
+    opts = measure_command.RunOptions(backend=choice.backend, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp, progress(quiet) as cb:
+        done = run_pairs(base, new, opts, pairs, Path(tmp), cb)
+    return model.compare_pairs(
+        name, choice.backend, UNIT_INSTRUCTIONS, done.pairs, done.failed, limits
+    )
+
+
+def _spec(name: str, line: str, flag: str) -> CommandSpec:
+    from icount.measure_command import CommandSpec
+
+    try:
+        argv = shlex.split(line)
+    except ValueError as e:
+        raise UsageError(f"{flag}: {e}") from None
+    if not argv:
+        raise UsageError(f"{flag} is empty")
+    return CommandSpec(name, tuple(argv))
+
+
+def _emit(text: str, output: Path | None, quiet: bool, comparison: Comparison, width: int) -> None:
+    import os
+
+    from icount.compare import render
+    from icount.results import write_atomic
+
+    if output is not None:
+        write_atomic(output, text, overwrite=True)
+        if not quiet:
+            typer.echo(render.render_comparison(comparison, "table", width), nl=False)
+    else:
+        typer.echo(text, nl=False)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(render.render_comparison(comparison, "md") + "\n")
+        except OSError as e:
+            raise UsageError(
+                f"$GITHUB_STEP_SUMMARY={summary}: cannot append: {e.strerror}"
+            ) from None

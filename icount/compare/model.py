@@ -1,0 +1,292 @@
+"""Matching the cells of two results and judging each pair (pure).
+
+A cell's key is (name, path, backend). For each key the comparison gives the base
+and new figures, the delta relative to the base median and one verdict. A delta
+counts only when all three hold:
+
+1. |delta| is above the cell's threshold (relative to the base median; a delta
+   exactly at the threshold is unchanged),
+2. |delta| is at least --min-delta instructions (tiny counts do not flap),
+3. the two sides are separated: every new run lies beyond every base run in the
+   delta's direction (the min-max ranges do not overlap). A delta inside the
+   cells' own measured spread is not distinguishable from run-to-run noise, so it
+   is reported as unchanged, with the reason.
+
+Interleaved comparisons use the median of the per-pair ratios new/base instead of
+the medians' ratio, and rule 3 asks that every pair's ratio lie on the same side of 1.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from icount.compare.thresholds import Thresholds
+from icount.errors import ExitCode, IcountError
+from icount.numfmt import plain
+from icount.results import Cell, Results, Run
+from icount.stats import Summary, summarize
+
+
+class Verdict(StrEnum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"
+    INVALID_IN_BASE = "invalid in base"
+    INVALID_IN_NEW = "invalid in new"
+    MISSING_IN_BASE = "missing in base"
+    MISSING_IN_NEW = "missing in new"
+
+
+# The order verdicts are counted in on the summary line.
+VERDICT_ORDER = tuple(Verdict)
+FAILING_WITH_INVALID = frozenset(VERDICT_ORDER[3:])
+
+
+class GateFailed(IcountError):
+    """The comparison ran and found what the gate refuses (regression, or invalid cells)."""
+
+    def __init__(self, message: str, code: ExitCode) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    path: str
+    backend: str
+    unit: str
+    base: Summary | None  # None when missing or invalid on that side
+    new: Summary | None
+    delta: float | None  # new median - base median
+    delta_pct: float | None  # fraction of the base median; None when not defined
+    threshold: float
+    rule: str  # the glob that chose the threshold, or "default"
+    verdict: Verdict
+    why: str  # one line: why this verdict (empty for plain regressed/improved)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.name, self.path, self.backend)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}/{self.path}" if self.path else self.name
+
+
+@dataclass(frozen=True)
+class FieldDifference:
+    field: str
+    base: Any
+    new: Any
+
+    def describe(self) -> str:
+        if isinstance(self.base, list) and isinstance(self.new, list):
+            only_base = sorted(set(map(str, self.base)) - set(map(str, self.new)))
+            only_new = sorted(set(map(str, self.new)) - set(map(str, self.base)))
+            parts = []
+            if only_base:
+                parts.append(f"only base has {' '.join(only_base)}")
+            if only_new:
+                parts.append(f"only new has {' '.join(only_new)}")
+            return f"{self.field}: {'; '.join(parts) or 'order differs'}"
+        return f"{self.field}: base {_show(self.base)} vs new {_show(self.new)}"
+
+
+def _show(value: Any) -> str:
+    return "(absent)" if value is None else repr(value)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One interleaved pair: a base run then a new run."""
+
+    base: float | None
+    new: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.base is None or self.new is None or self.base == 0:
+            return None
+        return self.new / self.base
+
+
+@dataclass(frozen=True)
+class Comparison:
+    rows: tuple[Row, ...]
+    thresholds: Thresholds
+    forced: tuple[FieldDifference, ...] = ()  # non-empty: compared despite these differences
+    pairs: tuple[Pair, ...] | None = None  # set for --interleave
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for r in self.rows if r.verdict is verdict)
+
+    @property
+    def median_ratio(self) -> float | None:
+        ratios = [r for r in (p.ratio for p in self.pairs or ()) if r is not None]
+        return float(statistics.median(ratios)) if ratios else None
+
+
+# ---------------------------------------------------------------- fingerprints
+
+
+def fingerprint_differences(
+    base: Mapping[str, Any], new: Mapping[str, Any]
+) -> tuple[FieldDifference, ...]:
+    from icount.environment import fingerprint_differences as fields
+
+    return tuple(FieldDifference(f, base.get(f), new.get(f)) for f in fields(base, new))
+
+
+def refusal(diffs: Sequence[FieldDifference], base_src: str, new_src: str) -> str:
+    return (
+        f"{base_src} and {new_src} were measured in environments that move counts differently "
+        f"({'; '.join(d.describe() for d in diffs)}); their counts are not comparable"
+    )
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def _judge(
+    delta: float, delta_pct: float | None, overlap: str | None, threshold: float, min_delta: float
+) -> tuple[Verdict, str]:
+    """`overlap` describes how the two sides' observations overlap (None: separated)."""
+    # Rounding to 12 digits keeps e.g. 101/100 - 1 = 0.010000000000000009 at 1%.
+    if delta_pct is not None and round(abs(delta_pct), 12) <= threshold:
+        return Verdict.UNCHANGED, ""
+    if abs(delta) < min_delta:
+        return (
+            Verdict.UNCHANGED,
+            f"|delta| {plain(abs(delta))} is below --min-delta {plain(min_delta)}",
+        )
+    if overlap is not None:
+        return Verdict.UNCHANGED, overlap
+    return (Verdict.REGRESSED if delta > 0 else Verdict.IMPROVED), ""
+
+
+def _pct(delta: float, base: float) -> float | None:
+    if base == 0:
+        return None
+    return delta / abs(base)
+
+
+def _unusable(base: Cell | None, new: Cell | None) -> tuple[Verdict, str] | None:
+    """The verdict for a key that cannot be compared, or None when it can."""
+    if base is None:
+        return Verdict.MISSING_IN_BASE, "no cell with this key in base"
+    if new is None:
+        return Verdict.MISSING_IN_NEW, "no cell with this key in new"
+    if not base.valid:
+        also = f"; new: {new.reason}" if not new.valid else ""
+        return Verdict.INVALID_IN_BASE, f"base: {base.reason}{also}"
+    if not new.valid:
+        return Verdict.INVALID_IN_NEW, f"new: {new.reason}"
+    if base.unit != new.unit:
+        return Verdict.INVALID_IN_NEW, f"new: unit {new.unit!r} differs from base's {base.unit!r}"
+    return None
+
+
+def _row(base: Cell | None, new: Cell | None, thresholds: Thresholds) -> Row:
+    some = new or base
+    assert some is not None
+    label = f"{some.name}/{some.path}" if some.path else some.name
+    threshold, rule = thresholds.for_label(label)
+    bs = base.summary if base is not None and base.valid else None
+    ns = new.summary if new is not None and new.valid else None
+    unusable = _unusable(base, new)
+    if unusable is not None:
+        verdict, why = unusable
+        return Row(
+            some.name, some.path, some.backend, some.unit,
+            bs, ns, None, None, threshold, rule, verdict, why,
+        )  # fmt: skip
+    assert bs is not None and ns is not None
+    delta = ns.median - bs.median
+    pct = _pct(delta, bs.median)
+    separated = ns.min > bs.max if delta > 0 else ns.max < bs.min
+    overlap = (
+        None
+        if separated
+        else (
+            f"within the measured spread (base {plain(bs.min)}-{plain(bs.max)}, "
+            f"new {plain(ns.min)}-{plain(ns.max)})"
+        )
+    )
+    verdict, why = _judge(delta, pct, overlap, threshold, thresholds.min_delta)
+    return Row(
+        some.name, some.path, some.backend, some.unit,
+        bs, ns, delta, pct, threshold, rule, verdict, why,
+    )  # fmt: skip
+
+
+def compare(
+    base: Results, new: Results, thresholds: Thresholds, forced: Sequence[FieldDifference] = ()
+) -> Comparison:
+    by_base = {c.key: c for c in base.cells}
+    by_new = {c.key: c for c in new.cells}
+    keys = sorted(set(by_base) | set(by_new))
+    rows = tuple(_row(by_base.get(k), by_new.get(k), thresholds) for k in keys)
+    return Comparison(rows, thresholds, tuple(forced))
+
+
+def compare_pairs(
+    name: str, backend: str, unit: str, pairs: Sequence[Pair],
+    failed: tuple[Verdict, str] | None, thresholds: Thresholds,
+) -> Comparison:  # fmt: skip
+    """One row judged on the median of the per-pair ratios new/base.
+
+    `failed` is (invalid in base or invalid in new, why) when a run failed."""
+    threshold, rule = thresholds.for_label(name)
+    pairs = tuple(pairs)
+    bases = [p.base for p in pairs if p.base is not None]
+    news = [p.new for p in pairs if p.new is not None]
+    bs = summarize(bases) if bases else None
+    ns = summarize(news) if news else None
+    ratios = [r for r in (p.ratio for p in pairs) if r is not None]
+    if failed is None and (not ratios or bs is None or ns is None):
+        failed = (Verdict.INVALID_IN_BASE, "no pair produced a ratio (base counted 0)")
+    if failed is not None or bs is None or ns is None:
+        verdict, why = failed or (Verdict.INVALID_IN_BASE, "no figures")
+        row = Row(name, "", backend, unit, bs, ns, None, None, threshold, rule, verdict, why)
+        return Comparison((row,), thresholds, pairs=pairs)
+    ratio = float(statistics.median(ratios))
+    delta = ns.median - bs.median
+    separated = min(ratios) > 1 if ratio > 1 else max(ratios) < 1
+    overlap = None if separated else f"pair ratios {min(ratios):.4f}-{max(ratios):.4f} straddle 1"
+    verdict, why = _judge(delta, ratio - 1, overlap, threshold, thresholds.min_delta)
+    row = Row(name, "", backend, unit, bs, ns, delta, ratio - 1, threshold, rule, verdict, why)
+    return Comparison((row,), thresholds, pairs=pairs)
+
+
+def pair_from_runs(base: Run, new: Run) -> Pair:
+    return Pair(
+        base.value if base.valid else None,
+        new.value if new.valid else None,
+    )
+
+
+# ---------------------------------------------------------------- the gate
+
+
+def gate(comparison: Comparison, fail_on_invalid: bool) -> GateFailed | None:
+    """What the gate refuses: regressions (exit 3) first; with `fail_on_invalid`,
+    invalid or missing cells (exit 5). None when the comparison passes."""
+    regressed = comparison.count(Verdict.REGRESSED)
+    if regressed:
+        return GateFailed(
+            f"{regressed} of {len(comparison.rows)} cells regressed beyond their threshold",
+            ExitCode.REGRESSION,
+        )
+    bad = [r for r in comparison.rows if r.verdict in FAILING_WITH_INVALID]
+    if fail_on_invalid and bad:
+        return GateFailed(
+            f"{len(bad)} of {len(comparison.rows)} cells are invalid or missing "
+            f"(--fail-on-invalid); first: {bad[0].label}: {bad[0].verdict}",
+            ExitCode.INVALID,
+        )
+    return None

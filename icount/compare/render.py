@@ -1,0 +1,351 @@
+"""A comparison in each output format: terminal table, Markdown, JSON, CSV and the
+github-action-benchmark `customSmallerIsBetter` export.
+
+Pure functions of a Comparison: no paths, no timestamps, so the same inputs give
+byte-identical output. Every format says when the comparison was forced past a
+fingerprint mismatch.
+
+JSON format history (bump VERSION and add a line on every change to the layout):
+  1 - first version: {format, version, mode, thresholds, forced, summary,
+      verdict_line, cells[], pairs, median_ratio}.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from icount import numfmt
+from icount.compare.model import VERDICT_ORDER, Comparison, Row, Verdict
+from icount.results import dumps
+from icount.stats import Summary
+from icount.tables import Column, Table, render, render_csv, render_markdown
+
+FORMAT = "icount-compare"
+VERSION = 1
+FORMATS = ("table", "md", "json", "csv", "benchmark-json")
+
+CSV_HEADER = (
+    "name",
+    "path",
+    "backend",
+    "unit",
+    "base_median",
+    "base_min",
+    "base_max",
+    "new_median",
+    "new_min",
+    "new_max",
+    "delta",
+    "delta_pct",
+    "threshold_pct",
+    "verdict",
+    "why",
+    "forced",
+)
+
+
+# ---------------------------------------------------------------- shared text
+
+
+def pct_text(fraction: float) -> str:
+    """0.01 -> '1%', 0.025 -> '2.5%': thresholds as the user wrote them."""
+    return f"{fraction * 100:.6g}%"
+
+
+def _count_text(verdict: Verdict, n: int) -> str:
+    if verdict is Verdict.REGRESSED:
+        return f"{n} regression" + ("s" if n != 1 else "")
+    return f"{n} {verdict.value}"
+
+
+def verdict_line(c: Comparison, icons: bool = False) -> str:
+    """'1 regression, 2 improved, 5 unchanged (threshold 1%, min delta 10)'."""
+    counts = [(v, c.count(v)) for v in VERDICT_ORDER]
+    parts = [_count_text(v, n) for v, n in counts if n]
+    t = c.thresholds
+    limits = f"threshold {pct_text(t.default)}"
+    if t.overrides:
+        limits += ", " + ", ".join(f"{o.glob} {pct_text(o.threshold)}" for o in t.overrides)
+    limits += f", min delta {numfmt.plain(t.min_delta)}"
+    if c.pairs is not None and c.median_ratio is not None:
+        limits += f"; median ratio new/base {c.median_ratio:.4f} over {len(c.pairs)} pairs"
+    text = f"{', '.join(parts) or 'no cells'} ({limits})"
+    if c.forced:
+        text += " [FORCED]"
+    if not icons:
+        return text
+    if c.count(Verdict.REGRESSED):
+        icon = "❌"
+    elif any(r.verdict not in (Verdict.IMPROVED, Verdict.UNCHANGED) for r in c.rows):
+        icon = "⚠️"
+    else:
+        icon = "✅"
+    return f"{icon} {text}"
+
+
+def forced_line(c: Comparison) -> str | None:
+    if not c.forced:
+        return None
+    return "forced with --force although the environments differ: " + "; ".join(
+        d.describe() for d in c.forced
+    )
+
+
+def _median(s: Summary | None) -> str:
+    return numfmt.si(s.median) if s is not None else "-"
+
+
+def _delta(row: Row) -> str:
+    if row.delta is None:
+        return ""
+    return ("+" if row.delta > 0 else "") + numfmt.si(row.delta)
+
+
+def _change(row: Row) -> str:
+    if row.delta_pct is not None:
+        return numfmt.signed_percent(row.delta_pct)
+    if row.delta:
+        return "new from 0"
+    return ""
+
+
+# ---------------------------------------------------------------- table and Markdown
+
+
+def build_table(c: Comparison, with_verdict: bool = True) -> Table:
+    rows = c.rows
+    multi_backend = len({r.backend for r in rows}) > 1
+    multi_unit = len({r.unit for r in rows}) > 1
+    columns = [Column("name", "left")]
+    if multi_backend:
+        columns.append(Column("backend", "left"))
+    if multi_unit:
+        columns.append(Column("unit", "left"))
+    columns += [
+        Column("base"),
+        Column("new"),
+        Column("delta"),
+        Column("change"),
+        Column("threshold"),
+        Column("verdict", "left"),
+    ]
+    units = sorted({r.unit for r in rows}) or ["instructions"]
+    backends = sorted({r.backend for r in rows})
+    table = Table(columns=columns, title=f"{', '.join(units)} ({', '.join(backends)}): base vs new")
+    notes: list[str] = []
+    for r in rows:
+        cells = [r.label]
+        if multi_backend:
+            cells.append(r.backend)
+        if multi_unit:
+            cells.append(r.unit)
+        verdict = r.verdict.value
+        if r.why:
+            notes.append(f"[{len(notes) + 1}] {r.label}: {r.why}")
+            verdict += f" [{len(notes)}]"
+        cells += [
+            _median(r.base),
+            _median(r.new),
+            _delta(r),
+            _change(r),
+            pct_text(r.threshold),
+            verdict,
+        ]
+        table.add_row(cells)
+    table.notes += notes
+    table.notes.append(
+        f"medians of fresh processes; change relative to the base median; {numfmt.LEGEND}"
+    )
+    forced = forced_line(c)
+    if forced and with_verdict:
+        table.notes.append(forced)
+    if with_verdict:
+        table.notes.append(verdict_line(c))
+    return table
+
+
+def build_pairs_table(c: Comparison) -> Table:
+    table = Table(
+        columns=[Column("pair"), Column("base"), Column("new"), Column("new/base")],
+        title="interleaved pairs (base then new)",
+    )
+    for i, p in enumerate(c.pairs or (), 1):
+        table.add_row(
+            [
+                str(i),
+                numfmt.si(p.base) if p.base is not None else "-",
+                numfmt.si(p.new) if p.new is not None else "-",
+                f"{p.ratio:.4f}" if p.ratio is not None else "-",
+            ]
+        )
+    ratios = [p.ratio for p in c.pairs or () if p.ratio is not None]
+    if ratios:
+        table.notes.append(
+            f"median ratio {c.median_ratio:.4f} (min {min(ratios):.4f}, max {max(ratios):.4f}); "
+            "the verdict gates on the median ratio"
+        )
+    return table
+
+
+def render_table(c: Comparison, width: int) -> str:
+    text = render(build_table(c), "table", width)
+    if c.pairs is not None:
+        text = render(build_pairs_table(c), "table", width) + "\n" + text
+    return text
+
+
+def render_md(c: Comparison) -> str:
+    lines = [verdict_line(c, icons=True), ""]
+    forced = forced_line(c)
+    if forced:
+        lines += [f"> **{forced}**", ""]
+    notable = [r for r in c.rows if r.verdict is not Verdict.UNCHANGED]
+    for r in notable:
+        change = _change(r)
+        detail = f"{change} (threshold {pct_text(r.threshold)})" if change else r.why
+        lines.append(f"- **{r.verdict.value}**: `{r.label}` {detail}".rstrip())
+    if notable:
+        lines.append("")
+    lines += [
+        f"<details><summary>{len(c.rows)} cells compared</summary>",
+        "",
+        render_markdown(build_table(c, with_verdict=False)).rstrip("\n"),
+    ]
+    if c.pairs is not None:
+        lines += ["", render_markdown(build_pairs_table(c)).rstrip("\n")]
+    lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- JSON and CSV
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _side(s: Summary | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "median": s.median,
+        "min": s.min,
+        "max": s.max,
+        "spread": _finite(s.spread),
+        "runs": s.n,
+    }
+
+
+def _row_json(r: Row) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "path": r.path,
+        "backend": r.backend,
+        "unit": r.unit,
+        "base": _side(r.base),
+        "new": _side(r.new),
+        "delta": _finite(r.delta),
+        "delta_pct": _finite(r.delta_pct),
+        "threshold": r.threshold,
+        "threshold_rule": r.rule,
+        "verdict": r.verdict.value,
+        "why": r.why,
+    }
+
+
+def to_json(c: Comparison) -> dict[str, Any]:
+    t = c.thresholds
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "mode": "interleave" if c.pairs is not None else "files",
+        "thresholds": {
+            "default": t.default,
+            "min_delta": t.min_delta,
+            "overrides": [{"glob": o.glob, "threshold": o.threshold} for o in t.overrides],
+        },
+        "forced": [{"field": d.field, "base": d.base, "new": d.new} for d in c.forced],
+        "summary": {v.value: c.count(v) for v in VERDICT_ORDER},
+        "verdict_line": verdict_line(c),
+        "cells": [_row_json(r) for r in c.rows],
+        "pairs": None
+        if c.pairs is None
+        else [{"base": p.base, "new": p.new, "ratio": p.ratio} for p in c.pairs],
+        "median_ratio": c.median_ratio,
+    }
+
+
+def _num(x: float | None) -> str:
+    return numfmt.plain(x) if x is not None and math.isfinite(x) else ""
+
+
+def csv_rows(c: Comparison) -> list[list[object]]:
+    forced = forced_line(c) or ""
+    out: list[list[object]] = []
+    for r in c.rows:
+        b, n = r.base, r.new
+        out.append(
+            [
+                r.name,
+                r.path,
+                r.backend,
+                r.unit,
+                _num(b.median if b else None),
+                _num(b.min if b else None),
+                _num(b.max if b else None),
+                _num(n.median if n else None),
+                _num(n.min if n else None),
+                _num(n.max if n else None),
+                _num(r.delta),
+                f"{r.delta_pct * 100:.4f}" if r.delta_pct is not None else "",
+                f"{r.threshold * 100:.6g}",
+                r.verdict.value,
+                r.why,
+                forced,
+            ]
+        )
+    return out
+
+
+def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
+    """github-action-benchmark `customSmallerIsBetter`: one entry per cell with a
+    valid new side, {name, unit, value, range, extra}; range and extra are strings
+    in that convention. Cells without a new figure are left out (the action needs a
+    number), and they show in every other format."""
+    forced = forced_line(c)
+    entries: list[dict[str, Any]] = []
+    for r in c.rows:
+        if r.new is None:
+            continue
+        extra = [f"verdict: {r.verdict.value}", f"runs: {r.new.n}"]
+        if r.base is not None:
+            extra.insert(0, f"base median: {numfmt.plain(r.base.median)}")
+        if r.delta_pct is not None:
+            extra.insert(1, f"change: {numfmt.signed_percent(r.delta_pct)}")
+        if forced:
+            extra.append(forced)
+        entries.append(
+            {
+                "name": f"{r.label} ({r.backend})",
+                "unit": r.unit,
+                "value": r.new.median,
+                "range": f"± {numfmt.plain((r.new.max - r.new.min) / 2)}",
+                "extra": "\n".join(extra),
+            }
+        )
+    return entries
+
+
+def render_comparison(c: Comparison, fmt: str, width: int = 120) -> str:
+    if fmt == "table":
+        return render_table(c, width)
+    if fmt == "md":
+        return render_md(c)
+    if fmt == "json":
+        return dumps(to_json(c))
+    if fmt == "csv":
+        return render_csv(CSV_HEADER, csv_rows(c))
+    if fmt == "benchmark-json":
+        return dumps(benchmark_entries(c))
+    raise ValueError(f"unknown compare format {fmt!r}")
