@@ -203,7 +203,7 @@ def load(path: Path) -> Results:
     if size > MAX_RESULTS_BYTES:
         raise ResultsFileError(f"{size} bytes is too large for a results file", source=src)
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
         raise ResultsFileError("not UTF-8 text; not an icount results file", source=src) from None
     except json.JSONDecodeError as e:

@@ -27,7 +27,7 @@ INSTALL_HINT = "apt-get install linux-perf"
 @dataclass(frozen=True)
 class PerfCount:
     event: str
-    value: int | None  # None when not counted
+    value: float | None  # None when not counted (instructions are whole numbers)
     running_pct: float | None
     problem: str | None  # None only for a clean, complete count
 
@@ -41,12 +41,9 @@ def _check(event: str, raw: str, pct: float | None) -> PerfCount:
     if raw.startswith("<"):
         what = raw.strip("<>")
         return PerfCount(event, None, pct, f"{event} {what} (perf printed {raw})")
-    try:
-        value = int(float(raw)) if re.fullmatch(r"\d+(\.\d+)?", raw) else None
-    except ValueError:
-        value = None
-    if value is None:
+    if not re.fullmatch(r"\d+(\.\d+)?", raw):
         raise ValueError(f"counter value {raw!r} is not a number")
+    value = float(raw)
     if pct is not None and pct < 100.0:
         return PerfCount(
             event, value, pct, f"{event} was multiplexed (counted {pct:g}% of the time); not exact"
@@ -173,7 +170,7 @@ def probe() -> Probe:
         return Probe(False, count.problem or f"{EVENT} not counted")
     if count.problem:
         return Probe(False, count.problem)
-    return Probe(True, f"probe counted {count.value} instructions:u for `true`")
+    return Probe(True, f"probe counted {count.value:.0f} instructions:u for `true`")
 
 
 @dataclass(frozen=True)
@@ -212,4 +209,5 @@ def count_command(
         count = find_event(parse_csv(out_file.read_text(errors="replace"), str(out_file)))
     except (OSError, ParseError) as e:
         return Counted(None, done.returncode, False, f"no perf stat output: {e}")
-    return Counted(count.value if count.ok else None, done.returncode, False, count.problem)
+    value = int(count.value) if count.ok and count.value is not None else None
+    return Counted(value, done.returncode, False, count.problem)

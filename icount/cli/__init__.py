@@ -35,6 +35,7 @@ _COMMAND_MODULES = (
     "icount.cli.cmd_table",
     "icount.cli.cmd_compare",
     "icount.cli.cmd_doctor",
+    "icount.cli.cmd_size",
 )
 
 for _name in _COMMAND_MODULES:
@@ -51,7 +52,9 @@ def main() -> None:
     from icount import procs
 
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns typer.Exit's code instead of exiting.
+        rc = app(standalone_mode=False)
+        sys.exit(rc if isinstance(rc, int) else 0)
     except IcountError as err:
         procs.kill_all()
         typer.echo(f"icount: error: {err}", err=True)
@@ -87,6 +90,12 @@ def main() -> None:
 
 
 def _click_usage_errors() -> tuple[type[Exception], ...]:
-    import click
-
-    return (click.UsageError, click.BadParameter, click.ClickException)
+    """click's usage errors; recent typer versions carry their own copy of click."""
+    found: list[type[Exception]] = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        found.append(mod.ClickException)
+    return tuple(found)

@@ -1,0 +1,99 @@
+"""The CLI as a user meets it: help with examples, one-line errors, distinct exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Icount = Callable[..., Any]
+
+
+def test_help_lists_commands_and_exit_codes(icount: Icount) -> None:
+    done = icount("--help")
+    assert done.returncode == 0
+    for word in ("run", "table", "doctor", "Exit codes"):
+        assert word in done.stdout
+
+
+@pytest.mark.parametrize("command", ["run", "table", "doctor"])
+def test_every_command_help_has_an_example(icount: Icount, command: str) -> None:
+    done = icount(command, "--help")
+    assert done.returncode == 0
+    assert "Example" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--runs", "0", "--", "true"], "Invalid value"),
+        (["run", "--format", "xml", "--", "true"], "unknown format 'xml'"),
+        (["run", "--max-spread", "abc", "--", "true"], "--max-spread takes a percentage"),
+        (["run", "--env", "NOEQUALS", "--", "true"], "--env takes KEY=VALUE"),
+        (["run", "--cmd", "nameonly"], "--cmd takes NAME=COMMAND LINE"),
+        (["run", "--cmd", "a=true", "--cmd", "a=false"], "command names must be unique: a"),
+        (["run", "--backend", "gpu", "--", "true"], "unknown backend 'gpu'"),
+        (["run", "--file", "/nonexistent.toml"], "no such file"),
+        (["no-such-subcommand"], "No such command"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(
+    icount: Icount, tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = icount(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_toml_file(icount: Icount, tmp_path: Path) -> None:
+    bad = tmp_path / "c.toml"
+    bad.write_text("[[command]]\nname = 'x'\nargv = 'not a list'\n")
+    done = icount("run", "--file", str(bad), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "needs argv" in done.stderr
+
+
+def test_table_rejects_bad_results_with_exit_6(icount: Icount, tmp_path: Path) -> None:
+    bad = tmp_path / "r.json"
+    bad.write_text('{"format": "icount-results", "version": 1, "cells": [')
+    done = icount("table", str(bad))
+    assert done.returncode == 6
+    assert done.stderr.count("\n") == 1 and "not valid JSON" in done.stderr
+
+
+def test_table_refuses_colliding_files(icount: Icount, tmp_path: Path) -> None:
+    doc = {
+        "format": "icount-results",
+        "version": 1,
+        "fingerprint": {"backend": "callgrind"},
+        "cells": [
+            {
+                "name": "a",
+                "path": "",
+                "backend": "callgrind",
+                "unit": "instructions",
+                "runs_wanted": 1,
+                "max_spread": 0.01,
+                "runs": [{"value": 10, "valid": True, "reason": None, "detail": {}}],
+            }
+        ],
+    }
+    for name in ("x.json", "y.json"):
+        (tmp_path / name).write_text(json.dumps(doc))
+    done = icount("table", str(tmp_path / "x.json"), str(tmp_path / "y.json"))
+    assert done.returncode == 2
+    assert "cells collide: a/callgrind" in done.stderr
+    one = icount("table", "-f", "csv", str(tmp_path / "x.json"))
+    assert (
+        one.returncode == 0 and "a,,callgrind,instructions,10,10,10,0.0000,1,1,true," in one.stdout
+    )
+
+
+def test_doctor_names_the_backend(icount: Icount) -> None:
+    done = icount("doctor")
+    assert "--backend auto picks" in done.stdout
+    assert "valgrind" in done.stdout and "perf stat instructions:u" in done.stdout
