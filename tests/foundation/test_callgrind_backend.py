@@ -12,7 +12,8 @@ def test_garbage_and_truncated_profiles_become_reasons(tmp_path: Path) -> None:
     assert total is None and problem is not None and "unreadable callgrind profile" in problem
     truncated = tmp_path / "callgrind.out.2"
     truncated.write_text(
-        "# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\nevents: Ir\nfl=(1) a.c\nfn=(1) main\n5 1"
+        "# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\nevents: Ir\n"
+        "fl=(1) a.c\nfn=(1) main\n5 1"
     )
     total, problem = callgrind._sum_profiles([truncated])
     assert total is None and problem is not None

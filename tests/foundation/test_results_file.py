@@ -60,7 +60,8 @@ def test_cell_validity_rules() -> None:
         (b'{"format": "icount-results", "version": 99}', "version 99; this icount reads version 1"),
         (b'{"format": "icount-results", "version": 1, "fingerprint": {}}', "missing field 'cells'"),
         (
-            b'{"format": "icount-results", "version": 1, "fingerprint": {}, "cells": [{"name": 3}]}',
+            b'{"format": "icount-results", "version": 1, "fingerprint": {}, '
+            b'"cells": [{"name": 3}]}',
             "malformed",
         ),
     ],
