@@ -26,6 +26,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: typer's rich help formatter alone triples start-up time.
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -36,6 +38,7 @@ _COMMAND_MODULES = (
     "icount.cli.cmd_compare",
     "icount.cli.cmd_doctor",
     "icount.cli.cmd_size",
+    "icount.cli.cmd_inline",
 )
 
 for _name in _COMMAND_MODULES:
@@ -48,25 +51,29 @@ def fail(err: IcountError) -> typer.Exit:
     return typer.Exit(int(err.exit_code))
 
 
-def main() -> None:
-    from icount import procs
+def _kill_all() -> None:
+    from icount import procs  # imported late: psutil is not needed for --help
 
+    procs.kill_all()
+
+
+def main() -> None:
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         rc = app(standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)
     except IcountError as err:
-        procs.kill_all()
+        _kill_all()
         typer.echo(f"icount: error: {err}", err=True)
         sys.exit(int(err.exit_code))
     except KeyboardInterrupt:
-        procs.kill_all()
+        _kill_all()
         typer.echo("icount: interrupted; every process icount started was stopped", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:
-        procs.kill_all()
+        _kill_all()
         typer.echo("icount: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
     except _click_usage_errors() as e:
@@ -78,7 +85,7 @@ def main() -> None:
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(0)
     except Exception as e:  # a bug in icount: one line, and the traceback on request
-        procs.kill_all()
+        _kill_all()
         if os.environ.get("ICOUNT_DEBUG"):
             raise
         typer.echo(
@@ -91,11 +98,9 @@ def main() -> None:
 
 def _click_usage_errors() -> tuple[type[Exception], ...]:
     """click's usage errors; recent typer versions carry their own copy of click."""
-    found: list[type[Exception]] = []
     for module in ("typer._click.exceptions", "click.exceptions"):
         try:
-            mod = importlib.import_module(module)
+            return (importlib.import_module(module).ClickException,)
         except ImportError:
             continue
-        found.append(mod.ClickException)
-    return tuple(found)
+    return ()
