@@ -82,6 +82,9 @@ def _header(blob: Blob) -> dict[str, Any]:
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
+    need = 64 if blob.size > 4 and blob.data[4] == 2 else 52
+    if blob.size < need:
+        raise blob.fail(f"truncated ELF header: {blob.size} bytes, need {need}")
     stream: Any = blob.data if not isinstance(blob.data, bytes) else io.BytesIO(blob.data)
     try:
         elf = ELFFile(stream)
@@ -103,13 +106,16 @@ def _header(blob: Blob) -> dict[str, Any]:
     return out
 
 
-def _table(blob: Blob, offset: int, count: int, entsize: int, dtype: np.dtype[Any], what: str) -> Any:
+def _table(
+    blob: Blob, offset: int, count: int, entsize: int, dtype: np.dtype[Any], what: str,
+    limit: int | None = MAX_SECTIONS,
+) -> Any:  # fmt: skip
     if count == 0:
         return np.zeros(0, dtype=dtype)
     if entsize != dtype.itemsize:
         raise blob.fail(f"{what}: entry size {entsize}, expected {dtype.itemsize}")
-    if count > MAX_SECTIONS:
-        raise blob.fail(f"{what}: {count} entries is more than icount accepts ({MAX_SECTIONS})")
+    if limit is not None and count > limit:
+        raise blob.fail(f"{what}: {count} entries is more than icount accepts ({limit})")
     blob.check(offset, count * entsize, what)
     return np.frombuffer(blob.data, dtype=dtype, count=count, offset=offset).copy()
 
@@ -227,7 +233,8 @@ def _symbols(
     dtype = _sym_dtype(bits, end)
     entsize = int(s["entsize"]) or dtype.itemsize
     count = int(s["size"]) // dtype.itemsize
-    syms = _table(blob, int(s["offset"]), count, entsize if count else dtype.itemsize, dtype, source)
+    # no count limit: the table must lie inside the file, which bounds it
+    syms = _table(blob, int(s["offset"]), count, entsize, dtype, source, limit=None)
     link = int(s["link"])
     if not 0 < link < len(shdrs):
         raise blob.fail(f"{source}: string table index {link} is not a section")
@@ -238,7 +245,7 @@ def _symbols(
     xindex = np.flatnonzero((types == SHT_SYMTAB_SHNDX) & (shdrs["link"] == index))
     if xindex.size and (shndx == SHN_XINDEX).any():
         x = shdrs[int(xindex[0])]
-        ext = _table(blob, int(x["offset"]), count, 4, np.dtype(end + "u4"), "extended section indices")
+        ext = _table(blob, int(x["offset"]), count, 4, np.dtype(end + "u4"), "extended section indices", None)
         shndx = np.where(shndx == SHN_XINDEX, ext.astype(np.int64), shndx)
     info = syms["info"].astype(np.int64)
     typ, bind = info & 0xF, info >> 4

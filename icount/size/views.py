@@ -129,8 +129,18 @@ def _layout(
 
 
 def by_sections(image: Image, top: int = 0) -> Breakdown:
-    acc, _, outside = _layout(image, image.sections, image.section_containers)
-    return _finish(image, acc, outside, top)
+    acc, owned, outside = _layout(image, image.sections, image.section_containers)
+    out = _finish(image, acc, outside, top)
+    out.notes += _overlap_note(image.sections, owned)
+    return out
+
+
+def _overlap_note(regions: Sequence[Region], owned: list[int]) -> list[str]:
+    shared = sum(r.length for r in regions) - sum(owned)
+    if shared <= 0:
+        return []
+    return [f"{shared} bytes lie in more than one section (overlapping ranges): "
+            "each counts once, for the range that starts first"]  # fmt: skip
 
 
 def by_segments(image: Image, top: int = 0) -> Breakdown:
@@ -204,7 +214,7 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
     for c in image.section_containers:
         acc.add(c.label, inside.pop(c.label, 0), c.vm)
     out = _finish(image, acc, outside, top, rest)
-    out.notes = notes
+    out.notes = notes + _overlap_note(regions, owned)
     return out
 
 

@@ -1,0 +1,67 @@
+"""Mutated real files: only ParseError may escape, nothing hangs, and whatever parses
+still has file-size columns that sum to the file size."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icount.errors import ParseError
+from icount.size import load_bytes, render, views
+
+from .conftest import Built
+
+pytestmark = pytest.mark.slow
+
+SMALL = ("hello_elf.o", "hello_elf", "shapes_elf.o", "hello_arm64.o", "hello_arm64", "hello_arm64_32", "hello_fat")
+PER_EXAMPLE_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def corpus(built: Built) -> list[bytes]:
+    out = []
+    for name in SMALL:
+        if name in built.names:
+            out.append(built.path(name).read_bytes())
+    if not out:
+        pytest.skip("no fixture could be built (gcc and clang missing)")
+    return out
+
+
+# Mutations aim at the headers, where one byte changes an offset, a count or a size.
+_edit = st.tuples(
+    st.one_of(st.integers(0, 4095), st.integers(0, 1 << 20)),
+    st.one_of(st.integers(0, 255), st.sampled_from([0x00, 0xFF, 0x7F, 0x80])),
+)
+_mutation = st.tuples(
+    st.integers(0, 1 << 16),  # which file (mod the corpus)
+    st.lists(_edit, min_size=1, max_size=8),
+    st.one_of(st.none(), st.integers(0, 1 << 20)),  # truncate at
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=_mutation)
+def test_mutated_files(corpus: list[bytes], m: tuple[int, list[tuple[int, int]], int | None]) -> None:
+    which, edits, cut = m
+    data = bytearray(corpus[which % len(corpus)])
+    for offset, value in edits:
+        data[offset % len(data)] = value
+    if cut is not None:
+        data = data[: max(1, cut % (len(data) + 1))]
+    start = time.monotonic()
+    try:
+        images = load_bytes("fuzzed", bytes(data))
+        for image in images:
+            bds = [views.view(image, by, 10) for by in views.VIEWS]
+            for b in bds:
+                assert b.file_total == len(data)
+                render.to_json([b], "sections")
+                render.table([b], "sections")
+    except ParseError as e:
+        assert str(e).startswith("fuzzed: ")
+        assert "\n" not in str(e)
+    assert time.monotonic() - start < PER_EXAMPLE_S
