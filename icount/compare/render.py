@@ -77,7 +77,7 @@ def verdict_line(c: Comparison, icons: bool = False) -> str:
         return text
     if c.count(Verdict.REGRESSED):
         icon = "❌"
-    elif any(r.verdict not in (Verdict.IMPROVED, Verdict.UNCHANGED) for r in c.rows):
+    elif c.forced or any(r.verdict not in (Verdict.IMPROVED, Verdict.UNCHANGED) for r in c.rows):
         icon = "⚠️"
     else:
         icon = "✅"
@@ -208,7 +208,7 @@ def render_md(c: Comparison) -> str:
     if notable:
         lines.append("")
     lines += [
-        f"<details><summary>{len(c.rows)} cells compared</summary>",
+        f"<details><summary>{len(c.rows)} cell{'' if len(c.rows) == 1 else 's'} compared</summary>",
         "",
         render_markdown(build_table(c, with_verdict=False)).rstrip("\n"),
     ]
