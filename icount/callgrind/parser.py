@@ -101,24 +101,29 @@ def parse_bytes(data: bytes, source: str) -> Profile:
     return _Parser(data, source).run()
 
 
+def looks_like_callgrind(head: bytes) -> bool:
+    """Whether the first bytes of a file start like a callgrind profile."""
+    if b"\0" in head:
+        return False
+    for raw in head.split(b"\n"):
+        line = raw.strip()
+        if not line or (line.startswith(b"#") and not line.startswith(b"# callgrind")):
+            continue
+        return line.startswith(b"# callgrind format") or line.partition(b":")[0] in _HEADER_KEYS
+    return False
+
+
 def _check_looks_like_callgrind(head: bytes, source: str) -> None:
     if not head.strip():
         raise ParseError("empty file, not a callgrind profile", source=source)
     if b"\0" in head:
         raise ParseError("binary data, not a callgrind profile", source=source)
-    for raw in head.split(b"\n"):
-        line = raw.strip()
-        if not line or (line.startswith(b"#") and not line.startswith(b"# callgrind")):
-            continue
-        key = line.partition(b":")[0]
-        if line.startswith(b"# callgrind format") or key in _HEADER_KEYS:
-            return
-        break
-    raise ParseError(
-        "not a callgrind profile (it should start with '# callgrind format' "
-        "or header lines such as 'events:')",
-        source=source,
-    )
+    if not looks_like_callgrind(head):
+        raise ParseError(
+            "not a callgrind profile (it should start with '# callgrind format' "
+            "or header lines such as 'events:')",
+            source=source,
+        )
 
 
 class _PartState:

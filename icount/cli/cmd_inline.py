@@ -1,0 +1,75 @@
+"""`icount inline`: why one build of a program runs fewer instructions than another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+HELP = """Compare two builds of one program on the same workload, function by function.
+
+Runs the workload once under callgrind with each build (or reads two saved callgrind
+files), aligns functions by demangled name and reports: functions present in one build
+only (inlined away or outlined), call counts that changed per caller -> callee edge,
+self and inclusive instruction deltas by function (B - A, largest first), symbol sizes
+and, from DWARF, which callees each function holds inlined copies of.
+
+\b
+Examples:
+  icount inline ./fib-gcc ./fib-clang -- 30
+  icount inline ./app-O2 ./app-O3 --top 10 --format md -- input.txt
+  icount inline a.callgrind b.callgrind --exe-a ./fib-gcc --exe-b ./fib-clang
+  icount inline ./fib-gcc ./fib-clang --keep-profiles prof/ --format json -- 30
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "inline",
+        help=HELP,
+        no_args_is_help=True,
+    )(inline_command)
+
+
+def inline_command(
+    build_a: str = typer.Argument(..., help="Program or callgrind file of build A."),
+    build_b: str = typer.Argument(..., help="Program or callgrind file of build B."),
+    workload: list[str] = typer.Argument(None, help="Arguments of the workload, after --."),
+    event: str = typer.Option("Ir", "--event", help="Callgrind event to compare."),
+    top: int = typer.Option(20, "--top", min=0, help="Rows per list (0: all)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, md or json."),
+    width: int = typer.Option(120, "--width", min=40, help="Table width in characters."),
+    timeout: float = typer.Option(None, "--timeout", help="Seconds per run before it is killed."),
+    keep_profiles: Path = typer.Option(
+        None, "--keep-profiles", help="Folder to keep a.callgrind and b.callgrind in."
+    ),
+    exe_a: Path = typer.Option(None, "--exe-a", help="Binary of A for sizes and DWARF."),
+    exe_b: Path = typer.Option(None, "--exe-b", help="Binary of B for sizes and DWARF."),
+    no_dwarf: bool = typer.Option(False, "--no-dwarf", help="Do not read DWARF inline sites."),
+) -> None:
+    from icount.cli.options import check_format
+    from icount.inline import report, session
+
+    check_format(fmt, ("table", "md", "json"))
+    if keep_profiles is not None:
+        keep_profiles.mkdir(parents=True, exist_ok=True)
+    opts = session.Options(
+        event=event,
+        top=top,
+        timeout=timeout,
+        keep_dir=keep_profiles,
+        exe_a=exe_a,
+        exe_b=exe_b,
+        dwarf=not no_dwarf,
+    )
+    data = session.compare(
+        build_a,
+        build_b,
+        workload or [],
+        opts,
+        progress=lambda msg: typer.echo(f"icount: {msg}", err=True),
+    )
+    if fmt == "json":
+        typer.echo(report.render_json(data), nl=False)
+    else:
+        typer.echo(report.render_text(data, fmt, width), nl=False)
