@@ -3,9 +3,9 @@
 C++ (Itanium ABI, `_Z...`) goes through the C++ runtime's own `__cxa_demangle`
 (libstdc++ or libc++, loaded with ctypes: no subprocess, no new dependency). Rust's
 legacy mangling is Itanium-shaped: after `__cxa_demangle` the `::h<16 hex>` hash is
-dropped and the `$LT$`-style escapes are decoded, as rustc-demangle does. Names that
-are neither, or that the runtime rejects, are shown as they are. Rust's v0 mangling
-(`_R...`, not rustc's default) is left mangled.
+dropped and the `$LT$`-style escapes are decoded, as rustc-demangle does. Rust's v0
+names (`_R...`, used by the standard library) go through rust_v0. Names that are none
+of these, or that fail to parse, are shown as they are.
 """
 
 from __future__ import annotations
@@ -99,6 +99,13 @@ def _chr(hexdigits: str) -> str:
 def demangle(name: str) -> str:
     """One name, demangled when it is C++ or legacy Rust; otherwise unchanged."""
     # `__Z` reaches here as `_Z` (Mach-O's leading underscore is stripped by the reader)
+    if name.startswith("_R"):
+        from icount.size.rust_v0 import demangle_v0
+
+        try:
+            return demangle_v0(name)
+        except (ValueError, IndexError, RecursionError):
+            return name
     if not name.startswith("_Z"):
         return name
     text = _cxa(name)
