@@ -34,6 +34,7 @@ app = typer.Typer(
 # Order here is the order in `icount --help`.
 _COMMAND_MODULES = (
     "icount.cli.cmd_run",
+    "icount.cli.cmd_serve",
     "icount.cli.cmd_table",
     "icount.cli.cmd_compare",
     "icount.cli.cmd_doctor",
@@ -57,10 +58,21 @@ def _kill_all() -> None:
     procs.kill_all()
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    # A SIGTERM (CI timeout, `kill`) must clean up like Ctrl-C does.
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         rc = app(standalone_mode=False)
+        if rc == ExitCode.INTERRUPTED:  # typer turns KeyboardInterrupt into Exit(130)
+            _kill_all()
+            typer.echo("icount: interrupted; every process icount started was stopped", err=True)
         sys.exit(rc if isinstance(rc, int) else 0)
     except IcountError as err:
         _kill_all()

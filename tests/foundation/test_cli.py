@@ -97,3 +97,57 @@ def test_doctor_names_the_backend(icount: Icount) -> None:
     done = icount("doctor")
     assert "--backend auto picks" in done.stdout
     assert "valgrind" in done.stdout and "perf stat instructions:u" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupt_stops_every_process(tmp_path: Path, sig: str) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    if not psutil.WINDOWS and __import__("shutil").which("valgrind") is None:
+        pytest.skip("valgrind is not installed (scripts/setup.sh installs it)")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "icount",
+            "run",
+            "--backend",
+            "callgrind",
+            "-o",
+            str(tmp_path / "r.json"),
+            "--",
+            "sleep",
+            "30",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    me = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 20
+    while not any("valgrind" in " ".join(c.cmdline()) or "sleep" in c.name() for c in _kids(me)):
+        assert time.monotonic() < deadline, "valgrind never started"
+        time.sleep(0.1)
+    kids = _kids(me)
+    proc.send_signal(getattr(signal, sig))
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    time.sleep(0.2)
+    alive = [k for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, alive
+
+
+def _kids(proc: Any) -> list[Any]:
+    import psutil
+
+    try:
+        return list(proc.children(recursive=True))
+    except psutil.Error:
+        return []
