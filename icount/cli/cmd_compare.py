@@ -45,8 +45,8 @@ them anyway, and every output format says so.
 \b
 --interleave runs --base-cmd and --new-cmd alternately (base, new, base, new
 ...) for --pairs pairs and gates on the median of the per-pair ratios
-new/base; it also counts as separated only when every pair's ratio lies on
-the same side of 1.
+new/base; the change counts only when every pair's ratio lies on the same
+side of 1.
 
 \b
 Formats: table, md (verdict line first, the table in <details>), json,

@@ -248,12 +248,13 @@ def compare_pairs(
     bs = summarize(bases) if bases else None
     ns = summarize(news) if news else None
     ratios = [r for r in (p.ratio for p in pairs) if r is not None]
-    if failed is None and (not ratios or bs is None or ns is None):
+    if failed is None and not ratios:
         failed = (Verdict.INVALID_IN_BASE, "no pair produced a ratio (base counted 0)")
-    if failed is not None or bs is None or ns is None:
-        verdict, why = failed or (Verdict.INVALID_IN_BASE, "no figures")
+    if failed is not None:
+        verdict, why = failed
         row = Row(name, "", backend, unit, bs, ns, None, None, threshold, rule, verdict, why)
         return Comparison((row,), thresholds, pairs=pairs)
+    assert bs is not None and ns is not None  # every ratio has both sides
     ratio = float(statistics.median(ratios))
     delta = ns.median - bs.median
     separated = min(ratios) > 1 if ratio > 1 else max(ratios) < 1
