@@ -136,7 +136,7 @@ def test_interrupt_stops_every_process(tmp_path: Path, sig: str) -> None:
         time.sleep(0.1)
     kids = _kids(me)
     proc.send_signal(getattr(signal, sig))
-    out, err = proc.communicate(timeout=30)
+    _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     time.sleep(0.2)
