@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from icount.compare.thresholds import DEFAULT_MIN_DELTA, Thresholds
 from icount.errors import UsageError
 
 if TYPE_CHECKING:
     from icount.compare.model import Comparison
+    from icount.compare.thresholds import Thresholds
     from icount.measure_command import CommandSpec
 
 HELP = """Compare two results files cell by cell and fail on regressions (exit 3).
@@ -72,10 +72,11 @@ def compare_command(
     threshold: list[str] = typer.Option(
         [], "--threshold", "-t", help="PCT (default 1%) or 'GLOB=PCT' (repeatable)."
     ),
-    min_delta: float = typer.Option(
-        DEFAULT_MIN_DELTA,
+    min_delta: float | None = typer.Option(
+        None,
         "--min-delta",
-        help="Smallest |delta| that can be a verdict, in the cell's unit.",
+        help="Smallest |delta| that can be a verdict, in the cell's unit [default: 10].",
+        show_default=False,
     ),
     fail_on_invalid: bool = typer.Option(
         False, "--fail-on-invalid", help="Exit 5 when a cell is invalid or missing."
@@ -99,10 +100,10 @@ def compare_command(
 ) -> None:
     from icount.cli.options import check_format
     from icount.compare import model, render
-    from icount.compare.thresholds import parse_thresholds
+    from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 
     check_format(fmt, render.FORMATS)
-    limits = parse_thresholds(threshold, min_delta)
+    limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
     if interleave:
         if files:
             raise UsageError("--interleave measures commands; it takes no results files")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from icount import results
+from icount.compare.thresholds import DEFAULT_MIN_DELTA
 from icount.results import Results
 
 from .conftest import FP, Cli, cell, res
@@ -41,6 +42,8 @@ def test_help_has_examples_verdicts_and_exit_codes(cli: Cli) -> None:
     assert done.code == 0
     for text in ("Examples:", "icount compare base.json new.json", "missing in new", "Exit codes"):
         assert text in done.out
+    # The default is spelled out in the help (the module does not import it at start-up).
+    assert f"[default: {DEFAULT_MIN_DELTA:g}]" in " ".join(done.out.split())
 
 
 def test_regression_exits_3_at_1_percent_and_0_at_2(
