@@ -115,6 +115,10 @@ def compare_command(
             raise UsageError("compare takes two results files: BASE.json NEW.json")
         comparison = _from_files(files[0], files[1], limits, force)
 
+    used = {r.rule for r in comparison.rows}
+    for o in limits.overrides:
+        if o.glob not in used:  # most often a typo in the glob
+            typer.echo(f"icount: warning: --threshold '{o.glob}=...' matched no cell", err=True)
     _emit(render.render_comparison(comparison, fmt, width), output, quiet, comparison, width)
     # A failed measurement fails --interleave always, as it fails `icount run`.
     failure = model.gate(comparison, fail_on_invalid or interleave)

@@ -58,6 +58,9 @@ def test_regression_exits_3_at_1_percent_and_0_at_2(
     # A glob override for the regressed cell alone is enough as well.
     assert cli("compare", base, new, "-t", "nginx/*=2%").code == 0
     assert cli("compare", base, new, "-t", "c-epoll/*=2%").code == 3
+    typo = cli("compare", base, new, "-t", "ngnix/*=2%", "-t", "nginx/*=2%")
+    assert typo.code == 0
+    assert typo.err == "icount: warning: --threshold 'ngnix/*=...' matched no cell\n"
 
 
 def test_improvement_alone_exits_0(cli: Cli, write: Write) -> None:
