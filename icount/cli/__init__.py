@@ -35,7 +35,6 @@ app = typer.Typer(
 _COMMAND_MODULES = (
     "icount.cli.cmd_run",
     "icount.cli.cmd_serve",
-    "icount.cli.cmd_serve",
     "icount.cli.cmd_table",
     "icount.cli.cmd_compare",
     "icount.cli.cmd_doctor",
