@@ -118,7 +118,11 @@ def compare_command(
     used = {r.rule for r in comparison.rows}
     for o in limits.overrides:
         if o.glob not in used:  # most often a typo in the glob
-            typer.echo(f"icount: warning: --threshold '{o.glob}=...' matched no cell", err=True)
+            typer.echo(
+                f"icount: warning: --threshold '{o.glob}=...' set no cell's threshold "
+                "(no match, or an earlier glob matched first)",
+                err=True,
+            )
     _emit(render.render_comparison(comparison, fmt, width), output, quiet, comparison, width)
     # A failed measurement fails --interleave always, as it fails `icount run`.
     failure = model.gate(comparison, fail_on_invalid or interleave)
