@@ -76,7 +76,7 @@ def run_command(
     specs = _collect(command or [], name, cmd, file, extra_env)
     base = Path.cwd()
     specs = [measure_command.resolve(s, base) for s in specs]
-    out = output_path(output, "run")
+    out = output_path(output, "run").absolute()  # runs execute in another directory
     if out.exists() and not force:
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
 

@@ -63,12 +63,24 @@ def _ground_truth(icount: Icount, backend: str, exe: Path, tmp_path: Path) -> No
     k = 200_000
     medians = []
     for n in (k, 2 * k):
-        out = tmp_path / f"k{n}.json"
+        # A relative -o: results and artifacts land beside the caller, not in the run's dir.
         done = icount(
-            "run", "-q", "--backend", backend, "--runs", "3", "-o", str(out), "--", str(exe), str(n)
+            "run",
+            "-q",
+            "--backend",
+            backend,
+            "--runs",
+            "3",
+            "-o",
+            f"k{n}.json",
+            "--",
+            str(exe),
+            str(n),
+            cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr
-        medians.append(_median(out))
+        medians.append(_median(tmp_path / f"k{n}.json"))
+        assert (tmp_path / f"k{n}.artifacts" / "loop" / "run-1" / "stdout").exists()
     difference = medians[1] - medians[0]
     assert abs(difference - k * LOOP_COST) <= 0.001 * k * LOOP_COST, (medians, difference)
 
