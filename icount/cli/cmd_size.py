@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,13 +12,13 @@ if TYPE_CHECKING:
     from icount.size.model import Breakdown, Image
 
 
-class By(str, Enum):
+class By(StrEnum):
     sections = "sections"
     segments = "segments"
     symbols = "symbols"
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     md = "md"
     csv = "csv"
@@ -98,7 +98,9 @@ def size(
         typer.echo(render.text([t], fmt.value, width), nl=False)
 
 
-def _pair(old: list[Breakdown], new: list[Breakdown], a: str, b: str) -> list[tuple[Breakdown, Breakdown]]:
+def _pair(
+    old: list[Breakdown], new: list[Breakdown], a: str, b: str
+) -> list[tuple[Breakdown, Breakdown]]:
     """Thin vs thin: one pair. Fat files: the architectures both hold, in OLD's order."""
     from icount.errors import UsageError
 

@@ -49,7 +49,9 @@ def load_blob(blob: Blob) -> list[Image]:
     if macho.is_fat(head) or macho.is_thin(head):
         return macho.read_macho(blob)
     if head.startswith(b"\xca\xfe\xba\xbe"):
-        raise blob.fail("not an ELF or Mach-O file (0xcafebabe but not a fat header: a Java class file?)")
+        raise blob.fail(
+            "not an ELF or Mach-O file (0xcafebabe but not a fat header: a Java class file?)"
+        )
     raise blob.fail("not an ELF or Mach-O file")
 
 

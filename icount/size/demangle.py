@@ -41,7 +41,12 @@ def _runtime() -> Any | None:
         except (OSError, AttributeError):
             continue
         fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+        fn.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_int),
+        ]
         free = ctypes.CDLL(None).free
         free.argtypes = [ctypes.c_void_p]
         return fn, free
@@ -78,7 +83,11 @@ def _cxa(name: str) -> str | None:
 
 
 def _is_rust_legacy(name: str) -> bool:
-    return name.startswith("_ZN") and name.endswith("E") and re.search(r"17h[0-9a-f]{16}E$", name) is not None
+    return (
+        name.startswith("_ZN")
+        and name.endswith("E")
+        and re.search(r"17h[0-9a-f]{16}E$", name) is not None
+    )
 
 
 def _rust_tidy(text: str) -> str:

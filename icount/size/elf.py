@@ -40,42 +40,26 @@ _SYMBOL_TYPES = (0, 1, 2, 6, 10)  # NOTYPE, OBJECT, FUNC, TLS, GNU_IFUNC
 _RANK = {1: 0, 10: 0, 2: 1, 0: 2}  # GLOBAL, GNU_UNIQUE, WEAK, LOCAL
 
 
-def _shdr_dtype(bits: int, end: str) -> np.dtype[Any]:
-    w = "u8" if bits == 64 else "u4"
-    return np.dtype(
-        [
-            ("name", end + "u4"),
-            ("type", end + "u4"),
-            ("flags", end + w),
-            ("addr", end + w),
-            ("offset", end + w),
-            ("size", end + w),
-            ("link", end + "u4"),
-            ("info", end + "u4"),
-            ("addralign", end + w),
-            ("entsize", end + w),
-        ]
-    )
+# Field layouts (ELF gABI), "name:type" in file order; 32-bit files reorder some fields.
+_SHDR = {
+    64: "name:u4 type:u4 flags:u8 addr:u8 offset:u8 size:u8 link:u4 info:u4 addralign:u8"
+    " entsize:u8",
+    32: "name:u4 type:u4 flags:u4 addr:u4 offset:u4 size:u4 link:u4 info:u4 addralign:u4"
+    " entsize:u4",
+}
+_PHDR = {
+    64: "type:u4 flags:u4 offset:u8 vaddr:u8 paddr:u8 filesz:u8 memsz:u8 align:u8",
+    32: "type:u4 offset:u4 vaddr:u4 paddr:u4 filesz:u4 memsz:u4 flags:u4 align:u4",
+}
+_SYM = {
+    64: "name:u4 info:u1 other:u1 shndx:u2 value:u8 size:u8",
+    32: "name:u4 value:u4 size:u4 info:u1 other:u1 shndx:u2",
+}
 
 
-def _phdr_dtype(bits: int, end: str) -> np.dtype[Any]:
-    if bits == 64:
-        fields = [("type", "u4"), ("flags", "u4"), ("offset", "u8"), ("vaddr", "u8"),
-                  ("paddr", "u8"), ("filesz", "u8"), ("memsz", "u8"), ("align", "u8")]  # fmt: skip
-    else:
-        fields = [("type", "u4"), ("offset", "u4"), ("vaddr", "u4"), ("paddr", "u4"),
-                  ("filesz", "u4"), ("memsz", "u4"), ("flags", "u4"), ("align", "u4")]  # fmt: skip
-    return np.dtype([(n, end + t) for n, t in fields])
-
-
-def _sym_dtype(bits: int, end: str) -> np.dtype[Any]:
-    if bits == 64:
-        fields = [("name", "u4"), ("info", "u1"), ("other", "u1"), ("shndx", "u2"),
-                  ("value", "u8"), ("size", "u8")]  # fmt: skip
-    else:
-        fields = [("name", "u4"), ("value", "u4"), ("size", "u4"), ("info", "u1"),
-                  ("other", "u1"), ("shndx", "u2")]  # fmt: skip
-    return np.dtype([(n, end + t) for n, t in fields])
+def _dtype(spec: str, end: str) -> np.dtype[Any]:
+    """A packed structured dtype from "name:type ..." in byte order `end` ('<' or '>')."""
+    return np.dtype([(f, end + t) for f, t in (x.split(":") for x in spec.split())])
 
 
 def _header(blob: Blob) -> dict[str, Any]:
@@ -94,8 +78,19 @@ def _header(blob: Blob) -> dict[str, Any]:
             "little": elf.little_endian,
             "type": h["e_type"],
             "machine": h["e_machine"],
-            **{k: int(h[k]) for k in ("e_shoff", "e_shnum", "e_shentsize", "e_shstrndx",
-                                      "e_phoff", "e_phnum", "e_phentsize", "e_ehsize")},  # fmt: skip
+            **{
+                k: int(h[k])
+                for k in (
+                    "e_shoff",
+                    "e_shnum",
+                    "e_shentsize",
+                    "e_shstrndx",
+                    "e_phoff",
+                    "e_phnum",
+                    "e_phentsize",
+                    "e_ehsize",
+                )
+            },
         }
     except ELFError as e:
         raise blob.fail(f"invalid ELF header: {e}") from None
@@ -107,9 +102,14 @@ def _header(blob: Blob) -> dict[str, Any]:
 
 
 def _table(
-    blob: Blob, offset: int, count: int, entsize: int, dtype: np.dtype[Any], what: str,
+    blob: Blob,
+    offset: int,
+    count: int,
+    entsize: int,
+    dtype: np.dtype[Any],
+    what: str,
     limit: int | None = MAX_SECTIONS,
-) -> Any:  # fmt: skip
+) -> Any:
     if count == 0:
         return np.zeros(0, dtype=dtype)
     if entsize != dtype.itemsize:
@@ -123,7 +123,7 @@ def _table(
 def read_elf(blob: Blob) -> Image:
     h = _header(blob)
     bits, end = h["bits"], "<" if h["little"] else ">"
-    sdt, pdt = _shdr_dtype(bits, end), _phdr_dtype(bits, end)
+    sdt, pdt = _dtype(_SHDR[bits], end), _dtype(_PHDR[bits], end)
     shoff, shnum, shstrndx, phnum = h["e_shoff"], h["e_shnum"], h["e_shstrndx"], h["e_phnum"]
     if shoff and (shnum == 0 or shstrndx == SHN_XINDEX or phnum == PN_XNUM):
         # extended numbering: the real counts live in section header 0
@@ -131,7 +131,9 @@ def read_elf(blob: Blob) -> Image:
         shnum = shnum or int(s0["size"])
         shstrndx = int(s0["link"]) if shstrndx == SHN_XINDEX else shstrndx
         phnum = int(s0["info"]) if phnum == PN_XNUM else phnum
-    shdrs = _table(blob, shoff, shnum if shoff else 0, h["e_shentsize"], sdt, "section header table")
+    shdrs = _table(
+        blob, shoff, shnum if shoff else 0, h["e_shentsize"], sdt, "section header table"
+    )
     phdrs = _table(blob, h["e_phoff"], phnum, h["e_phentsize"], pdt, "program header table")
     shnum = len(shdrs)
 
@@ -160,13 +162,24 @@ def read_elf(blob: Blob) -> Image:
         vm = size if alloc and not tbss else 0
         region_of[i] = len(sections)
         sections.append(
-            Region(label, offset, length, vm, executable=alloc and bool(flags & SHF_EXECINSTR),
-                   sym_addr=0 if is_rel else int(s["addr"]), sym_size=size)  # fmt: skip
+            Region(
+                label,
+                offset,
+                length,
+                vm,
+                executable=alloc and bool(flags & SHF_EXECINSTR),
+                sym_addr=0 if is_rel else int(s["addr"]),
+                sym_size=size,
+            )
         )
     headers = [
         Region("[ELF header]", 0, h["e_ehsize"], mapped(0, h["e_ehsize"])),
-        Region("[program headers]", h["e_phoff"], len(phdrs) * pdt.itemsize,
-               mapped(h["e_phoff"], len(phdrs) * pdt.itemsize)),  # fmt: skip
+        Region(
+            "[program headers]",
+            h["e_phoff"],
+            len(phdrs) * pdt.itemsize,
+            mapped(h["e_phoff"], len(phdrs) * pdt.itemsize),
+        ),
         Region("[section headers]", shoff, shnum * sdt.itemsize, 0),
     ]
     vm_total = sum(int(p["memsz"]) for p in loads) if loads else sum(r.vm for r in sections)
@@ -175,7 +188,9 @@ def read_elf(blob: Blob) -> Image:
     for k, p in enumerate(loads):
         flags = int(p["flags"])
         rwx = "".join(c if flags & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))
-        segments.append(Region(f"LOAD #{k} [{rwx}]", int(p["offset"]), int(p["filesz"]), int(p["memsz"])))
+        segments.append(
+            Region(f"LOAD #{k} [{rwx}]", int(p["offset"]), int(p["filesz"]), int(p["memsz"]))
+        )
     segments += [Region(r.label, r.start, r.length, 0) for r in headers]
     for r in sections:
         # inside a LOAD these get no bytes (the LOAD row starts first); outside: unmapped
@@ -187,8 +202,14 @@ def read_elf(blob: Blob) -> Image:
     machine = str(h["machine"]).removeprefix("EM_").lower()
     kind = _KINDS.get(int(_type_number(h["type"])), str(h["type"]))
     image = Image(
-        path=blob.name, arch=machine, fmt=f"ELF{bits}", kind=kind, file_size=blob.size,
-        vm_total=vm_total, sections=sections + headers, segments=segments,  # fmt: skip
+        path=blob.name,
+        arch=machine,
+        fmt=f"ELF{bits}",
+        kind=kind,
+        file_size=blob.size,
+        vm_total=vm_total,
+        sections=sections + headers,
+        segments=segments,
     )
     tls = [p for p in phdrs if int(p["type"]) == PT_TLS]
     tls_base = int(tls[0]["vaddr"]) if tls and not is_rel else 0
@@ -222,15 +243,16 @@ def _symbols(
 ) -> SymbolTable | None:
     """`.symtab`, or `.dynsym` when there is none (it repeats `.symtab`'s exports)."""
     types = shdrs["type"]
-    for wanted, source in ((SHT_SYMTAB, ".symtab"), (SHT_DYNSYM, ".dynsym")):
-        hits = np.flatnonzero(types == wanted)
-        if hits.size:
-            index = int(hits[0])
-            break
-    else:
+    found = [
+        (int(hits[0]), source)
+        for wanted, source in ((SHT_SYMTAB, ".symtab"), (SHT_DYNSYM, ".dynsym"))
+        if (hits := np.flatnonzero(types == wanted)).size
+    ]
+    if not found:
         return None
+    index, source = found[0]
     s = shdrs[index]
-    dtype = _sym_dtype(bits, end)
+    dtype = _dtype(_SYM[bits], end)
     entsize = int(s["entsize"]) or dtype.itemsize
     count = int(s["size"]) // dtype.itemsize
     # no count limit: the table must lie inside the file, which bounds it
@@ -245,7 +267,9 @@ def _symbols(
     xindex = np.flatnonzero((types == SHT_SYMTAB_SHNDX) & (shdrs["link"] == index))
     if xindex.size and (shndx == SHN_XINDEX).any():
         x = shdrs[int(xindex[0])]
-        ext = _table(blob, int(x["offset"]), count, 4, np.dtype(end + "u4"), "extended section indices", None)
+        ext = _table(
+            blob, int(x["offset"]), count, 4, np.dtype(end + "u4"), "extended section indices", None
+        )
         shndx = np.where(shndx == SHN_XINDEX, ext.astype(np.int64), shndx)
     info = syms["info"].astype(np.int64)
     typ, bind = info & 0xF, info >> 4
@@ -261,6 +285,12 @@ def _symbols(
     for b, r in _RANK.items():
         rank[bind == b] = r
     return SymbolTable(
-        source=source, region=region.astype(np.int64), addr=addr, size=syms["size"].astype(np.uint64),
-        rank=rank, name_off=syms["name"].astype(np.int64), strtab=strtab, sized=True,  # fmt: skip
+        source=source,
+        region=region.astype(np.int64),
+        addr=addr,
+        size=syms["size"].astype(np.uint64),
+        rank=rank,
+        name_off=syms["name"].astype(np.int64),
+        strtab=strtab,
+        sized=True,
     )

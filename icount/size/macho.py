@@ -47,8 +47,16 @@ _CPUS = {
     18: "ppc",
     0x01000012: "ppc64",
 }
-_KINDS = {1: "object file", 2: "executable", 6: "dynamic library", 8: "bundle",
-          9: "dylib stub", 10: "dSYM companion", 11: "kext bundle", 7: "dynamic linker"}  # fmt: skip
+_KINDS = {
+    1: "object file",
+    2: "executable",
+    6: "dynamic library",
+    8: "bundle",
+    9: "dylib stub",
+    10: "dSYM companion",
+    11: "kext bundle",
+    7: "dynamic linker",
+}
 
 
 def is_fat(head: bytes) -> bool:
@@ -94,7 +102,9 @@ def _read_fat(blob: Blob) -> list[Image]:
         cputype, subtype, offset, size = blob.unpack(fmt, 8 + i * entry, f"fat_arch {i}")[:4]
         blob.check(offset, size, f"fat slice {i} ({arch_name(cputype, subtype)})")
         if size == 0 or offset < 8 + count * entry:
-            raise blob.fail(f"fat slice {i}: offset {offset} size {size} is inside the fat header or empty")
+            raise blob.fail(
+                f"fat slice {i}: offset {offset} size {size} is inside the fat header or empty"
+            )
         slices.append((arch_name(cputype, subtype), offset, size))
     header = Region("[fat header]", 0, 8 + count * entry, 0)
     images: list[Image] = []
@@ -104,7 +114,9 @@ def _read_fat(blob: Blob) -> list[Image]:
         seen[arch] = seen.get(arch, 0) + 1
         image.arch = arch if seen[arch] == 1 else f"{arch}#{seen[arch]}"
         image.fat = True
-        others = [Region("[other architectures]", o, s, 0) for j, (_, o, s) in enumerate(slices) if j != i]
+        others = [
+            Region("[other architectures]", o, s, 0) for j, (_, o, s) in enumerate(slices) if j != i
+        ]
         image.sections += [header, *others]
         image.segments += [header, *others]
         images.append(image)
@@ -138,7 +150,9 @@ class _Thin:
     def span(self, offset: int, length: int, what: str) -> None:
         """Check that [offset, offset+length) lies inside this slice."""
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise self.fail(f"{what}: offset {offset} + {length} bytes runs past the end ({self.size} bytes)")
+            raise self.fail(
+                f"{what}: offset {offset} + {length} bytes runs past the end ({self.size} bytes)"
+            )
 
     def image(self) -> Image:
         b = self.blob
@@ -151,7 +165,9 @@ class _Thin:
         self.wide, self.end = wide, end
         hsize = 32 if wide else 28
         self.span(0, hsize, "Mach-O header")
-        _, cputype, subtype, filetype, ncmds, sizeofcmds, _flags = b.unpack(end + "IiiIIII", self.base, "Mach-O header")
+        _, cputype, subtype, filetype, ncmds, sizeofcmds, _flags = b.unpack(
+            end + "IiiIIII", self.base, "Mach-O header"
+        )
         self.span(hsize, sizeofcmds, f"load commands ({ncmds} commands)")
         if ncmds > sizeofcmds // 8:
             raise self.fail(f"{ncmds} load commands cannot fit in {sizeofcmds} bytes")
@@ -205,10 +221,14 @@ class _Thin:
         seg_size = 72 if wide else 56
         if cmdsize < seg_size:
             raise self.fail(f"load command {i}: segment command of {cmdsize} bytes is too short")
-        name_raw, vmaddr, vmsize, fileoff, filesize, _, _, nsects, _ = b.unpack(seg_fmt, at + 8, "segment")
+        name_raw, _vmaddr, vmsize, fileoff, filesize, _, _, nsects, _ = b.unpack(
+            seg_fmt, at + 8, "segment"
+        )
         name = cstr(name_raw)
         if seg_size + nsects * sect_fmt > cmdsize:
-            raise self.fail(f"segment {name or '(unnamed)'}: {nsects} sections do not fit in its load command")
+            raise self.fail(
+                f"segment {name or '(unnamed)'}: {nsects} sections do not fit in its load command"
+            )
         self.span(fileoff, filesize, f"segment {name or '(unnamed)'}")
         seg = _Segment(name, vmsize, fileoff, filesize)
         s_fmt = end + ("16s16sQQIIIIIIII" if wide else "16s16sIIIIIIIIII")
@@ -220,8 +240,15 @@ class _Thin:
             length = 0 if zerofill else size
             if length:
                 self.span(offset, length, f"section {label}")
-            region = Region(label, self.base + offset, length, size,
-                            executable=bool(flags & S_ATTR_INSTRUCTIONS), sym_addr=addr, sym_size=size)  # fmt: skip
+            region = Region(
+                label,
+                self.base + offset,
+                length,
+                size,
+                executable=bool(flags & S_ATTR_INSTRUCTIONS),
+                sym_addr=addr,
+                sym_size=size,
+            )
             seg.sections.append(region)
             self.sections.append(region)
             if nreloc:
@@ -238,7 +265,9 @@ class _Thin:
                 part.vm = part.length if self._inside(linkedit_seg, part) else 0
             else:
                 part.label = f"[{part.label}]"
-        mapped_seg = next((s for s in self.segments if s.filesize and self._inside(s, header)), None)
+        mapped_seg = next(
+            (s for s in self.segments if s.filesize and self._inside(s, header)), None
+        )
         if mapped_seg is not None:
             header.vm = header.length
         containers = []
@@ -247,10 +276,15 @@ class _Thin:
             used += header.vm if s is mapped_seg else 0
             used += sum(p.vm for p in self.linkedit) if s is linkedit_seg else 0
             label = (
-                "__LINKEDIT: remainder" if s is linkedit_seg
-                else PADDING if s.sections else s.name or "[unnamed segment]"
-            )  # fmt: skip
-            containers.append(Container(label, self.base + s.fileoff, s.filesize, max(0, s.vmsize - used)))
+                "__LINKEDIT: remainder"
+                if s is linkedit_seg
+                else PADDING
+                if s.sections
+                else s.name or "[unnamed segment]"
+            )
+            containers.append(
+                Container(label, self.base + s.fileoff, s.filesize, max(0, s.vmsize - used))
+            )
         segments = [
             Region(s.name or "[unnamed segment]", self.base + s.fileoff, s.filesize, s.vmsize)
             for s in self.segments
@@ -272,7 +306,10 @@ class _Thin:
         return image
 
     def _inside(self, seg: _Segment, r: Region) -> bool:
-        return seg.fileoff <= r.start - self.base and r.start - self.base + r.length <= seg.fileoff + seg.filesize
+        return (
+            seg.fileoff <= r.start - self.base
+            and r.start - self.base + r.length <= seg.fileoff + seg.filesize
+        )
 
     def _symbols(self) -> SymbolTable | None:
         if self.symtab is None:
@@ -282,7 +319,9 @@ class _Thin:
         fields = [("strx", e + "u4"), ("type", "u1"), ("sect", "u1"), ("desc", e + "u2")]
         fields.append(("value", e + ("u8" if self.wide else "u4")))
         dtype = np.dtype(fields)
-        syms = np.frombuffer(self.blob.data, dtype=dtype, count=nsyms, offset=self.base + symoff).copy()
+        syms = np.frombuffer(
+            self.blob.data, dtype=dtype, count=nsyms, offset=self.base + symoff
+        ).copy()
         strtab = self.blob.read(self.base + stroff, strsize, "string table")
         ntype = syms["type"].astype(np.int64)
         sect = syms["sect"].astype(np.int64)
@@ -290,8 +329,13 @@ class _Thin:
         usable &= (sect >= 1) & (sect <= len(self.sections))
         rank = np.where(ntype & N_PEXT, 1, np.where(ntype & N_EXT, 0, 2)).astype(np.int64)
         return SymbolTable(
-            source="LC_SYMTAB", region=np.where(usable, sect - 1, -1).astype(np.int64),
-            addr=syms["value"].astype(np.uint64), size=np.zeros(nsyms, dtype=np.uint64),
-            rank=rank, name_off=syms["strx"].astype(np.int64), strtab=strtab, sized=False,
+            source="LC_SYMTAB",
+            region=np.where(usable, sect - 1, -1).astype(np.int64),
+            addr=syms["value"].astype(np.uint64),
+            size=np.zeros(nsyms, dtype=np.uint64),
+            rank=rank,
+            name_off=syms["strx"].astype(np.int64),
+            strtab=strtab,
+            sized=False,
             strip_underscore=True,
-        )  # fmt: skip
+        )

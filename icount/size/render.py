@@ -64,12 +64,28 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
             title=_title(b, names[0]),
         )
         for r in b.rows:
-            t.add_row([r.label, human_bytes(r.file), _pct(r.file, b.file_total),
-                       human_bytes(r.vm), _pct(r.vm, b.vm_total)])  # fmt: skip
-        t.add_row([TOTAL, human_bytes(b.file_total), _pct(b.file_total, b.file_total),
-                   human_bytes(b.vm_total), _pct(b.vm_total, b.vm_total)])  # fmt: skip
+            t.add_row(
+                [
+                    r.label,
+                    human_bytes(r.file),
+                    _pct(r.file, b.file_total),
+                    human_bytes(r.vm),
+                    _pct(r.vm, b.vm_total),
+                ]
+            )
+        t.add_row(
+            [
+                TOTAL,
+                human_bytes(b.file_total),
+                _pct(b.file_total, b.file_total),
+                human_bytes(b.vm_total),
+                _pct(b.vm_total, b.vm_total),
+            ]
+        )
         if b.gzip_bytes is not None:
-            t.add_row([GZIP_ROW, human_bytes(b.gzip_bytes), _pct(b.gzip_bytes, b.file_total), "", ""])
+            t.add_row(
+                [GZIP_ROW, human_bytes(b.gzip_bytes), _pct(b.gzip_bytes, b.file_total), "", ""]
+            )
         t.notes += [f"{b.file_total} bytes in the file, {b.vm_total} bytes of VM", *b.notes]
         return t
 
@@ -86,8 +102,8 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
     for lb in shown:
         row = [lb]
         for c in cells:
-            r = c.get(lb)
-            row += [human_bytes(r.file), human_bytes(r.vm)] if r else ["-", "-"]
+            cell = c.get(lb)
+            row += [human_bytes(cell.file), human_bytes(cell.vm)] if cell else ["-", "-"]
         t.add_row(row)
     if hidden:
         row = [f"[{len(hidden)} others]"]
@@ -95,7 +111,9 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
             rs = [c[lb] for lb in hidden if lb in c]
             row += [human_bytes(sum(r.file for r in rs)), human_bytes(sum(r.vm for r in rs))]
         t.add_row(row)
-    t.add_row([TOTAL] + [x for b in items for x in (human_bytes(b.file_total), human_bytes(b.vm_total))])
+    t.add_row(
+        [TOTAL] + [x for b in items for x in (human_bytes(b.file_total), human_bytes(b.vm_total))]
+    )
     if any(b.gzip_bytes is not None for b in items):
         t.add_row([GZIP_ROW] + [x for b in items for x in (human_bytes(b.gzip_bytes or 0), "")])
     for b, n in zip(items, names, strict=True):
@@ -161,7 +179,9 @@ def diff_rows(old: Breakdown, new: Breakdown) -> list[DiffRow]:
     b = {r.label: r for r in new.rows}
     zero = Row("", 0, 0)
     out = [
-        DiffRow(lb, a.get(lb, zero).file, b.get(lb, zero).file, a.get(lb, zero).vm, b.get(lb, zero).vm)
+        DiffRow(
+            lb, a.get(lb, zero).file, b.get(lb, zero).file, a.get(lb, zero).vm, b.get(lb, zero).vm
+        )
         for lb in set(a) | set(b)
     ]
     return sorted(out, key=lambda d: (-abs(d.d_file), -abs(d.d_vm), d.label))
@@ -180,26 +200,60 @@ def _change(old: int, new: int) -> str:
 def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
     on, nn = _short_names([old, new])
     t = Table(
-        [Column(_LABEL_TITLE.get(by, "Part"), "left"), Column("Old file"), Column("New file"),
-         Column("Δ file"), Column("Δ %"), Column("Old VM"), Column("New VM"), Column("Δ VM")],  # fmt: skip
+        [
+            Column(_LABEL_TITLE.get(by, "Part"), "left"),
+            Column("Old file"),
+            Column("New file"),
+            Column("Δ file"),
+            Column("Δ %"),
+            Column("Old VM"),
+            Column("New VM"),
+            Column("Δ VM"),
+        ],
         title=f"{_title(old, on)} -> {_title(new, nn)}",
     )
     rows = diff_rows(old, new)
     shown = rows if top <= 0 or len(rows) <= top + 1 else rows[:top]
     hidden = rows[len(shown) :]
     if hidden:
-        shown = [*shown, DiffRow(f"[{len(hidden)} others]", sum(d.old_file for d in hidden),
-                                 sum(d.new_file for d in hidden), sum(d.old_vm for d in hidden),
-                                 sum(d.new_vm for d in hidden))]  # fmt: skip
+        shown = [
+            *shown,
+            DiffRow(
+                f"[{len(hidden)} others]",
+                sum(d.old_file for d in hidden),
+                sum(d.new_file for d in hidden),
+                sum(d.old_vm for d in hidden),
+                sum(d.new_vm for d in hidden),
+            ),
+        ]
     total = DiffRow(TOTAL, old.file_total, new.file_total, old.vm_total, new.vm_total)
     for d in [*shown, total]:
-        t.add_row([d.label, human_bytes(d.old_file), human_bytes(d.new_file), _signed(d.d_file),
-                   _change(d.old_file, d.new_file), human_bytes(d.old_vm), human_bytes(d.new_vm),
-                   _signed(d.d_vm)])  # fmt: skip
+        t.add_row(
+            [
+                d.label,
+                human_bytes(d.old_file),
+                human_bytes(d.new_file),
+                _signed(d.d_file),
+                _change(d.old_file, d.new_file),
+                human_bytes(d.old_vm),
+                human_bytes(d.new_vm),
+                _signed(d.d_vm),
+            ]
+        )
     if old.gzip_bytes is not None and new.gzip_bytes is not None:
         g = DiffRow(GZIP_ROW, old.gzip_bytes, new.gzip_bytes, 0, 0)
-        t.add_row([g.label, human_bytes(g.old_file), human_bytes(g.new_file), _signed(g.d_file),
-                   _change(g.old_file, g.new_file), "", "", ""])  # fmt: skip
+        t.add_row(
+            [
+                g.label,
+                human_bytes(g.old_file),
+                human_bytes(g.new_file),
+                _signed(g.d_file),
+                _change(g.old_file, g.new_file),
+                "",
+                "",
+                "",
+            ]
+        )
     return t
 
 
@@ -213,8 +267,13 @@ def diff_json(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
                 "old": _image_json(o) | {"rows": None},
                 "new": _image_json(n) | {"rows": None},
                 "rows": [
-                    {"label": d.label, "old_file_bytes": d.old_file, "new_file_bytes": d.new_file,
-                     "old_vm_bytes": d.old_vm, "new_vm_bytes": d.new_vm}  # fmt: skip
+                    {
+                        "label": d.label,
+                        "old_file_bytes": d.old_file,
+                        "new_file_bytes": d.new_file,
+                        "old_vm_bytes": d.old_vm,
+                        "new_vm_bytes": d.new_vm,
+                    }
                     for d in diff_rows(o, n)
                 ],
             }
@@ -229,10 +288,35 @@ def diff_json(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
 def diff_csv(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
     rows: list[list[object]] = []
     for o, n in pairs:
-        rows += [[o.path, n.path, n.arch, by, d.label, d.old_file, d.new_file, d.d_file,
-                  d.old_vm, d.new_vm, d.d_vm] for d in diff_rows(o, n)]  # fmt: skip
-    header = ["old", "new", "arch", "view", "label", "old_file_bytes", "new_file_bytes",
-              "delta_file_bytes", "old_vm_bytes", "new_vm_bytes", "delta_vm_bytes"]  # fmt: skip
+        rows += [
+            [
+                o.path,
+                n.path,
+                n.arch,
+                by,
+                d.label,
+                d.old_file,
+                d.new_file,
+                d.d_file,
+                d.old_vm,
+                d.new_vm,
+                d.d_vm,
+            ]
+            for d in diff_rows(o, n)
+        ]
+    header = [
+        "old",
+        "new",
+        "arch",
+        "view",
+        "label",
+        "old_file_bytes",
+        "new_file_bytes",
+        "delta_file_bytes",
+        "old_vm_bytes",
+        "new_vm_bytes",
+        "delta_vm_bytes",
+    ]
     return render_csv(header, rows)
 
 

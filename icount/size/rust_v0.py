@@ -11,10 +11,28 @@ and the caller shows the name unchanged.
 from __future__ import annotations
 
 _BASIC = {
-    "a": "i8", "b": "bool", "c": "char", "d": "f64", "e": "str", "f": "f32", "h": "u8",
-    "i": "isize", "j": "usize", "l": "i32", "m": "u32", "n": "i128", "o": "u128", "s": "i16",
-    "t": "u16", "u": "()", "v": "...", "x": "i64", "y": "u64", "z": "!", "p": "_",
-}  # fmt: skip
+    "a": "i8",
+    "b": "bool",
+    "c": "char",
+    "d": "f64",
+    "e": "str",
+    "f": "f32",
+    "h": "u8",
+    "i": "isize",
+    "j": "usize",
+    "l": "i32",
+    "m": "u32",
+    "n": "i128",
+    "o": "u128",
+    "s": "i16",
+    "t": "u16",
+    "u": "()",
+    "v": "...",
+    "x": "i64",
+    "y": "u64",
+    "z": "!",
+    "p": "_",
+}
 _SIGNED = set("alnsxi")
 _UNSIGNED = set("hmotyj")
 MAX_DEPTH = 200
@@ -80,7 +98,7 @@ class _Parser:
         return self.base62() + 1 if self.eat(tag) else 0
 
     def decimal(self) -> int:
-        """"0", or digits not starting with 0 (so "00" is two numbers)."""
+        """ "0", or digits not starting with 0 (so "00" is two numbers)."""
         start = self.pos
         if self.eat("0"):
             return 0
@@ -254,7 +272,11 @@ class _Parser:
                     name = self.undisambiguated()
                     bindings.append(f"{name} = {self.type()}")
                 if bindings:
-                    trait = (trait[:-1] + ", " if trait.endswith(">") else trait + "<") + ", ".join(bindings) + ">"
+                    trait = (
+                        (trait[:-1] + ", " if trait.endswith(">") else trait + "<")
+                        + ", ".join(bindings)
+                        + ">"
+                    )
                 traits.append(trait)
         finally:
             self.bound -= n

@@ -8,6 +8,7 @@ never an IndexError, a short read or a huge allocation. Files are memory-mapped
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -49,11 +50,9 @@ class Blob:
 
     def close(self) -> None:
         if self._mm is not None:
-            try:
+            # BufferError: a numpy view still points into the map; the GC closes it later
+            with contextlib.suppress(BufferError):
                 self._mm.close()
-            except BufferError:
-                # a numpy view still points into the map; the GC closes it later
-                pass
 
 
 def open_blob(path: str | Path) -> Blob:

@@ -13,6 +13,7 @@ symbols (a 200 MB library holds a million of them).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,9 +38,7 @@ def charge(table: SymbolTable, regions: list[Region]) -> Charged:
     has_range = np.array([r.sym_addr is not None for r in regions] + [False], dtype=bool)
     # Section bounds as Python ints first: hostile headers can hold values near 2**64.
     lo = np.array([_clip63(r.sym_addr or 0) for r in regions] + [0], dtype=np.int64)
-    hi = np.array(
-        [_clip63((r.sym_addr or 0) + r.sym_size) for r in regions] + [0], dtype=np.int64
-    )
+    hi = np.array([_clip63((r.sym_addr or 0) + r.sym_size) for r in regions] + [0], dtype=np.int64)
 
     reg = table.region
     valid = (reg >= 0) & (reg < n_regions)
@@ -85,7 +84,7 @@ def _previous_end(group: I64, end: I64) -> I64:
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     bounds = [*starts.tolist(), end.size]
     # One numpy call per section: sections number in the tens, symbols in the millions.
-    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         run = np.maximum.accumulate(end[a:b])
         out[a] = np.iinfo(np.int64).min
         out[a + 1 : b] = run[:-1]

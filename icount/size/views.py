@@ -97,7 +97,13 @@ def _finish(
         del acc.cells[PADDING]
     rows = limit(acc.rows(), top, hidden)
     return Breakdown(
-        image.path, image.arch, image.fmt, image.kind, image.file_size, rows, list(image.notes),
+        image.path,
+        image.arch,
+        image.fmt,
+        image.kind,
+        image.file_size,
+        rows,
+        list(image.notes),
         fat=image.fat,
     )
 
@@ -139,8 +145,10 @@ def _overlap_note(regions: Sequence[Region], owned: list[int]) -> list[str]:
     shared = sum(r.length for r in regions) - sum(owned)
     if shared <= 0:
         return []
-    return [f"{shared} bytes lie in more than one section (overlapping ranges): "
-            "each counts once, for the range that starts first"]  # fmt: skip
+    return [
+        f"{shared} bytes lie in more than one section (overlapping ranges): "
+        "each counts once, for the range that starts first"
+    ]
 
 
 def by_segments(image: Image, top: int = 0) -> Breakdown:
@@ -175,7 +183,7 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
             # A section that overlaps another (hostile file) has fewer bytes than its
             # symbols claim: it stays whole rather than be charged twice.
             split[i] = r.sym_addr is not None and owned[i] == r.length and int(per[i]) > 0
-        in_split = np.array(split + [False], dtype=bool)[charged.region]
+        in_split = np.array([*split, False], dtype=bool)[charged.region]
         has_file = np.array([r.length > 0 for r in regions] + [False], dtype=bool)
         has_vm = np.array([r.vm > 0 for r in regions] + [False], dtype=bool)
         reg = charged.region[in_split]

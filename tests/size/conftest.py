@@ -12,11 +12,25 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "fixtures" / "size" / "build.sh"
 LD64 = shutil.which("ld64.lld") or "/usr/lib/llvm-14/bin/ld64.lld"
 
-ELF_FILES = ("hello_elf", "hello_elf.o", "libsize.so", "hello_elf_stripped", "hello_static", "shapes_elf.o")
+ELF_FILES = (
+    "hello_elf",
+    "hello_elf.o",
+    "libsize.so",
+    "hello_elf_stripped",
+    "hello_static",
+    "shapes_elf.o",
+)
 MACHO_THIN = (
-    "hello_arm64.o", "hello_x86_64.o", "hello_arm64", "hello_x86_64", "libmac_arm64.dylib",
-    "libmac_x86_64.dylib", "hello_arm64_32.o", "hello_arm64_32", "shapes_arm64.o",
-)  # fmt: skip
+    "hello_arm64.o",
+    "hello_x86_64.o",
+    "hello_arm64",
+    "hello_x86_64",
+    "libmac_arm64.dylib",
+    "libmac_x86_64.dylib",
+    "hello_arm64_32.o",
+    "hello_arm64_32",
+    "shapes_arm64.o",
+)
 MACHO_FAT = ("hello_fat", "libmac_fat.dylib", "hello_fat64")
 
 

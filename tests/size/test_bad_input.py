@@ -74,18 +74,6 @@ ELF_CASES: dict[str, tuple[Callable[[bytearray], bytes], str]] = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", sorted(ELF_CASES))
-def test_corrupt_elf(built: Built, case: str, tmp_path: Path) -> None:
-    make, message = ELF_CASES[case]
-    path = tmp_path / "bad.elf"
-    path.write_bytes(make(_elf(built)))
-    with pytest.raises(ParseError) as err:
-        load(path)
-    assert str(path) in str(err.value) and message in str(err.value)
-    _cli_fails(path, message, 6)
-
-
-@pytest.mark.slow
 def test_overlapping_sections_count_once(built: Built, tmp_path: Path) -> None:
     d = _elf(built)
     struct.pack_into("<Q", d, _shdr(d, 10) + 24, struct.unpack_from("<Q", d, _shdr(d, 11) + 24)[0])
@@ -109,24 +97,40 @@ def unknown_load_command(d: bytearray) -> bytes:
 
 
 MACHO_CASES: dict[str, tuple[Callable[[bytearray], bytes], str]] = {
-    "load command count": (lambda d: (struct.pack_into("<I", d, 16, 10**7), bytes(d))[1], "load commands"),
-    "sizeofcmds": (lambda d: (struct.pack_into("<I", d, 20, 1 << 31), bytes(d))[1], "load commands"),
+    "load command count": (
+        lambda d: (struct.pack_into("<I", d, 16, 10**7), bytes(d))[1],
+        "load commands",
+    ),
+    "sizeofcmds": (
+        lambda d: (struct.pack_into("<I", d, 20, 1 << 31), bytes(d))[1],
+        "load commands",
+    ),
     "cmdsize 0": (lambda d: (struct.pack_into("<I", d, 36, 0), bytes(d))[1], "invalid size 0"),
     "truncated": (lambda d: bytes(d[:3000]), "runs past the end"),
-    "segment past end": (lambda d: (struct.pack_into("<Q", d, 32 + 72 + 40, 1 << 40), bytes(d))[1], "segment __TEXT"),
-    "nsects": (lambda d: (struct.pack_into("<I", d, 32 + 72 + 64, 10**6), bytes(d))[1], "sections do not fit"),
-}  # fmt: skip
+    "segment past end": (
+        lambda d: (struct.pack_into("<Q", d, 32 + 72 + 40, 1 << 40), bytes(d))[1],
+        "segment __TEXT",
+    ),
+    "nsects": (
+        lambda d: (struct.pack_into("<I", d, 32 + 72 + 64, 10**6), bytes(d))[1],
+        "sections do not fit",
+    ),
+}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", sorted(MACHO_CASES))
-def test_corrupt_macho(built: Built, case: str, tmp_path: Path) -> None:
-    make, message = MACHO_CASES[case]
-    path = tmp_path / "bad.macho"
-    path.write_bytes(make(_macho(built)))
+@pytest.mark.parametrize(
+    "case", [f"elf: {c}" for c in ELF_CASES] + [f"macho: {c}" for c in MACHO_CASES]
+)
+def test_corrupt_file(built: Built, case: str, tmp_path: Path) -> None:
+    kind, name = case.split(": ", 1)
+    make, message = (ELF_CASES if kind == "elf" else MACHO_CASES)[name]
+    path = tmp_path / f"bad.{kind}"
+    path.write_bytes(make(_elf(built) if kind == "elf" else _macho(built)))
     with pytest.raises(ParseError) as err:
         load(path)
     assert str(path) in str(err.value) and message in str(err.value)
+    _cli_fails(path, message, 6)
 
 
 @pytest.mark.slow
@@ -187,8 +191,11 @@ def test_directory_and_missing(tmp_path: Path) -> None:
 def _cli_fails(path: Path, message: str, code: int) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "icount", "size", str(path)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert proc.returncode == code, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr

@@ -17,7 +17,11 @@ pytestmark = pytest.mark.slow
 
 def icount(*args: str, code: int = 0) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "icount", "size", *args], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [sys.executable, "-m", "icount", "size", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert proc.returncode == code, proc.stderr
     return proc.stdout if code == 0 else proc.stderr
@@ -39,7 +43,9 @@ def test_json_is_deterministic_and_sums(built: Built) -> None:
 
 def test_gzip_equals_gzip_9(built: Built) -> None:
     path = built.path("hello_elf")
-    gz = subprocess.run([tool("gzip"), "-9", "-n", "-c", str(path)], capture_output=True, check=True).stdout
+    gz = subprocess.run(
+        [tool("gzip"), "-9", "-n", "-c", str(path)], capture_output=True, check=True
+    ).stdout
     doc = json.loads(icount("--gzip", "--format", "json", str(path)))
     assert doc["images"][0]["gzip_bytes"] == len(gz)
 
@@ -58,7 +64,11 @@ def test_side_by_side(built: Built) -> None:
 
 def test_symbols_top(built: Built) -> None:
     out = icount("--by", "symbols", "--top", "5", "--format", "md", str(built.path("hello_static")))
-    body = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| Symbol")]
+    body = [
+        line
+        for line in out.splitlines()
+        if line.startswith("| ") and not line.startswith("| Symbol")
+    ]
     assert len(body) == 7  # 5 rows, the others, TOTAL
     assert "others]" in body[5] and body[6].startswith("| TOTAL")
 
@@ -77,18 +87,36 @@ def test_diff(built: Built) -> None:
 
 
 def test_diff_of_fat_files_pairs_architectures(built: Built) -> None:
-    doc = json.loads(icount("--diff", "--format", "json", str(built.path("hello_fat")), str(built.path("hello_fat64"))))
-    assert [d["old"]["arch"] for d in doc["diff"]] == [d["new"]["arch"] for d in doc["diff"]] == ["x86_64", "arm64"]
+    doc = json.loads(
+        icount(
+            "--diff",
+            "--format",
+            "json",
+            str(built.path("hello_fat")),
+            str(built.path("hello_fat64")),
+        )
+    )
+    assert (
+        [d["old"]["arch"] for d in doc["diff"]]
+        == [d["new"]["arch"] for d in doc["diff"]]
+        == ["x86_64", "arm64"]
+    )
 
 
 def test_usage_errors(built: Built) -> None:
     a = str(built.path("hello_elf"))
     assert "exactly two files" in icount("--diff", a, code=2)
-    assert "share no architecture" in icount("--diff", str(built.path("hello_fat")), str(built.path("hello_arm64_32")), code=2)
+    assert "share no architecture" in icount(
+        "--diff", str(built.path("hello_fat")), str(built.path("hello_arm64_32")), code=2
+    )
 
 
 def test_help_has_an_example() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "icount", "size", "--help"], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-m", "icount", "size", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
     ).stdout
     assert "Examples:" in out and "icount size --by symbols" in out

@@ -68,7 +68,16 @@ def test_examples() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["_R", "_RB_", "_RBz_", "_RNvNvNvNvNvNv", "_R" + "S" * 5000 + "u", "_R" + "NvI" * 3000, "_RC99999999999a", "_RNvC0_3"],
+    [
+        "_R",
+        "_RB_",
+        "_RBz_",
+        "_RNvNvNvNvNvNv",
+        "_R" + "S" * 5000 + "u",
+        "_R" + "NvI" * 3000,
+        "_RC99999999999a",
+        "_RNvC0_3",
+    ],
 )
 def test_hostile_v0_names_stay_mangled(name: str) -> None:
     assert demangle.demangle(name) == name

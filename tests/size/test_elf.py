@@ -132,7 +132,7 @@ def test_symbol_bytes_per_section_equal_union_of_readelf_symbols(built: Built, n
     for value, size, typ, ndx, _ in readelf_symbols(path):
         if typ in ("SECTION", "FILE") or size == 0:
             continue
-        _, styp, addr, _, ssize = sections[ndx - 1]
+        _, _, addr, _, ssize = sections[ndx - 1]
         lo = 0 if is_rel else addr
         if typ == "TLS" and not is_rel:
             continue  # offsets into the TLS template; checked below through the rows
@@ -151,7 +151,11 @@ def test_symbol_bytes_per_section_equal_union_of_readelf_symbols(built: Built, n
     charged = symbols.charge(image.symbols, image.sections)
     got = symbols.per_region(charged, len(image.sections))
     regions = [i for i, r in enumerate(image.sections) if r.sym_addr is not None]
-    tls = {i for i, (_, _, _, _, _) in enumerate(sections) if sections[i][0].startswith((".tdata", ".tbss"))}
+    tls = {
+        i
+        for i, (_, _, _, _, _) in enumerate(sections)
+        if sections[i][0].startswith((".tdata", ".tbss"))
+    }
     for k, region_index in enumerate(regions):
         if k in tls and not is_rel:
             continue

@@ -16,7 +16,15 @@ from .conftest import Built
 
 pytestmark = pytest.mark.slow
 
-SMALL = ("hello_elf.o", "hello_elf", "shapes_elf.o", "hello_arm64.o", "hello_arm64", "hello_arm64_32", "hello_fat")
+SMALL = (
+    "hello_elf.o",
+    "hello_elf",
+    "shapes_elf.o",
+    "hello_arm64.o",
+    "hello_arm64",
+    "hello_arm64_32",
+    "hello_fat",
+)
 PER_EXAMPLE_S = 2.0
 
 
@@ -43,9 +51,13 @@ _mutation = st.tuples(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(m=_mutation)
-def test_mutated_files(corpus: list[bytes], m: tuple[int, list[tuple[int, int]], int | None]) -> None:
+def test_mutated_files(
+    corpus: list[bytes], m: tuple[int, list[tuple[int, int]], int | None]
+) -> None:
     which, edits, cut = m
     data = bytearray(corpus[which % len(corpus)])
     for offset, value in edits:

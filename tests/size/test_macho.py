@@ -17,11 +17,15 @@ pytestmark = pytest.mark.slow
 
 _SEG = re.compile(r"^Segment (\S*): (\d+) \(vmaddr 0x([0-9a-f]+) fileoff (\d+)\)")
 # executables: "Section __text: ..."; object files: "Section (__TEXT, __text): ..."
-_SECT = re.compile(r"^\s+Section (?:\((\S+), (\S+)\)|(\S+)): (\d+) \(addr 0x([0-9a-f]+) offset (\d+)\)")
+_SECT = re.compile(
+    r"^\s+Section (?:\((\S+), (\S+)\)|(\S+)): (\d+) \(addr 0x([0-9a-f]+) offset (\d+)\)"
+)
 
 
-def llvm_size(path: str, arch: str | None = None) -> tuple[list[tuple[str, int]], list[tuple[str, int, int, int]]]:
-    """Segments (name, vmsize) and sections (seg,sect label, size, addr, offset) per llvm-size -m -l."""
+def llvm_size(
+    path: str, arch: str | None = None
+) -> tuple[list[tuple[str, int]], list[tuple[str, int, int, int]]]:
+    """Segments (name, vmsize), sections (label, size, addr, offset): llvm-size -m -l."""
     argv = [tool("llvm-size", "llvm-size-14"), "-m", "-l", path]
     if arch:
         argv += ["-arch", arch]
@@ -99,12 +103,20 @@ def test_linkedit_is_split_into_its_parts(built: Built) -> None:
     (image,) = load(path)
     rows = {r.label: r for r in views.by_sections(image).rows}
     parts = {k: v for k, v in rows.items() if k.startswith("__LINKEDIT: ")}
-    assert {"__LINKEDIT: symbol table", "__LINKEDIT: string table", "__LINKEDIT: code signature",
-            "__LINKEDIT: function starts"} <= set(parts)  # fmt: skip
+    assert {
+        "__LINKEDIT: symbol table",
+        "__LINKEDIT: string table",
+        "__LINKEDIT: code signature",
+        "__LINKEDIT: function starts",
+    } <= set(parts)
     m = MachO(str(path))
-    (linkedit,) = [c for _, c, _ in m.headers[0].commands if getattr(c, "segname", b"").startswith(b"__LINKEDIT")]
+    (linkedit,) = [
+        c
+        for _, c, _ in m.headers[0].commands
+        if getattr(c, "segname", b"").startswith(b"__LINKEDIT")
+    ]
     assert sum(r.file for r in parts.values()) == linkedit.filesize
-    symtab = [c for lc, c, _ in m.headers[0].commands if lc.cmd == 0x2][0]
+    symtab = next(c for lc, c, _ in m.headers[0].commands if lc.cmd == 0x2)
     assert parts["__LINKEDIT: symbol table"].file == symtab.nsyms * 16
     assert parts["__LINKEDIT: string table"].file == symtab.strsize
 
@@ -117,7 +129,11 @@ def test_fat_slices_are_reported_apart(built: Built, fat: str) -> None:
     images = load(path)
     headers = MachO(str(path)).headers
     assert sorted(i.arch for i in images) == ["arm64", "x86_64"]
-    thin_name = {"hello_fat": "hello_{}", "hello_fat64": "hello_{}", "libmac_fat.dylib": "libmac_{}.dylib"}[fat]
+    thin_name = {
+        "hello_fat": "hello_{}",
+        "hello_fat64": "hello_{}",
+        "libmac_fat.dylib": "libmac_{}.dylib",
+    }[fat]
     for image, header in zip(images, headers, strict=True):
         (thin,) = load(built.path(thin_name.format(image.arch)))
         # each slice on its own: its VM is the thin file's, never the sum of the slices
@@ -125,7 +141,7 @@ def test_fat_slices_are_reported_apart(built: Built, fat: str) -> None:
         assert [(r.label, r.start - header.offset, r.length, r.vm) for r in sections(image)] == [
             (r.label, r.start, r.length, r.vm) for r in sections(thin)
         ]
-        segs, sects = llvm_size(str(path), image.arch)
+        _, sects = llvm_size(str(path), image.arch)
         assert [(r.label, r.sym_size) for r in sections(image)] == [(s[0], s[1]) for s in sects]
         rows = {r.label: r for r in views.by_sections(image).rows}
         assert rows["[other architectures]"].file == sum(h.size for h in headers if h is not header)
@@ -136,8 +152,12 @@ def test_fat64_matches_fat(built: Built) -> None:
     a, b = load(built.path("hello_fat")), load(built.path("hello_fat64"))
     for x, y in zip(a, b, strict=True):
         assert views.by_sections(x).rows != []
-        assert {r.label: r for r in views.by_segments(x).rows}.keys() == {r.label: r for r in views.by_segments(y).rows}.keys()
-        assert [(r.label, r.length, r.vm) for r in sections(x)] == [(r.label, r.length, r.vm) for r in sections(y)]
+        assert {r.label: r for r in views.by_segments(x).rows}.keys() == {
+            r.label: r for r in views.by_segments(y).rows
+        }.keys()
+        assert [(r.label, r.length, r.vm) for r in sections(x)] == [
+            (r.label, r.length, r.vm) for r in sections(y)
+        ]
 
 
 def test_arm64_32_is_a_32_bit_file(built: Built) -> None:
@@ -148,7 +168,9 @@ def test_arm64_32_is_a_32_bit_file(built: Built) -> None:
     assert {"main", "mac_add", "initialised"} <= labels
 
 
-@pytest.mark.parametrize("name", ["hello_arm64", "hello_x86_64.o", "hello_arm64_32", "libmac_arm64.dylib"])
+@pytest.mark.parametrize(
+    "name", ["hello_arm64", "hello_x86_64.o", "hello_arm64_32", "libmac_arm64.dylib"]
+)
 def test_symbols_run_to_the_next_symbol(built: Built, name: str) -> None:
     """Charged symbols = llvm-nm's distinct defined addresses inside sections; each runs to
     the next address of its section or the section's end."""
@@ -163,7 +185,9 @@ def test_symbols_run_to_the_next_symbol(built: Built, name: str) -> None:
         parts = line.split()
         if len(parts) == 3 and parts[1].lower() in "tdbs":
             a = int(parts[0], 16)
-            if any(r.sym_addr <= a < r.sym_addr + r.sym_size for r in secs if r.sym_addr is not None):
+            if any(
+                r.sym_addr <= a < r.sym_addr + r.sym_size for r in secs if r.sym_addr is not None
+            ):
                 addrs.add(a)
     charged = symbols.charge(image.symbols, image.sections)
     got = sorted(int(image.symbols.addr[i]) for i in charged.index)

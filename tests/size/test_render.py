@@ -16,13 +16,31 @@ GOLDEN = Path(__file__).parent / "golden"
 
 def _b(path: str, arch: str, rows: list[tuple[str, int, int]], fat: bool = False) -> Breakdown:
     rs = [Row(label, f, v) for label, f, v in rows]
-    return Breakdown(path, arch, "ELF64", "executable", sum(r.file for r in rs), rs, ["a note"], fat=fat)
+    return Breakdown(
+        path, arch, "ELF64", "executable", sum(r.file for r in rs), rs, ["a note"], fat=fat
+    )
 
 
-OLD = _b("build/old/server", "x86_64", [(".text", 120_000, 120_000), (".rodata", 30_000, 30_000),
-                                         (".bss", 0, 4096), ("[padding]", 1_234, 0)])  # fmt: skip
-NEW = _b("build/new/server", "x86_64", [(".text", 150_500, 150_500), (".data", 2_048, 2_048),
-                                         (".bss", 0, 8192), ("[padding]", 1_000, 0)])  # fmt: skip
+OLD = _b(
+    "build/old/server",
+    "x86_64",
+    [
+        (".text", 120_000, 120_000),
+        (".rodata", 30_000, 30_000),
+        (".bss", 0, 4096),
+        ("[padding]", 1_234, 0),
+    ],
+)
+NEW = _b(
+    "build/new/server",
+    "x86_64",
+    [
+        (".text", 150_500, 150_500),
+        (".data", 2_048, 2_048),
+        (".bss", 0, 8192),
+        ("[padding]", 1_000, 0),
+    ],
+)
 FAT = _b("app", "arm64", [("__TEXT,__text", 4_000, 4_000), ("__PAGEZERO", 0, 1 << 32)], fat=True)
 
 
