@@ -37,7 +37,10 @@ def test_stop_reaches_descendants_that_left_the_group(tmp_path: Path) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.02)
     escaped = int(pidfile.read_text())
-    assert os.getpgid(escaped) != child.pid
+    # `setsid` may not have run yet when the shell wrote the pid: wait until it has.
+    while os.getpgid(escaped) == child.pid:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     child.stop(grace_s=1)
     time.sleep(0.1)
     assert not psutil.pid_exists(escaped) or psutil.Process(escaped).status() == "zombie"
