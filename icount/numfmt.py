@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from icount.errors import UsageError
+
 LEGEND = "k = thousand, M = million, G = billion instructions"
 
 _SUFFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -70,3 +72,15 @@ def human_bytes(n: int) -> str:
         if abs(v) < 1024:
             return f"{v:.2f} {unit}"
     return f"{v:.2f} PiB"
+
+
+def parse_percent(text: str, flag: str) -> float:
+    """User input '1', '1%' or '0.5%' -> a fraction (0.01, 0.005); UsageError names the flag."""
+    raw = text.strip().removesuffix("%")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{flag} takes a percentage like 1 or 0.5%, got {text!r}") from None
+    if not 0 < value < 1000:
+        raise UsageError(f"{flag} must be above 0%, got {text!r}")
+    return value / 100.0

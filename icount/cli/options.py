@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from icount.errors import UsageError
+from icount.numfmt import parse_percent
+
+__all__ = ["check_format", "output_path", "parse_exit_codes", "parse_percent"]
 from icount.tables import FORMATS
 
 
@@ -12,18 +15,6 @@ def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
     if fmt not in allowed:
         raise UsageError(f"unknown format {fmt!r}", hint=f"use --format {'|'.join(allowed)}")
     return fmt
-
-
-def parse_percent(text: str, flag: str) -> float:
-    """'1', '1%' or '0.5%' -> a fraction (0.01, 0.005)."""
-    raw = text.strip().removesuffix("%")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{flag} takes a percentage like 1 or 0.5%, got {text!r}") from None
-    if not 0 < value < 1000:
-        raise UsageError(f"{flag} must be above 0%, got {text!r}")
-    return value / 100.0
 
 
 def parse_exit_codes(text: str) -> frozenset[int] | None:

@@ -45,7 +45,7 @@ class Thresholds:
 
 def parse_thresholds(items: Sequence[str], min_delta: float) -> Thresholds:
     """['1%', 'nginx/*=2%'] -> Thresholds; at most one plain value (the default)."""
-    from icount.cli.options import parse_percent
+    from icount.numfmt import parse_percent
 
     default: float | None = None
     overrides: list[Override] = []
