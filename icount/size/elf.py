@@ -200,6 +200,7 @@ def read_elf(blob: Blob) -> Image:
             segments.append(Region("[sections outside segments]", r.start, r.length, 0))
 
     machine = str(h["machine"]).removeprefix("EM_").lower()
+    machine = {"386": "i386"}.get(machine, machine)
     kind = _KINDS.get(int(_type_number(h["type"])), str(h["type"]))
     image = Image(
         path=blob.name,

@@ -320,5 +320,21 @@ def diff_csv(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
     return render_csv(header, rows)
 
 
+def fit(t: Table, width: int) -> Table:
+    """Shorten long labels (C++ symbols run to hundreds of characters) so that the
+    number columns keep their full width in a terminal table of `width`."""
+    others = sum(
+        max(len(c.title), *(len(row[k]) for row in t.rows)) + 2
+        for k, c in enumerate(t.columns)
+        if k > 0
+    )
+    room = max(24, width - others - 4)
+    for row in t.rows:
+        if len(row[0]) > room:
+            row[0] = row[0][: room - 1] + "…"
+    return t
+
+
 def text(tables: Sequence[Table], fmt: str, width: int) -> str:
-    return "\n".join(render(t, fmt, width) for t in tables)
+    """Terminal tables are fitted to `width`; Markdown keeps every label whole."""
+    return "\n".join(render(fit(t, width) if fmt == "table" else t, fmt, width) for t in tables)

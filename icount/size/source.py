@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -66,15 +67,14 @@ def open_blob(path: str | Path) -> Blob:
         raise UsageError(f"{name}: cannot read: {e.strerror}") from None
     if os.path.isdir(name):
         raise ParseError("is a directory, not an ELF or Mach-O file", source=name)
+    if not stat.S_ISREG(st.st_mode):
+        # a FIFO or a device (/dev/zero) has no size to bound what we would read
+        raise ParseError("not a regular file, not an ELF or Mach-O file", source=name)
     if st.st_size == 0:
         raise ParseError("empty file, not an ELF or Mach-O file", source=name)
     try:
         with open(name, "rb") as f:
-            if not os.path.isfile(name):
-                # a FIFO or device: read a bounded amount instead of mapping
-                data: Buffer = f.read(1 << 30)
-            else:
-                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            data: Buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
         raise UsageError(f"{name}: cannot read: {e.strerror or e}") from None
     except ValueError as e:  # mmap of a file that shrank to 0 meanwhile

@@ -55,8 +55,9 @@ def charge(table: SymbolTable, regions: list[Region]) -> Charged:
 
     reg_v = reg[idx]
     addr_v = addr[idx]
-    # Sort by section, address, rank, index: aliases end up adjacent, best first.
-    order = np.lexsort((idx, table.rank[idx], addr_v, reg_v))
+    # Sort by section, address, rank (stable, so then by index): aliases end up
+    # adjacent, best first.
+    order = np.lexsort((table.rank[idx], addr_v, reg_v))
     idx, reg_v, addr_v = idx[order], reg_v[order], addr_v[order]
     first = np.ones(idx.size, dtype=bool)
     first[1:] = (reg_v[1:] != reg_v[:-1]) | (addr_v[1:] != addr_v[:-1])

@@ -191,13 +191,14 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
         f_size = np.where(has_file[reg], size, 0)
         v_size = np.where(has_vm[reg], size, 0)
         # one row per distinct name (string-table offset): equal offsets, equal names
-        offs, inverse = np.unique(table.name_off[charged.index[in_split]], return_inverse=True)
-        first = np.zeros(offs.size, dtype=np.int64)
-        first[inverse[::-1]] = charged.index[in_split][::-1]
-        g_file = np.zeros(offs.size, dtype=np.int64)
-        g_vm = np.zeros(offs.size, dtype=np.int64)
-        np.add.at(g_file, inverse, f_size)
-        np.add.at(g_vm, inverse, v_size)
+        sym = charged.index[in_split]
+        order = np.argsort(table.name_off[sym])
+        name_sorted = table.name_off[sym][order]
+        starts = np.flatnonzero(np.r_[True, name_sorted[1:] != name_sorted[:-1]][: sym.size])
+        offs = name_sorted[starts]
+        first = sym[order][starts]
+        g_file = np.add.reduceat(f_size[order], starts) if starts.size else starts
+        g_vm = np.add.reduceat(v_size[order], starts) if starts.size else starts
         shown = np.ones(offs.size, dtype=bool)
         if top > 0 and offs.size > 4 * top:
             shown[:] = False

@@ -19,6 +19,12 @@ ELF_FILES = (
     "hello_elf_stripped",
     "hello_static",
     "shapes_elf.o",
+    "elf_mips.o",
+    "elf_mips.so",
+    "elf_i386.o",
+    "elf_i386.so",
+    "elf_powerpc64.o",
+    "elf_powerpc64.so",
 )
 MACHO_THIN = (
     "hello_arm64.o",
@@ -52,6 +58,8 @@ def _why(name: str) -> str:
         if not Path(LD64).exists():
             return "ld64.lld is not installed"
         return "llvm-lipo is not installed" if "fat" in name else "the Mach-O build failed"
+    if name.startswith("elf_"):
+        return "clang (and ld.lld for the .so) is not installed"
     if name == "hello_static":
         return "no static C library (libc.a) for gcc -static"
     if name == "hello_rust":

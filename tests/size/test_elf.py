@@ -116,7 +116,10 @@ def readelf_symbols(path: str) -> list[tuple[int, int, str, int, str]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["hello_elf", "libsize.so", "hello_static", "hello_elf.o"])
+@pytest.mark.parametrize(
+    "name",
+    ["hello_elf", "libsize.so", "hello_static", "hello_elf.o", "elf_mips.so", "elf_powerpc64.so"],
+)
 def test_symbol_bytes_per_section_equal_union_of_readelf_symbols(built: Built, name: str) -> None:
     """Independent check: per section, the bytes charged to symbols equal the union of the
     [value, value+size) ranges readelf lists, clipped to the section (aliases, overlaps once)."""
