@@ -35,8 +35,10 @@ _LINKEDIT_DATA = {
 ZEROFILL = (0x1, 0xC, 0x12)  # S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL
 S_ATTR_INSTRUCTIONS = 0x80000000 | 0x400
 N_STAB, N_TYPE, N_SECT, N_EXT, N_PEXT = 0xE0, 0x0E, 0x0E, 0x01, 0x10
-# LLVM's rule: 0xcafebabe with 43 or more "architectures" is a Java class file
-MAX_FAT_ARCHS = 43
+# LLVM's rule: 0xcafebabe is a fat file only if byte 7 is below 43 (Java class files
+# carry their major version there, 45 and up)
+JAVA_MIN_MAJOR = 43
+MAX_FAT_ARCHS = 64  # real fat files hold a handful; more is a corrupt header
 
 _CPUS = {
     7: "i386",
@@ -64,7 +66,7 @@ def is_fat(head: bytes) -> bool:
         return False
     magic = int.from_bytes(head[:4], "big")
     if magic == FAT_MAGIC:
-        return int.from_bytes(head[4:8], "big") < MAX_FAT_ARCHS
+        return head[7] < JAVA_MIN_MAJOR
     return magic == FAT_MAGIC_64
 
 
@@ -96,6 +98,10 @@ def _read_fat(blob: Blob) -> list[Image]:
     fmt, entry = (">iiQQII", 32) if wide else (">iiIII", 20)
     if count == 0:
         raise blob.fail("fat file lists no architectures")
+    if count > MAX_FAT_ARCHS:
+        raise blob.fail(
+            f"fat header lists {count} architectures (more than {MAX_FAT_ARCHS}): corrupt"
+        )
     blob.check(8, count * entry, f"fat header ({count} architectures)")
     slices = []
     for i in range(count):

@@ -175,6 +175,8 @@ def test_java_class_file(tmp_path: Path) -> None:
         ("macho_hdr", b"\xcf\xfa\xed\xfe" + bytes(8), "Mach-O header"),
         ("fat_hdr", b"\xca\xfe\xba\xbe\x00\x00\x00\x02", "fat header"),
         ("fat_zero", b"\xca\xfe\xba\xbe\x00\x00\x00\x00", "no architectures"),
+        # byte 7 < 43: fat by LLVM's rule, but 65538 architectures is no real header
+        ("fat_many", b"\xca\xfe\xba\xbe\x00\x01\x00\x02" + bytes(64), "65538 architectures"),
     ],
 )
 def test_small_bad_files(tmp_path: Path, name: str, content: bytes, message: str) -> None:
