@@ -61,6 +61,8 @@ def test_every_view_sums_to_file_size(built: Built, name: str) -> None:
     for by in views.VIEWS:
         b = views.view(image, by, 0)
         assert b.file_total == size, by
+        # the VM column adds up to what the LOAD segments map (objects: their sections)
+        assert b.vm_total == image.vm_total, by
         # rows are distinct labels with something in them
         assert len({r.label for r in b.rows}) == len(b.rows)
         assert all(r.file or r.vm for r in b.rows)

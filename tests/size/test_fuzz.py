@@ -4,6 +4,7 @@ still has file-size columns that sum to the file size."""
 from __future__ import annotations
 
 import time
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -36,6 +37,9 @@ def corpus(built: Built) -> list[bytes]:
             out.append(built.path(name).read_bytes())
     if not out:
         pytest.skip("no fixture could be built (gcc and clang missing)")
+    for data in out:  # import everything lazily imported, so memory peaks measure work only
+        for image in load_bytes("warm-up", data):
+            render.table([views.view(image, by, 10) for by in views.VIEWS][:1], "sections")
     return out
 
 
@@ -65,6 +69,7 @@ def test_mutated_files(
     if cut is not None:
         data = data[: max(1, cut % (len(data) + 1))]
     start = time.monotonic()
+    tracemalloc.start()
     try:
         images = load_bytes("fuzzed", bytes(data))
         for image in images:
@@ -76,4 +81,9 @@ def test_mutated_files(
     except ParseError as e:
         assert str(e).startswith("fuzzed: ")
         assert "\n" not in str(e)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
     assert time.monotonic() - start < PER_EXAMPLE_S
+    # memory bounded by the file's size, whatever counts the headers claim
+    assert peak < 32 * len(data) + (4 << 20)

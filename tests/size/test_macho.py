@@ -81,6 +81,7 @@ def test_every_view_sums_to_file_size(built: Built, name: str) -> None:
         for by in views.VIEWS:
             b = views.view(image, by, 0)
             assert b.file_total == path.stat().st_size, (image.arch, by)
+            assert b.vm_total == image.vm_total, (image.arch, by)  # the segments' vmsize
             assert all(r.file or r.vm for r in b.rows)
 
 
