@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
 
 def size(
     files: list[Path] = typer.Argument(
-        ..., help="ELF or Mach-O files.", show_default=False, metavar="FILE..."
+        ..., help="ELF or Mach-O files.", show_default=False, metavar="FILE"
     ),
     by: By = typer.Option(By.sections, "--by", help="Rows: sections, segments or symbols."),
     top: int | None = typer.Option(
