@@ -225,8 +225,9 @@ class KeepAliveClient:
         head_only = self.path.method == "HEAD"
         answered = self._answered
         bufs: list[bytes] = [b""] * len(socks)
+        busy = [False] * len(socks)  # a request is in flight on this connection
         first_error: str | None = None
-        sent = completed = inflight = 0
+        sent = completed = inflight = received = 0
         stopping = False
 
         def send(i: int) -> str | None:
@@ -245,6 +246,7 @@ class KeepAliveClient:
                 break
             sent += 1
             inflight += 1
+            busy[i] = True
 
         while inflight:
             events = ep.poll(self.timeout_s)
@@ -263,7 +265,8 @@ class KeepAliveClient:
                     continue
                 except OSError as e:
                     first_error = first_error or self._lost(i, f"failed ({e.strerror or e})")
-                    inflight -= 1
+                    inflight -= busy[i]
+                    busy[i] = False
                     stopping = True
                     continue
                 if not data:
@@ -271,7 +274,14 @@ class KeepAliveClient:
                     if bufs[i]:
                         how += f" in the middle of a response ({len(bufs[i])} bytes)"
                     first_error = first_error or self._lost(i, how)
-                    inflight -= 1
+                    inflight -= busy[i]
+                    busy[i] = False
+                    stopping = True
+                    continue
+                if not busy[i]:
+                    first_error = first_error or self._lost(
+                        i, f"unusable: {len(data)} bytes nobody asked for"
+                    )
                     stopping = True
                     continue
                 if bufs[i]:
@@ -286,6 +296,7 @@ class KeepAliveClient:
                     except FramingError as e:
                         first_error = first_error or self._lost(i, f"unusable: {e}")
                         inflight -= 1
+                        busy[i] = False
                         stopping = True
                         continue
                     if parsed is None:
@@ -297,6 +308,7 @@ class KeepAliveClient:
                             i, f"unusable: {len(data) - used} bytes after a response"
                         )
                         inflight -= 1
+                        busy[i] = False
                         stopping = True
                         continue
                     diff = check_response(expect, resp.status, resp.headers, resp.body)
@@ -308,9 +320,11 @@ class KeepAliveClient:
                                 good.clear()
                             good.add(data)
                     else:
-                        first_error = first_error or f"response {sent - inflight + 1}: {diff}"
+                        first_error = first_error or f"response {received + 1}: {diff}"
                 answered[i] += 1
+                received += 1
                 inflight -= 1
+                busy[i] = False
                 if not keep_alive:
                     first_error = first_error or self._lost(
                         i, "was closed by the server (Connection: close)"
@@ -325,5 +339,6 @@ class KeepAliveClient:
                         continue
                     sent += 1
                     inflight += 1
+                    busy[i] = True
         wall = time.perf_counter() - t0
         return LoadResult(n, completed, n - completed, first_error, wall)
