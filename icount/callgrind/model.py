@@ -35,6 +35,22 @@ class Part:
     declared: bool
 
 
+@dataclass(frozen=True)
+class CostLines:
+    """Every cost line of a file, kept on request (`parse_file(..., keep_lines=True)`).
+
+    `positions[k]` holds the line's subpositions in `Profile.positions` order
+    (`instr` addresses, `line` numbers), relative compression resolved. `edge[k]` is
+    the call edge whose inclusive cost the line gives, or -1 for self cost.
+    """
+
+    line: npt.NDArray[np.int64]  # 1-based line number in the file
+    function: npt.NDArray[np.int64]
+    edge: npt.NDArray[np.int64]
+    positions: npt.NDArray[np.int64]
+    costs: Costs
+
+
 @dataclass
 class Profile:
     """A callgrind file: header facts, per-function self costs and caller→callee edges.
@@ -59,6 +75,7 @@ class Profile:
     call_callee: npt.NDArray[np.int64]
     call_count: npt.NDArray[np.int64]
     call_cost: Costs
+    lines: CostLines | None = None
     _index: dict[Function, int] = field(default_factory=dict, repr=False)
 
     def event_index(self, event: str) -> int:

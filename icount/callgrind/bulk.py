@@ -1,0 +1,254 @@
+"""The state machine of callgrind's specification lines, run over whole arrays.
+
+What `fn=`, `calls=`, `cfn=`... mean depends on the lines before them (the current
+object, file and function; the call target set up since the previous call). For a
+file written with name compression (callgrind's default) every such line carries a
+number, `fn=(12)`, so that state is a set of "last value set before this line"
+lookups: forward fills with numpy. Only name definitions (`fn=(12) main`, one per
+distinct name) and header lines go through Python.
+
+This path is optimistic: on anything unusual (uncompressed names, an id redefined to
+another name, a reference before its definition, a malformed line) it returns None
+and the parser's line-by-line loop, which reports errors precisely, runs instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from icount.callgrind import tokens
+
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+# Line kinds, by their key.
+CALLS, CFN, COB, CFI, FN, FI, FL, OB, JFI, JFN, JUMP, OTHER = range(12)
+_KEYS: list[tuple[bytes, int]] = [
+    (b"calls=", CALLS),
+    (b"cfn=", CFN),
+    (b"cob=", COB),
+    (b"cfi=", CFI),
+    (b"cfl=", CFI),
+    (b"jump=", JUMP),
+    (b"jcnd=", JUMP),
+    (b"jfi=", JFI),
+    (b"jfn=", JFN),
+    (b"fn=", FN),
+    (b"fi=", FI),
+    (b"fe=", FI),
+    (b"fl=", FL),
+    (b"ob=", OB),
+]
+_NAME_KIND = {CFN: 0, FN: 0, JFN: 0, COB: 1, OB: 1, CFI: 2, FI: 2, FL: 2, JFI: 2}
+_IS_NAME = np.array([k in _NAME_KIND for k in range(OTHER + 1)])
+_KEY_LEN = np.zeros(OTHER + 1, dtype=np.int64)
+for _key, _code in _KEYS:
+    _KEY_LEN[_code] = len(_key) if _code != JUMP else 0
+_MAX_ID_DIGITS = 9
+_MAX_IDS = 1 << 24  # larger compression ids: the line loop (lookup tables stay small)
+
+
+@dataclass(frozen=True)
+class SpecResult:
+    """What the parser's Python loop would have collected, as arrays."""
+
+    functions: list[tuple[str, str, str]]  # (name, file, object) in first-seen order
+    fn_lines: I64  # file line of each fn= ...
+    fn_ids: I64  # ... and the function it names
+    call_lines: I64  # file line of each call's cost line
+    call_edges: I64
+    edges: list[tuple[int, int]]  # (caller, callee) in first-seen order
+    edge_counts: list[int]
+
+
+def classify(arr: tokens.U8, starts: I64, ends: I64) -> I64:
+    """The kind of each line (OTHER: a header or something else for Python)."""
+    last = len(arr) - 1
+    # The first six bytes of each line (0 past its end), packed little-endian.
+    word = np.zeros(len(starts), dtype=np.uint64)
+    for k in range(6):
+        pos = starts + k
+        byte = np.where(pos < ends, arr[np.minimum(pos, last)], 0).astype(np.uint64)
+        word |= byte << np.uint64(8 * k)
+    kind = np.full(len(starts), OTHER, dtype=np.int64)
+    for key, code in _KEYS:
+        mask = np.uint64((1 << (8 * len(key))) - 1)
+        value = np.uint64(int.from_bytes(key, "little"))
+        kind[((word & mask) == value) & (kind == OTHER)] = code
+    return kind
+
+
+def _fill(mask: Mask, values: I64, reset: Mask | None = None) -> I64:
+    """At each position, the value of the last position where `mask` holds (-1: none).
+
+    A true `reset` position forgets what came before it (and sets -1 itself).
+    """
+    setters = mask if reset is None else (mask | reset)
+    idx = np.where(setters, np.arange(len(mask)), -1)
+    last = np.maximum.accumulate(idx) if len(idx) else idx
+    vals = values if reset is None else np.where(reset, -1, values)
+    return np.where(last >= 0, vals[np.maximum(last, 0)], -1)
+
+
+def _first_seen_ids(keys: I64) -> tuple[I64, I64]:
+    """Numbers for `keys` in order of first appearance: (number of each, first index)."""
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)].astype(np.int64), first[order].astype(np.int64)
+
+
+def _pack(columns: list[I64], bits: int) -> I64:
+    """Rows of small non-negative ints as one int64 each (for 1-D np.unique)."""
+    packed = np.zeros(len(columns[0]), dtype=np.int64)
+    for c in columns:
+        packed = (packed << bits) | c
+    return packed
+
+
+def run(
+    data: bytes,
+    arr: tokens.U8,
+    line_idx: I64,
+    starts: I64,
+    ends: I64,
+    kind: I64,
+    part_start: Mask,
+) -> SpecResult | None:
+    """State of every specification line. `part_start` marks the lines (among these)
+    where a new part begins: the current function and call target are forgotten."""
+    n = len(line_idx)
+    is_name = _IS_NAME[kind]
+    key_len = _KEY_LEN[kind]
+    # -- compressed names: `(id)` or `(id) name` -----------------------------
+    vstart = starts + key_len
+    last = len(arr) - 1
+    names = np.flatnonzero(is_name)
+    if len(names) == 0:
+        return None
+    vs = vstart[names]
+    ve = ends[names]
+    if not (arr[np.minimum(vs, last)] == ord("(")).all() or not (ve > vs + 2).all():
+        return None
+    close = np.full(len(names), -1, dtype=np.int64)
+    for k in range(2, _MAX_ID_DIGITS + 2):
+        hit = (close < 0) & (vs + k < ve) & (arr[np.minimum(vs + k, last)] == ord(")"))
+        close[hit] = vs[hit] + k
+    if (close < 0).any():
+        return None
+    ident, ok = tokens.unsigned(arr, vs + 1, close, 10)
+    if not ok.all():
+        return None
+    defines = close + 1 < ve
+    name_kind = np.array([_NAME_KIND.get(int(k), -1) for k in range(OTHER + 1)])[kind[names]]
+    if ident.max() >= _MAX_IDS:
+        return None
+    # Per kind, id -> canonical code (one per distinct (kind, name): callgrind numbers
+    # function *nodes*, so one name can have several ids, and the line loop keys
+    # functions by name) and id -> position of its first definition.
+    strings: list[str] = []
+    canon: dict[tuple[int, str], int] = {}
+    size = int(ident.max()) + 1
+    code_of = np.full((3, size), -1, dtype=np.int64)
+    defined_at = np.full((3, size), len(names), dtype=np.int64)
+    tables: list[dict[int, str]] = [{}, {}, {}]
+    for j in np.flatnonzero(defines).tolist():
+        text = data[int(close[j]) + 1 : int(ve[j])]
+        if text[:1] not in (b" ", b"\t") or not text.strip():
+            return None
+        name = text.strip().decode("utf-8", "replace")
+        k, i = int(name_kind[j]), int(ident[j])
+        if tables[k].setdefault(i, name) != name:
+            return None  # an id reused for another name: leave it to the line loop
+        if code_of[k, i] < 0:
+            code = canon.get((k, name))
+            if code is None:
+                code = canon[(k, name)] = len(strings)
+                strings.append(name)
+            code_of[k, i] = code
+            defined_at[k, i] = j
+    # Every use must come after the name's definition.
+    if (defined_at[name_kind, ident] > np.arange(len(names))).any():
+        return None
+    line_name = np.full(n, -1, dtype=np.int64)
+    line_name[names] = code_of[name_kind, ident]
+    # -- forward fills ------------------------------------------------------
+    pos = np.arange(n)
+    ob = _fill(kind == OB, line_name)
+    fl = _fill(kind == FL, line_name)
+    is_fn = kind == FN
+    file_setter = (kind == FL) | (kind == FI) | is_fn
+    cur_file = _fill(file_setter, np.where(is_fn, fl, line_name))
+    calls = np.flatnonzero(kind == CALLS)
+    prev_call = _fill(kind == CALLS, pos)  # at a calls line: that line itself
+    c_fn = _fill(kind == CFN, line_name, part_start)
+    cfi_at = _fill(kind == CFI, pos, part_start)
+    cob_at = _fill(kind == COB, pos, part_start)
+    # The call target's file/object: a cfi=/cob= since the previous call, else current.
+    before = np.where(calls > 0, prev_call[np.maximum(calls - 1, 0)], -1)
+    own_fl = cfi_at[calls] > before
+    own_ob = cob_at[calls] > before
+    callee_fl = np.where(own_fl, line_name[np.maximum(cfi_at[calls], 0)], cur_file[calls])
+    callee_ob = np.where(own_ob, line_name[np.maximum(cob_at[calls], 0)], ob[calls])
+    callee_fn = c_fn[calls]
+    fn_rows = np.flatnonzero(is_fn)
+    keys = np.concatenate(
+        [
+            np.stack([line_name[fn_rows], fl[fn_rows], ob[fn_rows]], axis=1),
+            np.stack([callee_fn, callee_fl, callee_ob], axis=1),
+        ]
+    )
+    if len(keys) == 0 or (keys < 0).any() or len(strings) >= 1 << 21:
+        return None  # calls= without cfn=, fn= before fl=/ob=: the loop says which
+    # Number functions in the order the file first names them, as the loop does.
+    order = np.argsort(np.concatenate([fn_rows, calls]), kind="stable")
+    packed = _pack([keys[:, 0], keys[:, 1], keys[:, 2]], 21)
+    fid_sorted, firsts_sorted = _first_seen_ids(packed[order])
+    fid = np.empty_like(fid_sorted)
+    fid[order] = fid_sorted
+    firsts = order[firsts_sorted]
+    fn_of_row = fid[: len(fn_rows)]
+    callee = fid[len(fn_rows) :]
+    # Current function per line: the last fn=, forgotten at part starts.
+    fn_value = np.full(n, -1, dtype=np.int64)
+    fn_value[fn_rows] = fn_of_row
+    caller = _fill(is_fn, fn_value, part_start)[calls]
+    if (caller < 0).any():
+        return None
+    # -- call counts: `calls=N target` -------------------------------------------
+    cs = starts[calls] + 6
+    count_end = cs.copy()
+    running = np.ones(len(calls), dtype=bool)  # still inside the number
+    for _ in range(19):
+        running &= (count_end < ends[calls]) & (tokens.DIGIT[arr[np.minimum(count_end, last)]] < 10)
+        if not running.any():
+            break
+        count_end += running
+    count, ok = tokens.unsigned(arr, cs, count_end, 10)
+    after = arr[np.minimum(count_end, last)]
+    if not ok.all() or not ((count_end == ends[calls]) | (after == 32) | (after == 9)).all():
+        return None
+    edge_keys = np.stack([caller, callee], axis=1)
+    if len(calls):
+        edge_id, edge_first = _first_seen_ids(_pack([caller, callee], 31))
+        edge_counts = np.zeros(len(edge_first), dtype=np.int64)
+        np.add.at(edge_counts, edge_id, count)
+    else:
+        edge_id = np.zeros(0, dtype=np.int64)
+        edge_first = np.zeros(0, dtype=np.int64)
+        edge_counts = np.zeros(0, dtype=np.int64)
+    # -- back to names ------------------------------------------------------------
+    functions = [(strings[a], strings[b], strings[c]) for a, b, c in keys[firsts].tolist()]
+    return SpecResult(
+        functions=functions,
+        fn_lines=line_idx[fn_rows],
+        fn_ids=fn_of_row,
+        call_lines=line_idx[calls] + 1,
+        call_edges=edge_id,
+        edges=[(int(a), int(b)) for a, b in edge_keys[edge_first].tolist()],
+        edge_counts=edge_counts.tolist(),
+    )
