@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from icount.callgrind.parser import parse_bytes, parse_file
+from icount.errors import ParseError
 
 from .annotate import annotate, have_annotate
 
@@ -38,6 +41,7 @@ def test_fixture_set_is_complete() -> None:
     assert {
         "fib.out",
         "fib-instr.out",
+        "fib-instr-plain.out",
         "fib-cache.out",
         "fib-plain.out",
         "fib-parts.out",
@@ -226,3 +230,46 @@ fn=func
 """
     prof = parse_bytes(text, "example")
     assert prof.totals == {"ticks": 12, "other": 2}
+
+
+@pytest.mark.parametrize("name", ALL_FILES)
+def test_bulk_path_and_line_loop_agree(name: str) -> None:
+    data = (FIXTURES / name).read_bytes()
+    loop = parse_bytes(data, name, method="lines")
+    compressed = re.search(rb"^fn=\(\d+\)", data, re.MULTILINE) is not None
+    if not compressed:
+        # Plain names are for the line loop; "auto" falls back to it.
+        with pytest.raises(ParseError, match="bulk parser declined"):
+            parse_bytes(data, name, method="bulk")
+    fast = parse_bytes(data, name, method="bulk" if compressed else "auto")
+    assert fast.functions == loop.functions
+    assert fast.self_cost.tolist() == loop.self_cost.tolist()
+    for attr in ("call_caller", "call_callee", "call_count", "call_cost"):
+        assert getattr(fast, attr).tolist() == getattr(loop, attr).tolist()
+    assert (fast.parts, fast.totals, fast.summary) == (loop.parts, loop.totals, loop.summary)
+
+
+def test_instruction_positions_decode_like_the_uncompressed_file() -> None:
+    # Two runs of one binary with the same options, one with --compress-pos=no
+    # --compress-strings=no: every (function, address, line) must get the same cost.
+    def per_position(name: str) -> Counter[tuple[str, bool, tuple[int, ...]]]:
+        prof = parse_file(FIXTURES / name, keep_lines=True)
+        assert prof.lines is not None and prof.positions == ["instr", "line"]
+        lines = prof.lines
+        out: Counter[tuple[str, bool, tuple[int, ...]]] = Counter()
+        for fn, edge, pos, cost in zip(
+            lines.function.tolist(),
+            lines.edge.tolist(),
+            lines.positions.tolist(),
+            lines.costs[:, 0].tolist(),
+            strict=True,
+        ):
+            out[(prof.functions[fn].name, edge >= 0, tuple(pos))] += cost
+        return out
+
+    compressed = per_position("fib-instr.out")
+    plain = per_position("fib-instr-plain.out")
+    assert compressed == plain
+    # Addresses are real: main's instructions lie in one small range of the binary.
+    main = sorted(pos[0] for (name, _, pos) in compressed if name == "main")
+    assert 0 < main[-1] - main[0] < 4096

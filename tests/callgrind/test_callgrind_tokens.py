@@ -1,0 +1,87 @@
+"""The numpy decoding of cost-line tokens, against Python's own int() and re."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icount.callgrind import tokens
+
+_GRAMMAR = re.compile(rb"\*|[+-]\d+|\d+|0[xX][0-9a-fA-F]+")
+
+
+def spans(words: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    data = b" ".join(words) + b"\n"
+    arr = np.frombuffer(data, dtype=np.uint8)
+    starts, ends, at = [], [], 0
+    for w in words:
+        starts.append(at)
+        ends.append(at + len(w))
+        at += len(w) + 1
+    return arr, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+position_words = st.lists(
+    st.one_of(
+        st.from_regex(_GRAMMAR, fullmatch=True).filter(lambda w: len(w) <= 15),
+        st.binary(min_size=1, max_size=6).filter(lambda w: not re.search(rb"[\s]", w)),
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(position_words)
+def test_position_checks_agree_with_the_grammar(words: list[bytes]) -> None:
+    arr, s, e = spans(words)
+    expected = all(_GRAMMAR.fullmatch(w) for w in words)
+    value, absolute, ok = tokens.positions(arr, s, e)
+    assert bool(ok.all()) == expected
+    assert tokens.positions_valid(arr, s, e) == expected
+    for w, v, a, good in zip(words, value.tolist(), absolute.tolist(), ok.tolist(), strict=True):
+        if good:
+            if w == b"*":
+                assert (v, a) == (0, False)
+            elif w[:1] in b"+-":
+                assert (v, a) == (int(w), False)
+            else:
+                assert (v, a) == (int(w, 0) if w[:2].lower() == b"0x" else int(w), True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=10**18 - 1), min_size=1, max_size=50))
+def test_costs_are_python_ints(values: list[int]) -> None:
+    arr, s, e = spans([str(v).encode() for v in values])
+    got, ok = tokens.costs(arr, s, e)
+    assert ok.all()
+    assert got.tolist() == values
+
+
+def test_bad_costs_are_flagged() -> None:
+    arr, s, e = spans([b"12", b"1x", b"+3", b"9" * 19, b"007"])
+    _, ok = tokens.costs(arr, s, e)
+    assert ok.tolist() == [True, False, False, False, True]
+
+
+def test_resolve_the_manual_example() -> None:
+    # "0x80001234 90 1 / +3 * 5 / +1 +1 6" from valgrind's cl-format.html.
+    instr = tokens.resolve(np.array([0x80001234, 3, 1]), np.array([True, False, False]))
+    line = tokens.resolve(np.array([90, 0, 1]), np.array([True, False, False]))
+    assert instr.tolist() == [0x80001234, 0x80001237, 0x80001238]
+    assert line.tolist() == [90, 90, 91]
+
+
+def test_split_lines_counts_tokens_per_line() -> None:
+    data = b"fn=x\n1 2\n\n+3  4\t5\n"
+    arr = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10).astype(np.int64)
+    tok = tokens.split_lines(arr, ends, np.array([False, True, False, True]))
+    words = [data[a:b] for a, b in zip(tok.start.tolist(), tok.end.tolist(), strict=True)]
+    assert words == [b"1", b"2", b"+3", b"4", b"5"]
+    assert tok.line.tolist() == [1, 1, 3, 3, 3]
+    assert tok.col.tolist() == [0, 1, 0, 1, 2]
+    assert tok.per_line.tolist() == [0, 2, 0, 3]
