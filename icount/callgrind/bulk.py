@@ -48,7 +48,7 @@ _KEY_LEN = np.zeros(OTHER + 1, dtype=np.int64)
 for _key, _code in _KEYS:
     _KEY_LEN[_code] = len(_key) if _code != JUMP else 0
 _MAX_ID_DIGITS = 9
-_MAX_IDS = 1 << 24  # larger compression ids: the line loop (lookup tables stay small)
+_MAX_IDS = 1 << 20  # larger compression ids: the line loop (lookup tables stay small)
 
 
 @dataclass(frozen=True)

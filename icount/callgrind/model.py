@@ -6,7 +6,7 @@ order), so that whole-profile sums and per-function lookups stay vectorised.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -76,18 +76,12 @@ class Profile:
     call_count: npt.NDArray[np.int64]
     call_cost: Costs
     lines: CostLines | None = None
-    _index: dict[Function, int] = field(default_factory=dict, repr=False)
 
     def event_index(self, event: str) -> int:
         try:
             return self.events.index(event)
         except ValueError:
             raise KeyError(f"event {event} not in this profile ({' '.join(self.events)})") from None
-
-    def index_of(self, function: Function) -> int:
-        if not self._index:
-            self._index = {f: i for i, f in enumerate(self.functions)}
-        return self._index[function]
 
     def inclusive_cost(self) -> Costs:
         """Self cost plus the cost of every call a function makes to another function.

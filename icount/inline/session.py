@@ -71,8 +71,8 @@ def compare(
                 f"{arg}: the profile has no event {opts.event} ({' '.join(prof.events)})",
                 hint="choose one with --event",
             )
-    facts_a = _facts(label_a, bin_a if opts.exe_a is None else opts.exe_a, "a", opts, progress)
-    facts_b = _facts(label_b, bin_b if opts.exe_b is None else opts.exe_b, "b", opts, progress)
+    facts_a = _facts(label_a, opts.exe_a, bin_a, "a", opts, progress)
+    facts_b = _facts(label_b, opts.exe_b, bin_b, "b", opts, progress)
     aligned = align.align(align.side_of([prof_a], opts.event), align.side_of([prof_b], opts.event))
     return report.build_report(aligned, opts.event, facts_a, facts_b, opts.top)
 
@@ -113,15 +113,37 @@ def _binary_of(prof: Profile) -> Path | None:
     return exe if exe.is_absolute() and exe.is_file() else None
 
 
-def _facts(label: str, exe: Path | None, side: str, opts: Options, progress: Progress) -> Any:
-    from icount.inline.binary import read_binary
-    from icount.inline.dwarf import read_inline_sites
+def _facts(
+    label: str,
+    explicit: Path | None,
+    implicit: Path | None,
+    side: str,
+    opts: Options,
+    progress: Progress,
+) -> Any:
+    """Sizes and inline sites of one build. A binary the user named must be readable;
+    one only guessed (the program run, a profile's cmd:) may be a script: a note."""
+    from icount.errors import ParseError
     from icount.inline.report import BuildFacts
 
+    exe = explicit or implicit
     if exe is None:
         return BuildFacts(
             label, notes=[f"binary unknown: no sizes or inline sites (pass --exe-{side})"]
         )
+    try:
+        return _read_facts(label, exe, opts, progress)
+    except (ParseError, UsageError) as e:
+        if explicit is not None:
+            raise
+        return BuildFacts(label, notes=[f"no sizes or inline sites: {e}"])
+
+
+def _read_facts(label: str, exe: Path, opts: Options, progress: Progress) -> Any:
+    from icount.inline.binary import read_binary
+    from icount.inline.dwarf import read_inline_sites
+    from icount.inline.report import BuildFacts
+
     binary = read_binary(exe)
     inlines = None
     if opts.dwarf:

@@ -96,3 +96,23 @@ def test_a_failing_workload_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 5, done.stderr
     lines = [x for x in done.stderr.splitlines() if x.startswith("icount: error")]
     assert len(lines) == 1 and "fails" in lines[0], done.stderr
+
+
+def test_scripts_get_a_note_instead_of_sizes(tmp_path: Path) -> None:
+    for name, word in (("one", "hi"), ("two", "hello")):
+        script = tmp_path / name
+        script.write_text(f"#!/bin/sh\necho {word}\n")
+        script.chmod(0o755)
+    done = subprocess.run(
+        [sys.executable, "-m", "icount", "inline", "./one", "./two", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    for side in ("a", "b"):
+        build = data["builds"][side]
+        assert build["symbols"] is False
+        assert any("not an ELF or Mach-O file" in n for n in build["notes"])
