@@ -25,32 +25,33 @@ def build(out: Path, *flags: str) -> Path:
     return out
 
 
+def icount_inline(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "icount", "inline", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
 def test_inline_report_of_two_fresh_builds(tmp_path: Path) -> None:
     a = build(
         tmp_path / "inlined",
     )
     b = build(tmp_path / "noinline", "-fno-inline")
     keep = tmp_path / "profiles"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "icount",
-            "inline",
-            str(a),
-            str(b),
-            "--format",
-            "json",
-            "--keep-profiles",
-            str(keep),
-            "--top",
-            "0",
-            "--",
-            "15",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = icount_inline(
+        str(a),
+        str(b),
+        "--format",
+        "json",
+        "--keep-profiles",
+        str(keep),
+        "--top",
+        "0",
+        "--",
+        "15",
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
@@ -86,13 +87,7 @@ def test_a_failing_workload_is_one_line(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\nexit 3\n")
     script.chmod(0o755)
     good = build(tmp_path / "good")
-    done = subprocess.run(
-        [sys.executable, "-m", "icount", "inline", str(good), str(script)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    done = icount_inline(str(good), str(script), cwd=tmp_path)
     assert done.returncode == 5, done.stderr
     lines = [x for x in done.stderr.splitlines() if x.startswith("icount: error")]
     assert len(lines) == 1 and "fails" in lines[0], done.stderr
@@ -103,13 +98,7 @@ def test_scripts_get_a_note_instead_of_sizes(tmp_path: Path) -> None:
         script = tmp_path / name
         script.write_text(f"#!/bin/sh\necho {word}\n")
         script.chmod(0o755)
-    done = subprocess.run(
-        [sys.executable, "-m", "icount", "inline", "./one", "./two", "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    done = icount_inline("./one", "./two", "--format", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     for side in ("a", "b"):
