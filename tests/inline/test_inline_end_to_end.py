@@ -36,9 +36,7 @@ def icount_inline(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_inline_report_of_two_fresh_builds(tmp_path: Path) -> None:
-    a = build(
-        tmp_path / "inlined",
-    )
+    a = build(tmp_path / "inlined")
     b = build(tmp_path / "noinline", "-fno-inline")
     keep = tmp_path / "profiles"
     done = icount_inline(
