@@ -11,27 +11,30 @@ wrk runs for a duration, not a count: the count is read from its report, and req
 in flight when its time is up reach the server without being counted (up to one per
 connection), so its per-request figures are not exact.
 
-oha is not supported: it is not installed here, so there is no real output of it to
-test a parser against.
+oha is not installed here: its adapter and parser follow oha's documented JSON output
+(`--output-format json`, described by schema.json in the hatoo/oha repository) and have
+not been run against the real tool.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
 from typing import Protocol
 
 from icount import procs
-from icount.errors import ParseError, RunFailedError, ToolMissingError, UsageError
+from icount.errors import ParseError, RunFailedError, UsageError
 from icount.serve.adapter import PathSpec
 from icount.serve.http_client import KeepAliveClient, LoadResult
 
-KINDS = ("builtin", "h2load", "ab", "wrk")
+KINDS = ("builtin", "h2load", "ab", "wrk", "oha")
 INSTALL = {
     "h2load": "apt-get install nghttp2-client",
     "ab": "apt-get install apache2-utils",
     "wrk": "apt-get install wrk",
+    "oha": "cargo install oha, or see https://github.com/hatoo/oha",
 }
 
 # The built-in client's req/s over h2load's, c-epoll natively, client and server pinned to
@@ -165,6 +168,29 @@ def parse_wrk(text: str, source: str = "wrk output") -> LoadResult:
     return LoadResult(made + lost, made - bad, bad + lost, error, wall)
 
 
+def parse_oha(
+    text: str, requested: int, expect_status: int, source: str = "oha output"
+) -> LoadResult:
+    """oha's JSON report: exact status codes and errors by message (documented schema)."""
+    try:
+        doc = json.loads(text)
+        codes = {int(k): int(v) for k, v in doc["statusCodeDistribution"].items()}
+        errors = {str(k): int(v) for k, v in doc["errorDistribution"].items()}
+        wall = float(doc["summary"]["total"])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        why = _tool_error(text) or f"not oha's JSON report ({type(e).__name__}: {e})"
+        raise ParseError(why, source=source) from e
+    completed = codes.get(expect_status, 0)
+    error = None
+    if completed != requested or errors:
+        shown = ", ".join(f"{v} x {k}" for k, v in sorted(codes.items()))
+        worst = max(errors.items(), key=lambda kv: kv[1], default=None)
+        error = f"oha: status codes {shown or 'none'} (expected {expect_status})"
+        if worst:
+            error += f"; {sum(errors.values())} errors, e.g. {worst[1]} x {worst[0]}"
+    return LoadResult(requested, completed, requested - completed, error, wall)
+
+
 # -------------------------------------------------------------------------- generators
 
 
@@ -215,6 +241,9 @@ class _External:
     def parse(self, text: str, n: int) -> LoadResult:
         raise NotImplementedError
 
+    def report(self, done: procs.Completed) -> str:
+        return (done.stdout + done.stderr).decode("utf-8", "replace")
+
     def limit_s(self, n: int) -> float:
         # A hang guard, not a speed requirement: at least 10 requests a second.
         return self.timeout_s * 3 + n / 10.0
@@ -224,7 +253,7 @@ class _External:
             return LoadResult(0, 0, 0, None, 0.0)
         argv = self.argv(n)
         done = procs.run(argv, cpus=self.cpus or None, timeout=self.limit_s(n))
-        text = (done.stdout + done.stderr).decode("utf-8", "replace")
+        text = self.report(done)
         if done.timed_out:
             return LoadResult(n, 0, n, f"{self.name} did not finish in {self.limit_s(n):g} s", 0)
         try:
@@ -287,6 +316,23 @@ class Wrk(_External):
         return result
 
 
+class Oha(_External):
+    name = "oha"
+
+    def argv(self, n: int) -> list[str]:
+        c = min(self.concurrency, n)
+        return [self.exe, "-n", str(n), "-c", str(c), "--no-tui", "--output-format", "json",
+                "-t", f"{self.timeout_s:g}s", self.url]  # fmt: skip
+
+    def report(self, done: procs.Completed) -> str:
+        # The JSON is on stdout; anything on stderr is a complaint, kept only if it is all.
+        out = done.stdout.decode("utf-8", "replace")
+        return out if out.strip() else done.stderr.decode("utf-8", "replace")
+
+    def parse(self, text: str, n: int) -> LoadResult:
+        return parse_oha(text, n, self.path.expect.status)
+
+
 def make_load_generator(
     kind: str,
     host: str,
@@ -302,12 +348,9 @@ def make_load_generator(
     """
     if kind == "builtin":
         return KeepAliveClient(host, port, path, concurrency, timeout_s)
-    classes: dict[str, type[_External]] = {"h2load": H2Load, "ab": ApacheBench, "wrk": Wrk}
-    if kind == "oha":
-        raise ToolMissingError(
-            "oha is not supported by this version of icount",
-            hint="use --load builtin, h2load, ab or wrk",
-        )
+    classes: dict[str, type[_External]] = {
+        "h2load": H2Load, "ab": ApacheBench, "wrk": Wrk, "oha": Oha
+    }  # fmt: skip
     if kind not in classes:
         raise UsageError(f"unknown load generator {kind!r}", hint=f"--load {'|'.join(KINDS)}")
     return classes[kind](host, port, path, concurrency, timeout_s, cpus)

@@ -7,6 +7,7 @@ status (fixtures/loadgen/record.sh re-records them all).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from icount.serve.loadgen import (
     make_load_generator,
     parse_ab,
     parse_h2load,
+    parse_oha,
     parse_wrk,
 )
 
@@ -83,6 +85,28 @@ def test_wrk_reports() -> None:
     assert crash.first_error is not None and "socket errors: connect 0, read" in crash.first_error
 
 
+def oha_report(codes: dict[str, int], errors: dict[str, int]) -> str:
+    """The parts of oha's `--output-format json` report the parser reads, as documented by
+    schema.json of hatoo/oha (oha is not installed here: no recorded real output)."""
+    summary = {"successRate": 1.0, "total": 0.25, "slowest": 0.01, "fastest": 0.001,
+               "average": 0.002, "requestsPerSec": 4000.0, "totalData": 1300,
+               "sizePerRequest": 13, "sizePerSec": 5200.0}  # fmt: skip
+    return json.dumps({"summary": summary, "statusCodeDistribution": codes,
+                       "errorDistribution": errors})  # fmt: skip
+
+
+def test_oha_documented_report() -> None:
+    ok = parse_oha(oha_report({"200": 1000}, {}), 1000, 200)
+    assert (ok.completed, ok.failed, ok.first_error, ok.wall_s) == (1000, 0, None, 0.25)
+    bad = parse_oha(oha_report({"200": 10, "500": 88}, {"connection closed": 2}), 100, 200)
+    assert (bad.completed, bad.failed) == (10, 90)
+    assert bad.first_error == (
+        "oha: status codes 10 x 200, 88 x 500 (expected 200); 2 errors, e.g. 2 x connection closed"
+    )
+    with pytest.raises(ParseError, match="not oha's JSON report"):
+        parse_oha('{"summary": {}}', 10, 200)
+
+
 @pytest.mark.parametrize(
     ("parse", "text"),
     [
@@ -101,10 +125,8 @@ def test_unparseable_output_is_parse_error(parse: object, text: str) -> None:
 def test_factory_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown load generator 'siege'"):
         make_load_generator("siege", HOST, 1, PLAIN, 1, 1.0, [])
-    with pytest.raises(ToolMissingError, match="oha is not supported"):
-        make_load_generator("oha", HOST, 1, PLAIN, 1, 1.0, [])
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
-    for kind in ("h2load", "ab", "wrk"):
+    for kind in ("h2load", "ab", "wrk", "oha"):
         with pytest.raises(ToolMissingError, match=f"{kind} not found on PATH"):
             make_load_generator(kind, HOST, 1, PLAIN, 1, 1.0, [])
     assert isinstance(make_load_generator("builtin", HOST, 1, PLAIN, 1, 1.0, []), KeepAliveClient)
