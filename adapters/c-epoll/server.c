@@ -7,8 +7,8 @@
  * Test flags (used by icount's own tests):
  *   --loop K         run K iterations of a loop of known cost per request. The loop body is
  *                    inline asm (x86-64: `dec; jnz`, aarch64: `subs; b.ne`), so it costs
- *                    exactly 2 instructions per iteration and the compiler cannot remove it;
- *                    see adapters/c-epoll/README.md for the callgrind measurement.
+ *                    exactly 2 instructions per iteration and the compiler cannot remove it
+ *                    (measured under callgrind: see adapters/README.md).
  *   --crash-after N  abort() on request N+1 (a server that dies mid-run).
  *   --status CODE    answer every request with this status code (a wrong answer).
  *   --body TEXT      answer every request with this body (a wrong answer).
