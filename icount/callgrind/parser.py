@@ -32,8 +32,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from icount.callgrind import bulk, tokens
-from icount.callgrind.model import CostLines, Function, Part, Profile
+from icount.callgrind import bulk, costs, tokens
+from icount.callgrind.model import Profile
+from icount.callgrind.state import Collected, PartState
 from icount.errors import ParseError
 
 _HEADER_PROBE = 4096
@@ -138,45 +139,20 @@ def _check_looks_like_callgrind(head: bytes, source: str) -> None:
         )
 
 
-class _PartState:
-    def __init__(self, first_line: int) -> None:
-        self.first_line = first_line
-        self.number: int | None = None
-        self.thread: int | None = None
-        self.events: list[str] | None = None
-        self.positions: list[str] | None = None
-        self.summary: list[int] | None = None
-        self.totals: list[int] | None = None
-        self.has_body = False
+class _Parser(Collected):
+    """Reads the specification lines into its Collected state, then sums the costs."""
 
-
-class _Parser:
     def __init__(
         self, data: bytes, source: str, keep_lines: bool, bulk: bool = True, strict: bool = False
     ) -> None:
-        self.data = data
+        super().__init__(data, source)
         self.bulk = bulk  # try bulk.py first; the line loop is the fallback ...
         self.strict = strict  # ... unless strict (tests)
-        self.source = source
         self.keep_lines = keep_lines
         # Name compression: id -> name per kind (fn, ob, file), and a cache from the
         # exact bytes of a reference `(id)` or plain name to the name.
         self.tables: list[dict[int, str]] = [{}, {}, {}]
         self.cache: list[dict[bytes, str]] = [{}, {}, {}]
-        self.functions: dict[tuple[str, str, str], int] = {}
-        self.edges: dict[tuple[int, int], int] = {}
-        self.edge_counts: list[int] = []
-        self.fn_lines: list[int] = []  # line index of each fn= (or part start) ...
-        self.fn_ids: list[int] = []  # ... and the function it starts (-1: none)
-        self.call_lines: list[int] = []  # index of each call's cost line ...
-        self.call_edges: list[int] = []  # ... and the edge it belongs to
-        self.parts: list[_PartState] = []
-        self.creator: str | None = None
-        self.command: str | None = None
-        self.pid: int | None = None
-
-    def fail(self, index: int, message: str) -> ParseError:
-        return ParseError(f"line {index + 1}: {message}", source=self.source)
 
     def run(self) -> Profile:
         arr = np.frombuffer(self.data, dtype=np.uint8)
@@ -202,7 +178,7 @@ class _Parser:
         if not followed.all():
             bad = int(calls[np.argmin(followed)])
             raise self.fail(bad, "a calls= line must be followed by its cost line")
-        return self._costs(arr, ends, is_cost)
+        return costs.build_profile(self, arr, ends, is_cost, keep_lines=self.keep_lines)
 
     # -- specification and header lines (the Python state machine) ----------
 
@@ -236,8 +212,8 @@ class _Parser:
             ident = self.functions[key] = len(self.functions)
         return ident
 
-    def _new_part(self, index: int) -> _PartState:
-        part = _PartState(index)
+    def _new_part(self, index: int) -> PartState:
+        part = PartState(index)
         self.parts.append(part)
         self.fn_lines.append(index)
         self.fn_ids.append(-1)
@@ -353,7 +329,7 @@ class _Parser:
                     c_ob = c_fl = c_fn = None
         part.has_body = part.has_body or body
 
-    def _header(self, i: int, line: bytes, part: _PartState) -> _PartState:
+    def _header(self, i: int, line: bytes, part: PartState) -> PartState:
         """One `key: value` line; returns the part it belongs to (maybe a new one)."""
         hkey, colon, hvalue = line.partition(b":")
         if not colon or hkey not in _HEADER_KEYS:
@@ -398,163 +374,10 @@ class _Parser:
         # desc: and event: carry descriptions only.
         return part
 
-    def _cost_list(self, text: str, index: int, part: _PartState) -> list[int]:
+    def _cost_list(self, text: str, index: int, part: PartState) -> list[int]:
         if part.events is None:
             raise self.fail(index, "totals:/summary: before events:")
         words = text.split()
         if not all(w.isdigit() for w in words) or len(words) > len(part.events):
             raise self.fail(index, f"malformed costs {text[:60]!r}")
         return [int(w) for w in words] + [0] * (len(part.events) - len(words))
-
-    # -- cost lines (numpy) ----------------------------------------------------
-
-    def _costs(self, arr: tokens.U8, ends: tokens.I64, is_cost: npt.NDArray[np.bool_]) -> Profile:
-        events, positions = self._layout()
-        n_ev, n_pos = len(events), len(positions)
-        n_fn, n_edge = len(self.functions), len(self.edge_counts)
-        cost_idx = np.flatnonzero(is_cost)
-
-        tok = tokens.split_lines(arr, ends, is_cost)
-        counts = tok.per_line[cost_idx]
-        if len(counts) and (counts.min() < n_pos or counts.max() > n_pos + n_ev):
-            bad = cost_idx[np.argmax((counts < n_pos) | (counts > n_pos + n_ev))]
-            raise self.fail(
-                int(bad), f"cost line needs {n_pos} position(s) and at most {n_ev} cost(s)"
-            )
-        is_val = tok.col >= n_pos
-        vals, ok = tokens.costs(arr, tok.start[is_val], tok.end[is_val])
-        if not ok.all():
-            self._bad_token(tok, np.flatnonzero(is_val)[np.argmin(ok)], "cost")
-        pos_sel = np.flatnonzero(~is_val)
-        pos_start, pos_end = tok.start[pos_sel], tok.end[pos_sel]
-        if self.keep_lines or not tokens.positions_valid(arr, pos_start, pos_end):
-            pos_val, pos_abs, pos_ok = tokens.positions(arr, pos_start, pos_end)
-            if not pos_ok.all():
-                self._bad_token(tok, pos_sel[np.argmin(pos_ok)], "position")
-
-        line_of_val = tok.line[is_val]
-        ev_of_val = tok.col[is_val] - n_pos
-        fn_lines = np.array(self.fn_lines, dtype=np.int64)
-        fn_ids = np.array(self.fn_ids, dtype=np.int64)
-        line_fn = fn_ids[np.searchsorted(fn_lines, cost_idx, side="right") - 1]
-        if len(line_fn) and line_fn.min() < 0:
-            bad = int(cost_idx[np.argmax(line_fn < 0)])
-            raise self.fail(bad, "cost line outside a function (no fn= before it)")
-        edge_of_line = np.full(len(is_cost), -1, dtype=np.int64)
-        edge_of_line[np.array(self.call_lines, dtype=np.int64)] = self.call_edges
-        ordinal = np.cumsum(is_cost) - 1  # file line -> index among cost lines
-        val_line = ordinal[line_of_val]
-        val_edge = edge_of_line[line_of_val]
-        is_self = val_edge < 0
-
-        self_cost = np.zeros((n_fn, n_ev), dtype=np.int64)
-        call_cost = np.zeros((n_edge, n_ev), dtype=np.int64)
-        part_sums = np.zeros((len(self.parts), n_ev), dtype=np.int64)
-        sl, se, sv = val_line[is_self], ev_of_val[is_self], vals[is_self]
-        np.add.at(self_cost, (line_fn[sl], se), sv)
-        np.add.at(call_cost, (val_edge[~is_self], ev_of_val[~is_self]), vals[~is_self])
-        part_starts = np.array([p.first_line for p in self.parts], dtype=np.int64)
-        part_of_line = np.searchsorted(part_starts, cost_idx, side="right") - 1
-        np.add.at(part_sums, (part_of_line[sl], se), sv)
-
-        lines = None
-        if self.keep_lines:
-            line_costs = np.zeros((len(cost_idx), n_ev), dtype=np.int64)
-            line_costs[val_line, ev_of_val] = vals
-            pos = np.zeros((len(cost_idx), n_pos), dtype=np.int64)
-            pos_col = tok.col[pos_sel]
-            for c in range(n_pos):
-                sel = pos_col == c
-                pos[:, c] = tokens.resolve(pos_val[sel], pos_abs[sel])
-            lines = CostLines(
-                line=cost_idx.astype(np.int64) + 1,
-                function=line_fn,
-                edge=edge_of_line[cost_idx],
-                positions=pos,
-                costs=line_costs,
-            )
-
-        parts = self._check_parts(part_sums, events)
-        totals = {e: sum(p.totals[e] for p in parts) for e in events}
-        summaries = [p.summary for p in self.parts if p.events is not None]
-        summary = None
-        if summaries and all(s is not None for s in summaries):
-            summary = {
-                e: sum(s[k] for s in summaries if s is not None) for k, e in enumerate(events)
-            }
-        edge_keys = list(self.edges)
-        return Profile(
-            source=self.source,
-            events=events,
-            positions=positions,
-            totals=totals,
-            summary=summary,
-            command=self.command,
-            pid=self.pid,
-            creator=self.creator,
-            parts=parts,
-            functions=[Function(*k) for k in self.functions],
-            self_cost=self_cost,
-            call_caller=np.array([k[0] for k in edge_keys], dtype=np.int64),
-            call_callee=np.array([k[1] for k in edge_keys], dtype=np.int64),
-            call_count=np.array(self.edge_counts, dtype=np.int64),
-            call_cost=call_cost,
-            lines=lines,
-        )
-
-    def _bad_token(self, tok: tokens.Tokens, k: np.intp | int, what: str) -> None:
-        text = self.data[int(tok.start[k]) : int(tok.end[k])]
-        raise self.fail(int(tok.line[k]), f"bad {what} {text[:30]!r}")
-
-    def _layout(self) -> tuple[list[str], list[str]]:
-        declared = [p for p in self.parts if p.events is not None]
-        events = declared[0].events or []
-        positions = declared[0].positions or ["line"]
-        for p in declared[1:]:
-            if p.events != events or (p.positions or ["line"]) != positions:
-                raise self.fail(
-                    p.first_line, "parts with different events:/positions: are not supported"
-                )
-        for p in self.parts:
-            if p.events is None and p.has_body:
-                raise self.fail(p.first_line, "part has cost lines but no events: line")
-        return events, positions
-
-    def _check_parts(self, sums: npt.NDArray[np.int64], events: list[str]) -> list[Part]:
-        parts: list[Part] = []
-        by_callgrind = (self.creator or "").startswith("callgrind")
-        for k, p in enumerate(self.parts):
-            if p.events is None:
-                continue  # a header-only prologue, no costs
-            summed = [int(x) for x in sums[k]]
-            label = f"part {p.number if p.number is not None else k + 1}"
-            if p.totals is not None:
-                for e, got, want in zip(events, summed, p.totals, strict=True):
-                    if got != want:
-                        raise ParseError(
-                            f"{label}: cost lines sum to {got} {e} but totals: says {want} "
-                            "(file truncated or corrupt)",
-                            source=self.source,
-                        )
-                declared = True
-            else:
-                if by_callgrind:
-                    raise ParseError(
-                        f"{label} has no totals: line (file truncated?)", source=self.source
-                    )
-                if p.summary is not None and any(
-                    got > s for got, s in zip(summed, p.summary, strict=True)
-                ):
-                    raise ParseError(
-                        f"{label}: cost lines sum to more than summary: says", source=self.source
-                    )
-                declared = False
-            parts.append(
-                Part(
-                    number=p.number,
-                    thread=p.thread,
-                    totals=dict(zip(events, summed, strict=True)),
-                    declared=declared,
-                )
-            )
-        return parts
