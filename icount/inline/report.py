@@ -41,10 +41,11 @@ def _sites(inlines: InlineSites | None, fn: str) -> Counter[str]:
     return Counter() if inlines is None else inlines.sites(fn)
 
 
-def _holders(inlines: InlineSites | None, callee: str) -> dict[str, int]:
-    """Functions that hold inlined copies of `callee`, with the number of copies."""
+def _holders(inlines: InlineSites | None, callee: str) -> dict[str, int] | None:
+    """Functions that hold inlined copies of `callee`, with the number of copies
+    (None: that build's DWARF was not read)."""
     if inlines is None:
-        return {}
+        return None
     return {fn: c[callee] for fn, c in sorted(inlines.copies.items()) if c[callee]}
 
 
@@ -150,7 +151,7 @@ def _inline_rows(
     """Inlined callees of the functions the report shows, where the builds differ."""
     names: list[str] = [f["name"] for f in functions]
     for row in only_a + only_b:
-        names += [row["name"], *row["inlined_into_other"]]
+        names += [row["name"], *(row["inlined_into_other"] or {})]
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for fn in names:
@@ -171,7 +172,7 @@ def _inline_rows(
                     "lines_b": _lines(b.inlines, fn, callee),
                 }
             )
-    return rows if top <= 0 else rows[: 2 * top]
+    return rows if top <= 0 else rows[:top]
 
 
 def _lines(inlines: InlineSites | None, fn: str, callee: str) -> list[str]:
@@ -243,7 +244,9 @@ def tables(report: dict[str, Any]) -> list[Table]:
             title=f"Functions only in {side}'s profile (inlined away or outlined in {other})",
         )
         for r in rows:
-            holders = ", ".join(f"{fn} ({n})" for fn, n in r["inlined_into_other"].items())
+            into = r["inlined_into_other"]
+            # "?": the other build's DWARF was not read; "-": read, no inlined copy.
+            holders = "?" if into is None else ", ".join(f"{fn} ({n})" for fn, n in into.items())
             t.add_row(
                 [
                     r["name"],

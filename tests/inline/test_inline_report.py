@@ -198,10 +198,19 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_missing_binary_is_a_note_not_a_failure() -> None:
+    # The profiles' cmd: lines name a relative path, so no binary is known.
     data = session.compare(
         str(DATA / "O2.callgrind"), str(DATA / "O2-noinline.callgrind"), [], session.Options()
     )
-    # The profiles' cmd: names /tmp paths that no longer exist.
-    assert data["builds"]["a"]["symbols"] in (True, False)
+    for side in ("a", "b"):
+        build = data["builds"][side]
+        assert (build["symbols"], build["dwarf"]) == (False, False)
+        assert build["notes"] == [
+            "binary unknown: no sizes or inline sites (pass --exe-" + side + ")"
+        ]
+    mix = next(r for r in data["only_in_b"] if r["name"] == "mix")
+    assert mix["inlined_into_other"] is None and mix["size"] is None
+    assert data["inline_sites"] == []
     text = report.render_text(data, "table")
     assert "fib -> fib" in text
+    assert re.search(r"^mix .* - +\?$", text, re.MULTILINE)  # size "-", DWARF "?"
