@@ -222,6 +222,8 @@ def load_adapter(path: Path) -> Adapter:
                   "paths"})  # fmt: skip
     directory = path.parent.resolve()
     name = s.get("name", str, directory.name)
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
+        raise s.fail(f"adapter name {name!r} may use only letters, digits, '_', '.', '+', '-'")
     build_raw = s.get("build", list, [])
     build = tuple(s.argv(f"build[{i}]", argv) for i, argv in enumerate(build_raw))
     for i, argv in enumerate(build):

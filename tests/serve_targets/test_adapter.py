@@ -137,6 +137,8 @@ def test_render_writes_the_config_with_the_port(tmp_path: Path) -> None:
          "'timeout_s' must be between 0 and 3600"),
         ('start = ["x"]\n[env]\nN = 1\n[[paths]]\nname = "a"\ntarget = "/a"\n',
          "env.N must be a string"),
+        ('name = "my server"\nstart = ["x"]\n[[paths]]\nname = "a"\ntarget = "/a"\n',
+         "adapter name 'my server' may use only"),
     ],
 )  # fmt: skip
 def test_bad_adapter_is_one_parse_error_naming_the_file(
