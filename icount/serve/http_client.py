@@ -170,6 +170,8 @@ class KeepAliveClient:
     def open(self) -> None:
         if self._ep is not None:
             return
+        self._answered = [0] * self.concurrency  # fresh connections (also after close())
+        self._broken = None
         ep = select.epoll()
         try:
             for _ in range(self.concurrency):

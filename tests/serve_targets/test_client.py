@@ -82,6 +82,18 @@ def test_server_crash_after_n(c_server: StartServer) -> None:
     assert again.first_error == f"earlier: {result.first_error}"
 
 
+def test_reopen_after_a_server_restart(c_server: StartServer) -> None:
+    port = c_server("--crash-after", "5")
+    client = KeepAliveClient(HOST, port, PLAIN, 1, 5.0)
+    client.open()
+    assert not client.run(10).ok
+    client.close()
+    client.port = c_server()  # a fresh server; the same client object reconnects
+    client.open()
+    assert client.run(10).ok
+    client.close()
+
+
 def test_server_crash_with_many_connections(c_server: StartServer) -> None:
     port = c_server("--crash-after", "100")
     result = load(port, 1000, 8)
