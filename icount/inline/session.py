@@ -12,10 +12,13 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icount.callgrind.model import Profile
 from icount.errors import UsageError
+
+if TYPE_CHECKING:
+    from icount.inline.report import BuildFacts
 
 Progress = Callable[[str], None]
 
@@ -120,7 +123,7 @@ def _facts(
     side: str,
     opts: Options,
     progress: Progress,
-) -> Any:
+) -> BuildFacts:
     """Sizes and inline sites of one build. A binary the user named must be readable;
     one only guessed (the program run, a profile's cmd:) may be a script: a note."""
     from icount.errors import ParseError
@@ -139,7 +142,7 @@ def _facts(
         return BuildFacts(label, notes=[f"no sizes or inline sites: {e}"])
 
 
-def _read_facts(label: str, exe: Path, opts: Options, progress: Progress) -> Any:
+def _read_facts(label: str, exe: Path, opts: Options, progress: Progress) -> BuildFacts:
     from icount.inline.binary import read_binary
     from icount.inline.dwarf import read_inline_sites
     from icount.inline.report import BuildFacts
