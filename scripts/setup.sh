@@ -14,10 +14,10 @@ cd "$(dirname "$0")/.."
 #                   llvm-objdump, llvm-size) for icount size tests
 #   nginx-light     bundled nginx target for icount serve
 #   nodejs          bundled Node http target for icount serve
-#   nghttp2-client  h2load load generator; apache2-utils: ab
+#   nghttp2-client  h2load load generator; apache2-utils: ab; wrk: wrk
 #   util-linux      setarch (ASLR off), taskset
 APT_PACKAGES=(valgrind linux-perf gcc binutils clang lld llvm nginx-light nodejs
-              nghttp2-client apache2-utils util-linux procps)
+              nghttp2-client apache2-utils wrk util-linux procps)
 
 missing=()
 if [[ -z "${ICOUNT_SKIP_APT:-}" ]]; then
