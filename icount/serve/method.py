@@ -50,6 +50,7 @@ from icount.stats import summarize
 HOST = "127.0.0.1"
 AUTO_MAX_WINDOWS = 30
 READY_POLL_S = 0.1
+EXIT_WAIT_S = 3.0
 CLIENT_TIMEOUT_S = {"callgrind": 120.0, "perf": 10.0}
 DEFAULT_WARMUP = {"callgrind": 100, "perf": 1000}
 DEFAULT_REQUESTS = {"callgrind": 1000, "perf": 40000}
@@ -219,6 +220,9 @@ def _check_alive(server: Server) -> None:
 
 
 def _with_server(server: Server, what: str) -> str:
+    # A server that crashed closes its sockets before valgrind has finished writing
+    # its profile and exits: give it a moment, so that the reason names the crash.
+    procs.wait_until(lambda: not server.alive(), timeout=EXIT_WAIT_S)
     gone = _server_gone(server)
     return f"{what} ({gone})" if gone else what
 

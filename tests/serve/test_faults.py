@@ -1,0 +1,91 @@
+"""Servers that answer wrongly, crash or vary: their own cells are '-' with the reason,
+the other cells are measured, and no process is left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import AdapterMaker, cells, leftovers, run_icount
+
+FAST = ["--requests", "100", "--warmup", "20", "--reps", "2", "--backend", "callgrind"]
+
+
+@pytest.mark.slow
+def test_wrong_answers_and_a_crash_invalidate_only_their_cells(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
+) -> None:
+    good = make_adapter("good")
+    wrong_body = make_adapter("wrong-body", "--body", "Hello, Wurld!")
+    error_500 = make_adapter("error-500", "--status", "500")
+    # ready probe + verification + 20 warm-up = 22 requests: it dies inside rep 1
+    crash = make_adapter("crash", "--crash-after", "60")
+    out = tmp_path / "r.json"
+    done = run_icount(
+        ["serve", str(good), str(wrong_body), str(error_500), str(crash),
+         "--runs", "2", *FAST, "-o", str(out), "-q", "--width", "200"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 5, done.stderr
+    got = cells(out)
+    assert got[("good", "plaintext")]["valid"] is True
+    assert got[("good", "plaintext")]["median"] > 0
+    body_reason = got[("wrong-body", "plaintext")]["reason"]
+    assert "wrong answer from /plaintext: body differs at byte 8" in body_reason
+    assert "status 500, expected 200" in got[("error-500", "plaintext")]["reason"]
+    crash_reason = got[("crash", "plaintext")]["reason"]
+    assert "rep 1" in crash_reason and "killed by SIGABRT" in crash_reason, crash_reason
+    # the table: one valid row, three '-' rows with numbered reasons under it
+    table = done.stdout
+    rows = {line.split()[0]: line for line in table.splitlines() if line[:1].isalpha()}
+    assert "-" not in rows["good"].split()[1]
+    for name in ("crash", "error-500", "wrong-body"):
+        assert rows[name].split()[1] == "-", table
+    assert "body differs at byte 8" in table
+    assert leftovers(str(c_epoll)) == []
+
+
+@pytest.mark.slow
+def test_spread_rule_with_a_server_whose_cost_varies_by_process(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
+) -> None:
+    """--vary adds (pid % 32 + 1) * 2000 instructions per request, per process."""
+    vary = make_adapter("vary", "--vary")
+    out = tmp_path / "r.json"
+    done = run_icount(
+        ["serve", str(vary), "--runs", "3", *FAST, "-o", str(out), "-q"], cwd=tmp_path
+    )
+    cell = cells(out)[("vary", "plaintext")]
+    values = [r["value"] for r in cell["runs"]]
+    assert all(r["valid"] for r in cell["runs"])  # each process is measured fine...
+    if len(set(values)) == 1:
+        pytest.fail(f"three processes drew the same pid % 32: {values}")
+    assert done.returncode == 5
+    assert cell["valid"] is False  # ...but they disagree
+    assert "is not below --max-spread 1%" in cell["reason"]
+    # the same server passes when the limit is wider than its spread
+    wide = f"{cell['spread'] * 100 + 1:.0f}%"
+    again = run_icount(
+        ["serve", str(vary), "--runs", "3", *FAST, "--max-spread", wide, "-o",
+         str(tmp_path / "wide.json"), "-q"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    wide_cell = cells(tmp_path / "wide.json")[("vary", "plaintext")]
+    if wide_cell["spread"] * 100 < float(wide.rstrip("%")):
+        assert again.returncode == 0, again.stderr
+        assert wide_cell["valid"] is True
+    assert leftovers(str(c_epoll)) == []
+
+
+@pytest.mark.slow
+def test_server_that_never_becomes_ready(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    bad = make_adapter("bad-flag", "--no-such-flag")
+    out = tmp_path / "r.json"
+    done = run_icount(["serve", str(bad), "--runs", "1", *FAST, "-o", str(out), "-q"], tmp_path)
+    assert done.returncode == 5
+    reason = cells(out)[("bad-flag", "plaintext")]["reason"]
+    assert "exited with status" in reason and "before it was ready" in reason, reason
+    assert "usage: c-epoll" in reason  # the server's own last stderr line

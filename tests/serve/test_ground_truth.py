@@ -1,0 +1,96 @@
+"""Ground truth: c-epoll's `--loop K` runs a loop of exactly 2 instructions per
+iteration (inline asm `dec; jnz`) per request. The per-request figures of K and 2K
+must differ by the loop's cost, 2K, within 0.1% of it, whatever the server's own
+cost, under each backend and concurrency."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icount.serve import cpus as cpus_mod
+from icount.serve.adapter import load_adapter
+from icount.serve.method import MethodOptions, Target, WindowChoice, measure_run
+
+from .conftest import AdapterMaker
+
+K = 5000
+LOOP_COST = 2 * K  # instructions per request added by going from K to 2K
+
+
+def per_request(
+    make_adapter: AdapterMaker,
+    tmp_path: Path,
+    loop: int,
+    concurrency: int,
+    backend: str = "callgrind",
+    choice: WindowChoice | None = None,
+    requests: int = 300,
+) -> tuple[float, dict[str, object]]:
+    toml = make_adapter(f"loop-{loop}-c{concurrency}", "--loop", str(loop))
+    adapter = load_adapter(toml)
+    split = cpus_mod.split(None, None)
+    opts = MethodOptions(
+        backend=backend,
+        cpus=split,
+        runs=1,
+        reps=2,
+        requests=requests,
+        warmup=50,
+        concurrency=concurrency,
+    )
+    with cpus_mod.pinned_self(split.load):
+        value, reason, detail = measure_run(
+            Target(adapter, tmp_path / "build"),
+            adapter.paths[0],
+            opts,
+            tmp_path / f"run-{loop}-{concurrency}",
+            choice or WindowChoice(),
+            lambda text: None,
+        )
+    assert reason is None, reason
+    assert value is not None
+    return value, detail
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_loop_cost_recovered_under_callgrind(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, concurrency: int
+) -> None:
+    one, d1 = per_request(make_adapter, tmp_path, K, concurrency)
+    two, d2 = per_request(make_adapter, tmp_path, 2 * K, concurrency)
+    assert d1["method"] == "dump"
+    assert abs((two - one) - LOOP_COST) <= 0.001 * LOOP_COST, (one, two, d1, d2)
+    # every request of each window was answered and counted
+    for d in (d1, d2):
+        for rep in d["reps"]:  # type: ignore[attr-defined]
+            assert rep["requests"] == 300
+
+
+@pytest.mark.slow
+def test_loop_cost_recovered_by_the_differential_fallback(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    """Where ptrace is not permitted, two lifetimes replace the dump windows."""
+    forced = WindowChoice("differential", "forced by the test")
+    one, d1 = per_request(make_adapter, tmp_path, K, 1, choice=forced, requests=200)
+    two, _ = per_request(make_adapter, tmp_path, 2 * K, 1, choice=forced, requests=200)
+    assert d1["method"] == "differential"
+    assert abs((two - one) - LOOP_COST) <= 0.001 * LOOP_COST, (one, two)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_loop_cost_recovered_under_perf(
+    make_adapter: AdapterMaker, tmp_path: Path, concurrency: int
+) -> None:
+    from icount.backends import perf
+
+    probe = perf.probe()
+    if not probe.usable:
+        pytest.skip(f"perf cannot count instructions:u on this machine: {probe.why}")
+    one, _ = per_request(make_adapter, tmp_path, K, concurrency, "perf", requests=20000)
+    two, _ = per_request(make_adapter, tmp_path, 2 * K, concurrency, "perf", requests=20000)
+    assert abs((two - one) - LOOP_COST) <= 0.001 * LOOP_COST, (one, two)

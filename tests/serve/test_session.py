@@ -1,0 +1,104 @@
+"""Sessions: saving after every cell, --resume, Ctrl-C, --warmup auto."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from icount import results
+
+from .conftest import JSON_PATH, PLAINTEXT, AdapterMaker, cells, leftovers, run_icount
+
+FAST = ["--requests", "100", "--warmup", "20", "--reps", "2", "--backend", "callgrind"]
+
+
+@pytest.mark.slow
+def test_resume_measures_only_the_missing_cells(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    target = make_adapter("two-paths", paths=PLAINTEXT + JSON_PATH)
+    full = tmp_path / "full.json"
+    first = run_icount(
+        ["serve", str(target), "--runs", "1", *FAST, "-o", str(full), "-q"], tmp_path
+    )
+    assert first.returncode == 0, first.stderr
+    # an interrupted session: only the first cell made it to the file
+    res = results.load(full)
+    kept = next(c for c in res.cells if c.path == "plaintext")
+    partial = tmp_path / "partial.json"
+    results.save(partial, results.Results(res.fingerprint, (kept,)), None, overwrite=False)
+    before = cells(partial)[("two-paths", "plaintext")]
+
+    again = run_icount(["serve", str(target), "--runs", "1", *FAST, "--resume", str(partial)],
+                       tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "two-paths/plaintext [callgrind]" not in again.stderr  # not measured again
+    assert "two-paths/json [callgrind] run 1/1" in again.stderr
+    after = cells(partial)
+    assert after[("two-paths", "plaintext")] == before
+    assert after[("two-paths", "json")]["valid"] is True
+    prov = json.loads(results.provenance_path(partial).read_text())
+    assert prov["resumed_cells"] == ["two-paths/plaintext/callgrind"]
+
+    other = run_icount(["serve", str(target), "--runs", "1", *FAST, "--requests", "200",
+                        "--resume", str(partial), "-q"], tmp_path)  # fmt: skip
+    assert other.returncode == 2
+    assert "measured with other parameters (requests 100 there, 200 now)" in other.stderr
+
+
+@pytest.mark.slow
+def test_warmup_auto_records_how_many_requests_it_took(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    target = make_adapter("auto")
+    out = tmp_path / "r.json"
+    done = run_icount(
+        ["serve", str(target), "--runs", "1", "--requests", "100", "--reps", "2",
+         "--backend", "callgrind", "--warmup", "auto", "-o", str(out), "-q"],
+        tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cell = cells(out)[("auto", "plaintext")]
+    assert cell["params"]["warmup"] == "auto"
+    detail = cell["runs"][0]["detail"]
+    windows = detail["warmup_windows"]
+    assert len(windows) >= 2
+    assert abs(windows[-1] - windows[-2]) / windows[-1] < 0.01 / 4
+    assert detail["warmup"] == 100 * len(windows)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_process_and_keeps_finished_cells(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
+) -> None:
+    quick = make_adapter("a-quick")
+    slow = make_adapter("b-slow", "--loop", "200000")  # ~0.4M instructions a request
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "icount", "serve", str(quick), str(slow), "--runs", "1",
+         "--requests", "100000", "--warmup", "0", "--reps", "1", "--backend", "callgrind",
+         "-o", str(out), "-q"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not out.exists():
+            time.sleep(0.1)
+        assert out.exists(), "the first cell was never saved"
+        time.sleep(1.0)  # the second server is running now
+        assert leftovers("b-slow") or leftovers(str(c_epoll))
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert list(cells(out)) == [("a-quick", "plaintext")]
+    assert leftovers(str(c_epoll)) == []
