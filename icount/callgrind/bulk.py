@@ -134,11 +134,13 @@ def run(
     ve = ends[names]
     if not (arr[np.minimum(vs, last)] == ord("(")).all() or not (ve > vs + 2).all():
         return None
-    close = np.full(len(names), -1, dtype=np.int64)
-    for k in range(2, _MAX_ID_DIGITS + 2):
-        hit = (close < 0) & (vs + k < ve) & (arr[np.minimum(vs + k, last)] == ord(")"))
-        close[hit] = vs[hit] + k
-    if (close < 0).any():
+    # The first ')' after each '(' (one pass over the file finds them all).
+    parens = np.flatnonzero(arr == ord(")"))
+    at = np.searchsorted(parens, vs)
+    if (at >= len(parens)).any():
+        return None
+    close = parens[at].astype(np.int64)
+    if ((close >= ve) | (close - vs - 1 > _MAX_ID_DIGITS)).any():
         return None
     ident, ok = tokens.unsigned(arr, vs + 1, close, 10)
     if not ok.all():
@@ -156,21 +158,38 @@ def run(
     code_of = np.full((3, size), -1, dtype=np.int64)
     defined_at = np.full((3, size), len(names), dtype=np.int64)
     tables: list[dict[int, str]] = [{}, {}, {}]
-    for j in np.flatnonzero(defines).tolist():
-        text = data[int(close[j]) + 1 : int(ve[j])]
-        if text[:1] not in (b" ", b"\t") or not text.strip():
+    rows = np.flatnonzero(defines)
+    set_k: list[int] = []
+    set_i: list[int] = []
+    set_code: list[int] = []
+    set_row: list[int] = []
+    for j, k, i, a, b in zip(
+        rows.tolist(),
+        name_kind[rows].tolist(),
+        ident[rows].tolist(),
+        (close[rows] + 1).tolist(),
+        ve[rows].tolist(),
+        strict=True,
+    ):
+        text = data[a:b]
+        name_bytes = text.strip()
+        if text[:1] not in (b" ", b"\t") or not name_bytes:
             return None
-        name = text.strip().decode("utf-8", "replace")
-        k, i = int(name_kind[j]), int(ident[j])
-        if tables[k].setdefault(i, name) != name:
+        name = name_bytes.decode("utf-8", "replace")
+        known = tables[k].setdefault(i, name)
+        if known != name:
             return None  # an id reused for another name: leave it to the line loop
-        if code_of[k, i] < 0:
+        if known is name:  # first definition of this id
             code = canon.get((k, name))
             if code is None:
                 code = canon[(k, name)] = len(strings)
                 strings.append(name)
-            code_of[k, i] = code
-            defined_at[k, i] = j
+            set_k.append(k)
+            set_i.append(i)
+            set_code.append(code)
+            set_row.append(j)
+    code_of[set_k, set_i] = set_code
+    defined_at[set_k, set_i] = set_row
     # Every use must come after the name's definition.
     if (defined_at[name_kind, ident] > np.arange(len(names))).any():
         return None
@@ -249,6 +268,6 @@ def run(
         fn_ids=fn_of_row,
         call_lines=line_idx[calls] + 1,
         call_edges=edge_id,
-        edges=[(int(a), int(b)) for a, b in edge_keys[edge_first].tolist()],
+        edges=list(map(tuple, edge_keys[edge_first].tolist())),
         edge_counts=edge_counts.tolist(),
     )

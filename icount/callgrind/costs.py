@@ -43,11 +43,9 @@ def build_profile(
     if not ok.all():
         _bad_token(state, tok, np.flatnonzero(is_val)[np.argmin(ok)], "cost")
     pos_sel = np.flatnonzero(~is_val)
-    pos_start, pos_end = tok.start[pos_sel], tok.end[pos_sel]
-    if keep_lines or not tokens.positions_valid(arr, pos_start, pos_end):
-        pos_val, pos_abs, pos_ok = tokens.positions(arr, pos_start, pos_end)
-        if not pos_ok.all():
-            _bad_token(state, tok, pos_sel[np.argmin(pos_ok)], "position")
+    pos_val, pos_abs, pos_ok = tokens.positions(arr, tok.start[pos_sel], tok.end[pos_sel])
+    if not pos_ok.all():
+        _bad_token(state, tok, pos_sel[np.argmin(pos_ok)], "position")
 
     line_of_val = tok.line[is_val]
     ev_of_val = tok.col[is_val] - n_pos

@@ -123,57 +123,6 @@ def positions(arr: U8, start: I64, end: I64) -> tuple[I64, Mask, Mask]:
     return value, ~(star | relative), ok
 
 
-_POSITION_BYTE = np.zeros(256, dtype=bool)
-_POSITION_BYTE[list(b"0123456789abcdefABCDEFxX+-*")] = True
-_HEX_LETTER = np.zeros(256, dtype=bool)
-_HEX_LETTER[list(b"abcdefABCDEF")] = True
-
-
-def _inside(n: int, start: I64, end: I64) -> Mask:
-    """Byte mask of the (non-overlapping) spans [start, end)."""
-    edge = np.zeros(n + 1, dtype=np.int8)
-    edge[start] = 1
-    edge[end] -= 1
-    return np.cumsum(edge[:-1], dtype=np.int8).view(bool)
-
-
-def positions_valid(arr: U8, start: I64, end: I64) -> bool:
-    """Whether every token is `*`, `+n`, `-n`, `n` or `0xh...`, without decoding them.
-
-    Cheaper than `positions` (for when the values are not kept): each special byte
-    ('*', signs, 'x', hex letters) must occur exactly where the grammar allows it,
-    which counting them per token kind proves.
-    """
-    if len(start) == 0:
-        return True
-    last = len(arr) - 1
-    length = end - start
-    first = arr[start]
-    second = arr[np.minimum(start + 1, last)]
-    star = first == ord("*")
-    signed = (first == ord("+")) | (first == ord("-"))
-    hexa = (first == ord("0")) & ((second == ord("x")) | (second == ord("X")))
-    digit_first = (first >= ord("0")) & (first <= ord("9"))
-    if not (star | signed | digit_first).all():
-        return False
-    if (star & (length != 1)).any() or (signed & (length < 2)).any() or (hexa & (length < 3)).any():
-        return False
-    body = arr[_inside(len(arr), start, end)]
-    if not _POSITION_BYTE[body].all():
-        return False
-    count = np.bincount(body, minlength=256)
-    if count[ord("*")] != star.sum() or count[ord("+")] + count[ord("-")] != signed.sum():
-        return False
-    if count[ord("x")] + count[ord("X")] != hexa.sum():
-        return False
-    letters = int(_HEX_LETTER[body].sum())
-    if letters:
-        hex_body = arr[_inside(len(arr), start[hexa], end[hexa])]
-        if int(_HEX_LETTER[hex_body].sum()) != letters:
-            return False
-    return True
-
-
 def resolve(value: I64, absolute: Mask) -> I64:
     """Absolute positions of one column: each relative entry adds to the one before."""
     delta = np.where(absolute, 0, value)
