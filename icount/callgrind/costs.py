@@ -49,14 +49,13 @@ def build_profile(
 
     line_of_val = tok.line[is_val]
     ev_of_val = tok.col[is_val] - n_pos
-    fn_lines = np.array(state.fn_lines, dtype=np.int64)
-    fn_ids = np.array(state.fn_ids, dtype=np.int64)
+    fn_lines, fn_ids, call_lines, call_edges = state.index_arrays()
     line_fn = fn_ids[np.searchsorted(fn_lines, cost_idx, side="right") - 1]
     if len(line_fn) and line_fn.min() < 0:
         bad = int(cost_idx[np.argmax(line_fn < 0)])
         raise state.fail(bad, "cost line outside a function (no fn= before it)")
     edge_of_line = np.full(len(is_cost), -1, dtype=np.int64)
-    edge_of_line[np.array(state.call_lines, dtype=np.int64)] = state.call_edges
+    edge_of_line[call_lines] = call_edges
     ordinal = np.cumsum(is_cost) - 1  # file line -> index among cost lines
     val_line = ordinal[line_of_val]
     val_edge = edge_of_line[line_of_val]

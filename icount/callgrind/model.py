@@ -7,6 +7,7 @@ order), so that whole-profile sums and per-function lookups stay vectorised.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -14,9 +15,11 @@ import numpy.typing as npt
 Costs = npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True, order=True)
-class Function:
-    """A function as callgrind identifies it: name within a source file within an object."""
+class Function(NamedTuple):
+    """A function as callgrind identifies it: name within a source file within an object.
+
+    A NamedTuple rather than a dataclass: large profiles hold tens of thousands.
+    """
 
     name: str
     file: str

@@ -173,7 +173,7 @@ class _Parser(Collected):
             self._spec_lines(spec.tolist(), starts[spec].tolist(), ends[spec].tolist())
         if not self.parts or all(p.events is None for p in self.parts):
             raise ParseError("no 'events:' line, not a callgrind profile", source=self.source)
-        calls = np.array(self.call_lines, dtype=np.int64)
+        calls = self.index_arrays()[2]
         followed = np.append(is_cost, False)[np.minimum(calls, len(is_cost))]
         if not followed.all():
             bad = int(calls[np.argmin(followed)])
@@ -246,9 +246,7 @@ class _Parser(Collected):
         lines = np.concatenate([np.array(self.fn_lines, dtype=np.int64), result.fn_lines])
         ids = np.concatenate([np.array(self.fn_ids, dtype=np.int64), result.fn_ids])
         order = np.argsort(lines, kind="stable")
-        self.fn_lines, self.fn_ids = lines[order].tolist(), ids[order].tolist()
-        self.call_lines = result.call_lines.tolist()
-        self.call_edges = result.call_edges.tolist()
+        self.bulk_arrays = (lines[order], ids[order], result.call_lines, result.call_edges)
         return True
 
     def _spec_lines(self, indices: list[int], starts: list[int], ends: list[int]) -> None:

@@ -6,7 +6,12 @@ lines start); costs.py then sums the cost lines into a Profile.
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from icount.errors import ParseError
+
+I64 = npt.NDArray[np.int64]
 
 
 class PartState:
@@ -36,6 +41,8 @@ class Collected:
         self.fn_ids: list[int] = []  # ... and the function it starts (-1: none)
         self.call_lines: list[int] = []  # index of each call's cost line ...
         self.call_edges: list[int] = []  # ... and the edge it belongs to
+        # The same four as arrays, when the bulk path made them (no list round trip).
+        self.bulk_arrays: tuple[I64, I64, I64, I64] | None = None
         self.parts: list[PartState] = []
         self.creator: str | None = None
         self.command: str | None = None
@@ -43,3 +50,14 @@ class Collected:
 
     def fail(self, index: int, message: str) -> ParseError:
         return ParseError(f"line {index + 1}: {message}", source=self.source)
+
+    def index_arrays(self) -> tuple[I64, I64, I64, I64]:
+        """(fn_lines, fn_ids, call_lines, call_edges) as int64 arrays."""
+        if self.bulk_arrays is not None:
+            return self.bulk_arrays
+        return (
+            np.array(self.fn_lines, dtype=np.int64),
+            np.array(self.fn_ids, dtype=np.int64),
+            np.array(self.call_lines, dtype=np.int64),
+            np.array(self.call_edges, dtype=np.int64),
+        )
