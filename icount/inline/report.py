@@ -114,7 +114,7 @@ def build_report(
         "only_in_b": only_b,
         "call_changes": edges,
         "functions": functions,
-        "inline_sites": _inline_rows(functions, only_a, only_b, a, b, top),
+        "inline_sites": _inline_rows(functions, only_a, only_b, a, b),
         "top": top,
         "omitted": {
             "only_in_a": len(alignment.only_a) - len(only_a),
@@ -146,9 +146,12 @@ def _inline_rows(
     only_b: list[dict[str, Any]],
     a: BuildFacts,
     b: BuildFacts,
-    top: int,
 ) -> list[dict[str, Any]]:
-    """Inlined callees of the functions the report shows, where the builds differ."""
+    """Every inlined callee of the functions the report lists, in either build.
+
+    Per function (in report order), the callees whose number of inlined copies
+    differs come first, largest difference first; `same` marks the others.
+    """
     names: list[str] = [f["name"] for f in functions]
     for row in only_a + only_b:
         names += [row["name"], *(row["inlined_into_other"] or {})]
@@ -160,19 +163,18 @@ def _inline_rows(
         seen.add(fn)
         sa, sb = _sites(a.inlines, fn), _sites(b.inlines, fn)
         for callee in sorted(set(sa) | set(sb), key=lambda c: (-abs(sa[c] - sb[c]), c)):
-            if sa[callee] == sb[callee]:
-                continue
             rows.append(
                 {
                     "function": fn,
                     "callee": callee,
                     "copies_a": sa[callee],
                     "copies_b": sb[callee],
+                    "same": sa[callee] == sb[callee],
                     "lines_a": _lines(a.inlines, fn, callee),
                     "lines_b": _lines(b.inlines, fn, callee),
                 }
             )
-    return rows if top <= 0 else rows[:top]
+    return rows
 
 
 def _lines(inlines: InlineSites | None, fn: str, callee: str) -> list[str]:
@@ -204,7 +206,7 @@ def _pct(delta: int, base: int) -> str:
 
 def _copies(n: int) -> str:
     if n == 0:
-        return "none"
+        return "no inlined copy"
     return f"{n} inlined cop{'y' if n == 1 else 'ies'}"
 
 
@@ -322,19 +324,26 @@ def tables(report: dict[str, Any]) -> list[Table]:
         [Column("inlined callees (DWARF)", "left")],
         title="Inlining decisions that differ",
     )
-    for r in report["inline_sites"]:
+    differ = [r for r in report["inline_sites"] if not r["same"]]
+    top = report["top"]
+    for r in differ if top <= 0 else differ[:top]:
         where_a = f" ({', '.join(r['lines_a'])})" if r["lines_a"] else ""
         where_b = f" ({', '.join(r['lines_b'])})" if r["lines_b"] else ""
         sites.add_row(
             [
                 f"in A, {r['function']} holds {_copies(r['copies_a'])} of {r['callee']}"
-                f"{where_a if r['copies_a'] else ''}; in B, {_copies(r['copies_b'])}"
+                f"{where_a if r['copies_a'] else ''}; "
+                f"in B, {_copies(r['copies_b']) if r['copies_b'] else 'none'}"
                 f"{where_b if r['copies_b'] else ''}"
             ]
         )
+    _omitted(sites, len(differ) - len(sites.rows), "decision")
+    same = len(report["inline_sites"]) - len(differ)
+    if same:
+        sites.notes.append(f"{same} inlined callees with as many copies in both builds (see JSON)")
     if not (ba["dwarf"] and bb["dwarf"]):
         sites.notes.append("DWARF was not read for both builds: see the notes above")
-    if report["inline_sites"] or sites.notes:
+    if differ or sites.notes:
         out.append(sites)
     return out
 

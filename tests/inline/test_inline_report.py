@@ -214,3 +214,33 @@ def test_missing_binary_is_a_note_not_a_failure() -> None:
     text = report.render_text(data, "table")
     assert "fib -> fib" in text
     assert re.search(r"^mix .* - +\?$", text, re.MULTILINE)  # size "-", DWARF "?"
+
+
+def test_inline_rows_list_every_callee_and_the_table_only_the_differences() -> None:
+    from collections import Counter
+
+    from icount.callgrind.parser import parse_bytes
+    from icount.inline.align import align, side_of
+    from icount.inline.dwarf import InlineSites
+
+    a_prof = b"events: Ir\nfn=main\n1 10\ncfn=helper\ncalls=5 1\n1 50\nfn=helper\n1 50\n"
+    b_prof = b"events: Ir\nfn=main\n1 60\n"
+    sites_a = InlineSites(copies={"main": Counter({"memcpy": 2})})
+    sites_b = InlineSites(copies={"main": Counter({"memcpy": 2, "helper": 5})})
+    data = report.build_report(
+        align(side_of([parse_bytes(a_prof, "a")], "Ir"), side_of([parse_bytes(b_prof, "b")], "Ir")),
+        "Ir",
+        report.BuildFacts("a", inlines=sites_a),
+        report.BuildFacts("b", inlines=sites_b),
+        top=20,
+    )
+    rows = [
+        (r["function"], r["callee"], r["copies_a"], r["copies_b"], r["same"])
+        for r in data["inline_sites"]
+    ]
+    assert rows == [("main", "helper", 0, 5, False), ("main", "memcpy", 2, 2, True)]
+    assert data["only_in_a"][0]["inlined_into_other"] == {"main": 5}
+    text = report.render_text(data, "table")
+    assert "in A, main holds no inlined copy of helper; in B, 5 inlined copies" in text
+    assert "1 inlined callees with as many copies in both builds (see JSON)" in text
+    assert "memcpy" not in text
