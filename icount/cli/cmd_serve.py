@@ -361,17 +361,24 @@ def _cmd_adapter(cmd: str, flags: _CmdFlags) -> Any:
 
 
 def _binary_extra(t: Any) -> dict[str, Any]:
+    """The target binary's sizes for the table: `icount size`'s figures for an ELF or
+    Mach-O file (file bytes and executable bytes), the file's size for anything else
+    (a script)."""
+    from icount.errors import IcountError
     from icount.serve.adapter import binary_path
+    from icount.size import summarize
 
     p = binary_path(t.adapter, t.build_dir)
     if p is None:
         return {}
-    return {"binary": p.name, "binary_bytes": _size(p)}
-
-
-def _size(p: Path) -> int:
-    """The binary's size: file bytes (`icount size`'s figure where that exists)."""
-    return p.stat().st_size
+    extra: dict[str, Any] = {"binary": p.name, "binary_bytes": p.stat().st_size}
+    try:
+        sizes = summarize(p)
+    except IcountError:
+        return extra  # not an executable image: the file size is all there is
+    extra["binary_bytes"] = sizes["file_bytes"]
+    extra["binary_text_bytes"] = sizes["text_bytes"]
+    return extra
 
 
 def _size_text(_t: Any, res: Any, name: str) -> str:
@@ -379,5 +386,8 @@ def _size_text(_t: Any, res: Any, name: str) -> str:
 
     for c in res.cells:
         if c.name == name and "binary_bytes" in c.extra:
-            return human_bytes(int(c.extra["binary_bytes"]))
+            text = human_bytes(int(c.extra["binary_bytes"]))
+            if "binary_text_bytes" in c.extra:
+                text += f" (text {human_bytes(int(c.extra['binary_text_bytes']))})"
+            return text
     return ""

@@ -176,7 +176,7 @@ def _server_gone(server: Server) -> str | None:
     return f"the server {text}"
 
 
-def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> float:
+def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> None:
     from icount.serve.http_client import fetch
 
     probe = PathSpec("ready", adapter.ready_target, Expect())
@@ -195,7 +195,7 @@ def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> floa
             )
         try:
             fetch(HOST, port, probe, timeout_s=max(left, 0.1))
-            return time.monotonic() - t0
+            return
         except (OSError, RunFailedError):
             time.sleep(READY_POLL_S)
 
@@ -276,8 +276,8 @@ def _auto_warmup(
 @contextlib.contextmanager
 def _server_process(
     target: Target, path: PathSpec, opts: MethodOptions, run_dir: Path, note: Note
-) -> Iterator[tuple[Any, int, float]]:
-    """A started, ready server: yields (server, port, seconds to ready). Stops it and
+) -> Iterator[tuple[Any, int]]:
+    """A started, ready server: yields (server, port). Stops it and
     removes its working directory whatever happens; a RunFailedError inside (a window
     that failed, a client that could not connect) ends the run with the server's state.
     The caller checks that the server is still alive at the end of its work."""
@@ -286,8 +286,8 @@ def _server_process(
     server: Any = None
     try:
         server = _start(target, opts, run_dir, workdir, port)
-        ready_s = _wait_ready(server, port, target.adapter, note)
-        yield server, port, ready_s
+        _wait_ready(server, port, target.adapter, note)
+        yield server, port
     except RunFailedError as e:
         raise _Invalid(_with_server(server, str(e)) if server else str(e)) from None
     finally:
@@ -337,12 +337,11 @@ def _run_windows(
     note: Note,
 ) -> dict[str, Any]:
     """One server process: ready, verify, warm up, --reps windows. Returns the detail."""
-    with _server_process(target, path, opts, run_dir, note) as (server, port, ready_s):
+    with _server_process(target, path, opts, run_dir, note) as (server, port):
         _preflight(server, opts, choice)
         if choice.method == "differential":
             raise _UseDifferential
         detail: dict[str, Any] = {
-            "ready_s": round(ready_s, 2),
             "method": choice.method or "windows",
         }
         with _open_client(server, opts, port, path) as client:
@@ -379,7 +378,7 @@ def _lifetime(
     target: Target, path: PathSpec, opts: MethodOptions, run_dir: Path, n: int, note: Note
 ) -> tuple[int, Any]:
     """Instructions of one whole server life serving warm-up + n requests."""
-    with _server_process(target, path, opts, run_dir, note) as (server, port, _):
+    with _server_process(target, path, opts, run_dir, note) as (server, port):
         with _open_client(server, opts, port, path) as client:
             note(f"lifetime of {n} requests (differential method)")
             if opts.warmup:

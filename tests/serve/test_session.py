@@ -102,3 +102,24 @@ def test_ctrl_c_stops_every_process_and_keeps_finished_cells(
     assert "interrupted" in err
     assert list(cells(out)) == [("a-quick", "plaintext")]
     assert leftovers(str(c_epoll)) == []
+
+
+@pytest.mark.slow
+def test_thread_counts_one_valgrind_thread(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    """c-epoll has one thread: --thread 1 counts what the process total counts, and a
+    thread number the server does not have is the cell's reason, not a crash."""
+    target = make_adapter("one-thread")
+    medians = {}
+    for flag in ([], ["--thread", "1"], ["--thread", "2"]):
+        out = tmp_path / f"r{len(medians)}.json"
+        run_icount(["serve", str(target), "--runs", "1", *FAST, *flag, "-o", str(out), "-q"],
+                   tmp_path)  # fmt: skip
+        medians[" ".join(flag)] = cells(out)[("one-thread", "plaintext")]
+    assert medians[""]["median"] == medians["--thread 1"]["median"]
+    assert medians["--thread 1"]["valid"] is True
+    assert (
+        "--thread 2: the server has no such valgrind thread (threads seen: 1)"
+        in (medians["--thread 2"]["reason"])
+    )
