@@ -34,16 +34,67 @@ _DESCEND = frozenset(
 )
 
 
+_QUALIFIERS = (" const", " volatile", " &&", " &", " noexcept")
+
+
+def match_key(name: str) -> str:
+    """The part of a function name both callgrind and DWARF spell alike.
+
+    Callgrind prints demangled C++ names with their parameters (`calc::mix(long)`);
+    DWARF has the linkage name (the same, once demangled) only for functions with
+    external linkage, and for the others just `DW_AT_name` under its namespaces
+    (`calc::mix`). Matching drops the parameter list and what follows it.
+    """
+    key = name.strip()
+    trimmed = True
+    while trimmed:
+        trimmed = False
+        for q in _QUALIFIERS:
+            if key.endswith(q):
+                key, trimmed = key[: -len(q)].rstrip(), True
+    if key.endswith(")"):
+        depth = 0
+        for i in range(len(key) - 1, -1, -1):
+            if key[i] == ")":
+                depth += 1
+            elif key[i] == "(":
+                depth -= 1
+                if depth == 0:
+                    return key[:i] if i > 0 else key  # "(below main)" stays whole
+    return key
+
+
 @dataclass
 class InlineSites:
-    """function -> inlined callee -> copies; `lines` holds the distinct call sites."""
+    """Inlined copies per (function, callee), both keyed by `match_key`."""
 
     copies: dict[str, Counter[str]] = field(default_factory=dict)
-    lines: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    lines: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # distinct call sites
+    names: dict[str, str] = field(default_factory=dict)  # key -> the name first seen
     notes: list[str] = field(default_factory=list)
 
+    def add(self, function: str, callee: str, site: str | None) -> None:
+        fk, ck = match_key(function), match_key(callee)
+        self.names.setdefault(fk, function)
+        self.names.setdefault(ck, callee)
+        self.copies.setdefault(fk, Counter())[ck] += 1
+        if site:
+            self.lines.setdefault((fk, ck), set()).add(site)
+
     def sites(self, function: str) -> Counter[str]:
-        return self.copies.get(function, Counter())
+        """Callee key -> copies inlined into `function`."""
+        return self.copies.get(match_key(function), Counter())
+
+    def holders(self, callee: str) -> dict[str, int]:
+        """Function name -> copies of `callee` it holds."""
+        ck = match_key(callee)
+        return {self.names[fk]: c[ck] for fk, c in sorted(self.copies.items()) if c[ck]}
+
+    def call_sites(self, function: str, callee_key: str) -> list[str]:
+        return sorted(self.lines.get((match_key(function), callee_key), set()))
+
+    def name(self, key: str) -> str:
+        return self.names.get(key, key)
 
 
 def read_inline_sites(path: str | Path, names_at: dict[int, str]) -> InlineSites:
@@ -99,11 +150,7 @@ class _Walker:
                     continue  # declaration or abstract instance: no code of its own
                 fn = self._concrete_name(d)
             elif tag == "DW_TAG_inlined_subroutine" and fn is not None:
-                callee = self._origin_name(d)
-                self.out.copies.setdefault(fn, Counter())[callee] += 1
-                site = self._call_site(d)
-                if site:
-                    self.out.lines.setdefault((fn, callee), set()).add(site)
+                self.out.add(fn, self._origin_name(d), self._call_site(d))
             if d.has_children:
                 children = [(c, fn) for c in d.iter_children()]
                 children.reverse()
@@ -135,7 +182,7 @@ class _Walker:
                     name = demangle(_text(attrs[attr].value))
                     break
             if name is None and "DW_AT_name" in attrs:
-                name = _text(attrs["DW_AT_name"].value)
+                name = _qualified(d, _text(attrs["DW_AT_name"].value))
             if name is not None:
                 break
             ref = next(
@@ -171,6 +218,24 @@ class _Walker:
                 cached += [Path(_text(e.name)).name for e in entries]
             self.line_files[self.cu.cu_offset] = cached
         return cached
+
+
+_SCOPES = frozenset(
+    {"DW_TAG_namespace", "DW_TAG_structure_type", "DW_TAG_class_type", "DW_TAG_union_type"}
+)
+
+
+def _qualified(die: Any, name: str) -> str:
+    """`name` under its enclosing namespaces and classes: `calc::mix`."""
+    parts = [name]
+    parent = die.get_parent()
+    for _ in range(32):
+        if parent is None or parent.tag not in _SCOPES:
+            break
+        scope = parent.attributes.get("DW_AT_name")
+        parts.append(_text(scope.value) if scope is not None else "(anonymous namespace)")
+        parent = parent.get_parent()
+    return "::".join(reversed(parts))
 
 
 def _text(value: Any) -> str:

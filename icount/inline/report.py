@@ -44,9 +44,7 @@ def _sites(inlines: InlineSites | None, fn: str) -> Counter[str]:
 def _holders(inlines: InlineSites | None, callee: str) -> dict[str, int] | None:
     """Functions that hold inlined copies of `callee`, with the number of copies
     (None: that build's DWARF was not read)."""
-    if inlines is None:
-        return None
-    return {fn: c[callee] for fn, c in sorted(inlines.copies.items()) if c[callee]}
+    return None if inlines is None else inlines.holders(callee)
 
 
 def _only_row(d: FunctionDelta, side: str, facts: BuildFacts, other: BuildFacts) -> dict[str, Any]:
@@ -162,23 +160,24 @@ def _inline_rows(
             continue
         seen.add(fn)
         sa, sb = _sites(a.inlines, fn), _sites(b.inlines, fn)
-        for callee in sorted(set(sa) | set(sb), key=lambda c: (-abs(sa[c] - sb[c]), c)):
+        for key in sorted(set(sa) | set(sb), key=lambda c: (-abs(sa[c] - sb[c]), c)):
+            named_by = a.inlines if sa[key] and a.inlines else b.inlines
             rows.append(
                 {
                     "function": fn,
-                    "callee": callee,
-                    "copies_a": sa[callee],
-                    "copies_b": sb[callee],
-                    "same": sa[callee] == sb[callee],
-                    "lines_a": _lines(a.inlines, fn, callee),
-                    "lines_b": _lines(b.inlines, fn, callee),
+                    "callee": named_by.name(key) if named_by else key,
+                    "copies_a": sa[key],
+                    "copies_b": sb[key],
+                    "same": sa[key] == sb[key],
+                    "lines_a": _lines(a.inlines, fn, key),
+                    "lines_b": _lines(b.inlines, fn, key),
                 }
             )
     return rows
 
 
-def _lines(inlines: InlineSites | None, fn: str, callee: str) -> list[str]:
-    return [] if inlines is None else sorted(inlines.lines.get((fn, callee), set()))
+def _lines(inlines: InlineSites | None, fn: str, callee_key: str) -> list[str]:
+    return [] if inlines is None else inlines.call_sites(fn, callee_key)
 
 
 # -- rendering -----------------------------------------------------------------

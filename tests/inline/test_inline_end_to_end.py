@@ -20,8 +20,8 @@ pytestmark = [
 ]
 
 
-def build(out: Path, *flags: str) -> Path:
-    subprocess.run(["gcc", "-O2", "-g", *flags, "-o", str(out), str(SOURCE)], check=True)
+def build(out: Path, *flags: str, source: Path = SOURCE, compiler: str = "gcc") -> Path:
+    subprocess.run([compiler, "-O2", "-g", *flags, "-o", str(out), str(source)], check=True)
     return out
 
 
@@ -103,3 +103,19 @@ def test_scripts_get_a_note_instead_of_sizes(tmp_path: Path) -> None:
         build = data["builds"][side]
         assert build["symbols"] is False
         assert any("not an ELF or Mach-O file" in n for n in build["notes"])
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_cpp_names_meet_their_dwarf(tmp_path: Path) -> None:
+    # callgrind says calc::mix(long); DWARF knows the static helper as calc::mix.
+    source = SOURCE.with_name("inline.cpp")
+    a = build(tmp_path / "a", source=source, compiler="g++")
+    b = build(tmp_path / "b", "-fno-inline", source=source, compiler="g++")
+    done = icount_inline(str(a), str(b), "--format", "json", "--", "1000", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    only_b = {r["name"]: r for r in data["only_in_b"]}
+    assert only_b["calc::mix(long)"]["calls"] == 1000
+    assert only_b["calc::mix(long)"]["inlined_into_other"] == {"calc::run(long)": 1, "main": 1}
+    assert only_b["calc::Acc<long>::add(long)"]["calls"] == 1000
+    assert only_b["calc::run(long)"]["inlined_into_other"] == {"main": 1}

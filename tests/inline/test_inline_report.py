@@ -217,16 +217,16 @@ def test_missing_binary_is_a_note_not_a_failure() -> None:
 
 
 def test_inline_rows_list_every_callee_and_the_table_only_the_differences() -> None:
-    from collections import Counter
-
     from icount.callgrind.parser import parse_bytes
     from icount.inline.align import align, side_of
     from icount.inline.dwarf import InlineSites
 
     a_prof = b"events: Ir\nfn=main\n1 10\ncfn=helper\ncalls=5 1\n1 50\nfn=helper\n1 50\n"
     b_prof = b"events: Ir\nfn=main\n1 60\n"
-    sites_a = InlineSites(copies={"main": Counter({"memcpy": 2})})
-    sites_b = InlineSites(copies={"main": Counter({"memcpy": 2, "helper": 5})})
+    sites_a, sites_b = InlineSites(), InlineSites()
+    for sites, callees in ((sites_a, ["memcpy"] * 2), (sites_b, ["memcpy"] * 2 + ["helper"] * 5)):
+        for callee in callees:
+            sites.add("main", callee, "x.c:3")
     data = report.build_report(
         align(side_of([parse_bytes(a_prof, "a")], "Ir"), side_of([parse_bytes(b_prof, "b")], "Ir")),
         "Ir",
@@ -241,6 +241,16 @@ def test_inline_rows_list_every_callee_and_the_table_only_the_differences() -> N
     assert rows == [("main", "helper", 0, 5, False), ("main", "memcpy", 2, 2, True)]
     assert data["only_in_a"][0]["inlined_into_other"] == {"main": 5}
     text = report.render_text(data, "table")
-    assert "in A, main holds no inlined copy of helper; in B, 5 inlined copies" in text
+    assert "in A, main holds no inlined copy of helper; in B, 5 inlined copies (x.c:3)" in text
     assert "1 inlined callees with as many copies in both builds (see JSON)" in text
     assert "memcpy" not in text
+
+
+def test_match_key_meets_dwarf_names() -> None:
+    from icount.inline.dwarf import match_key
+
+    assert match_key("calc::mix(long)") == "calc::mix"
+    assert match_key("calc::Acc<long>::add(long) const") == "calc::Acc<long>::add"
+    assert match_key("Foo::operator()(int) &&") == "Foo::operator()"
+    assert match_key("(below main)") == "(below main)"
+    assert match_key("fib") == "fib"
