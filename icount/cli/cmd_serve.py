@@ -34,6 +34,8 @@ callgrind windows are taken by callgrind dumps through vgdb (differential method
 over two lifetimes where ptrace is not allowed); perf windows by enable/disable on
 perf stat's control fifo. One server process serves one path (no cross-path state).
 Work driven by wall time (nginx's clock refresh) grows with time, not requests.
+--warmup auto warms up with windows of --requests until two in a row agree within a
+quarter of --max-spread (at most 30 windows) and records how many requests it took.
 """
 
 
@@ -59,7 +61,10 @@ def serve_command(
     runs: int = typer.Option(3, "--runs", min=1, max=100, help="Fresh server processes per cell."),
     reps: int = typer.Option(3, "--reps", min=1, max=100, help="Windows per server process."),
     warmup: str = typer.Option(
-        None, "--warmup", help="Requests before counting, or auto [callgrind 100, perf 1000]."
+        None,
+        "--warmup",
+        help="Requests before counting, or auto [callgrind 100, perf 1000, or the "
+        "adapter's warmup_hint when larger].",
     ),
     requests: int = typer.Option(
         None, "--requests", min=1, help="Requests per window [callgrind 1000, perf 40000]."

@@ -89,3 +89,17 @@ def test_server_that_never_becomes_ready(
     reason = cells(out)[("bad-flag", "plaintext")]["reason"]
     assert "exited with status" in reason and "before it was ready" in reason, reason
     assert "usage: c-epoll" in reason  # the server's own last stderr line
+
+
+def test_a_failed_build_invalidates_its_cells_with_the_tool_output(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    broken = make_adapter(
+        "broken", extra='build = [["sh", "-c", "echo server.c:3: error: expected ; >&2; exit 1"]]'
+    )
+    out = tmp_path / "r.json"
+    done = run_icount(["serve", str(broken), "--runs", "1", *FAST, "-o", str(out), "-q"], tmp_path)
+    assert done.returncode == 5, done.stderr
+    reason = cells(out)[("broken", "plaintext")]["reason"]
+    assert reason.startswith("build failed: broken: build step exited with status 1"), reason
+    assert "server.c:3: error: expected ;" in reason
