@@ -60,8 +60,8 @@ class SpecResult:
     fn_ids: I64  # ... and the function it names
     call_lines: I64  # file line of each call's cost line
     call_edges: I64
-    edges: list[tuple[int, int]]  # (caller, callee) in first-seen order
-    edge_counts: list[int]
+    edges: I64  # (caller, callee) rows in first-seen order
+    edge_counts: I64
 
 
 def classify(arr: tokens.U8, starts: I64, ends: I64) -> I64:
@@ -268,6 +268,6 @@ def run(
         fn_ids=fn_of_row,
         call_lines=line_idx[calls] + 1,
         call_edges=edge_id,
-        edges=list(map(tuple, edge_keys[edge_first].tolist())),
-        edge_counts=edge_counts.tolist(),
+        edges=edge_keys[edge_first].reshape(-1, 2),
+        edge_counts=edge_counts,
     )

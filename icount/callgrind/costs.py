@@ -28,7 +28,8 @@ def build_profile(
     """Sum the cost lines into the Profile of what `state` collected."""
     events, positions = _layout(state)
     n_ev, n_pos = len(events), len(positions)
-    n_fn, n_edge = len(state.functions), len(state.edge_counts)
+    function_keys, edge_pairs, edge_counts = state.graph()
+    n_fn, n_edge = len(function_keys), len(edge_pairs)
     cost_idx = np.flatnonzero(is_cost)
 
     tok = tokens.split_lines(arr, ends, is_cost)
@@ -94,7 +95,6 @@ def build_profile(
     summary = None
     if summaries and all(s is not None for s in summaries):
         summary = {e: sum(s[k] for s in summaries if s is not None) for k, e in enumerate(events)}
-    edge_keys = list(state.edges)
     return Profile(
         source=state.source,
         events=events,
@@ -105,11 +105,11 @@ def build_profile(
         pid=state.pid,
         creator=state.creator,
         parts=parts,
-        functions=[Function(*k) for k in state.functions],
+        functions=[Function(*k) for k in function_keys],
         self_cost=self_cost,
-        call_caller=np.array([k[0] for k in edge_keys], dtype=np.int64),
-        call_callee=np.array([k[1] for k in edge_keys], dtype=np.int64),
-        call_count=np.array(state.edge_counts, dtype=np.int64),
+        call_caller=edge_pairs[:, 0].copy(),
+        call_callee=edge_pairs[:, 1].copy(),
+        call_count=edge_counts,
         call_cost=call_cost,
         lines=lines,
     )

@@ -240,9 +240,7 @@ class _Parser(Collected):
         result = bulk.run(self.data, arr, spec.astype(np.int64), starts, ends, kind, part_start)
         if result is None:
             return False
-        self.functions = {key: i for i, key in enumerate(result.functions)}
-        self.edges = {key: i for i, key in enumerate(result.edges)}
-        self.edge_counts = result.edge_counts
+        self.bulk_graph = (result.functions, result.edges, result.edge_counts)
         lines = np.concatenate([np.array(self.fn_lines, dtype=np.int64), result.fn_lines])
         ids = np.concatenate([np.array(self.fn_ids, dtype=np.int64), result.fn_ids])
         order = np.argsort(lines, kind="stable")

@@ -41,8 +41,10 @@ class Collected:
         self.fn_ids: list[int] = []  # ... and the function it starts (-1: none)
         self.call_lines: list[int] = []  # index of each call's cost line ...
         self.call_edges: list[int] = []  # ... and the edge it belongs to
-        # The same four as arrays, when the bulk path made them (no list round trip).
+        # The same four as arrays, when the bulk path made them (no list round trip),
+        # and its functions, edges (caller, callee rows) and edge counts.
         self.bulk_arrays: tuple[I64, I64, I64, I64] | None = None
+        self.bulk_graph: tuple[list[tuple[str, str, str]], I64, I64] | None = None
         self.parts: list[PartState] = []
         self.creator: str | None = None
         self.command: str | None = None
@@ -61,3 +63,10 @@ class Collected:
             np.array(self.call_lines, dtype=np.int64),
             np.array(self.call_edges, dtype=np.int64),
         )
+
+    def graph(self) -> tuple[list[tuple[str, str, str]], I64, I64]:
+        """(function keys in id order, (caller, callee) rows, call counts)."""
+        if self.bulk_graph is not None:
+            return self.bulk_graph
+        pairs = np.array(list(self.edges), dtype=np.int64).reshape(-1, 2)
+        return list(self.functions), pairs, np.array(self.edge_counts, dtype=np.int64)
