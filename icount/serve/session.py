@@ -95,7 +95,7 @@ def _build(targets: Sequence[Target], state: SessionState, progress: Progress) -
 
 def _eta(durations: Sequence[float], left: int) -> str:
     if not durations:
-        return "cell eta unknown"
+        return "cell eta ?"
     secs = sum(durations) / len(durations) * left
     return f"cell eta {secs:.0f} s" if secs < 120 else f"cell eta {secs / 60:.1f} min"
 
@@ -131,7 +131,8 @@ def run_session(
     per_target: dict[str, list[float]] = {}
     for t, p in todo:
         opts = options(t)
-        key = f"{t.adapter.name}/{p.name} [{opts.backend}]"
+        # no square brackets: the progress bar reads its text as rich markup
+        key = f"{t.adapter.name}/{p.name}/{opts.backend}"
         runs: list[Run] = []
         built = state.built.get(t.adapter.name, "")
         invalid_reason = built if built.startswith("build failed") else None

@@ -38,8 +38,8 @@ def test_resume_measures_only_the_missing_cells(
     again = run_icount(["serve", str(target), "--runs", "1", *FAST, "--resume", str(partial)],
                        tmp_path)  # fmt: skip
     assert again.returncode == 0, again.stderr
-    assert "two-paths/plaintext [callgrind]" not in again.stderr  # not measured again
-    assert "two-paths/json [callgrind] run 1/1" in again.stderr
+    assert "two-paths/plaintext/callgrind run" not in again.stderr  # not measured again
+    assert "two-paths/json/callgrind run 1/1" in again.stderr
     after = cells(partial)
     assert after[("two-paths", "plaintext")] == before
     assert after[("two-paths", "json")]["valid"] is True
