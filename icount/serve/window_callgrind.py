@@ -112,6 +112,8 @@ class CallgrindServer:
         self.vgdb = procs.require("vgdb", callgrind.INSTALL_HINT)
         valgrind = callgrind.require_valgrind()
         run_dir.mkdir(parents=True, exist_ok=True)
+        for stale in profile_files(run_dir):  # kept by an earlier session (--keep-profiles)
+            (run_dir / stale).unlink()
         self.log_file = run_dir / "valgrind.log"
         prefix, _ = environment.aslr_wrapper()
         args = valgrind_args(run_dir / OUT_NAME, self.log_file, thread is not None)

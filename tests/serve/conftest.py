@@ -64,7 +64,7 @@ def make_adapter(tmp_path: Path, c_epoll: Path) -> AdapterMaker:
 
     def make(name: str, *flags: str, paths: str = PLAINTEXT, extra: str = "") -> Path:
         folder = tmp_path / "adapters" / name
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
         argv = [str(c_epoll), "--port", "{port}", *flags]
         toml = (
             f"name = {json.dumps(name)}\n"

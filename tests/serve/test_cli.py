@@ -22,6 +22,7 @@ from .conftest import run_icount
         (["--format", "xml"], "unknown format 'xml'"),
         (["--cmd", "s {port}", "--expect-json", "{"], "--expect-json is not JSON"),
         (["--load", "siege"], "unknown load generator 'siege'"),
+        (["--max-load", "-1"], "is above --max-load -1; the machine is busy"),
     ],
 )
 def test_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:

@@ -94,3 +94,26 @@ def test_loop_cost_recovered_under_perf(
     one, _ = per_request(make_adapter, tmp_path, K, concurrency, "perf", requests=20000)
     two, _ = per_request(make_adapter, tmp_path, 2 * K, concurrency, "perf", requests=20000)
     assert abs((two - one) - LOOP_COST) <= 0.001 * LOOP_COST, (one, two)
+
+
+@pytest.mark.slow
+def test_a_failed_ptrace_preflight_switches_to_the_differential_method(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where vgdb cannot reach the idle server, the session falls back and says why."""
+    from icount.serve import window_callgrind
+
+    monkeypatch.setattr(
+        window_callgrind.CallgrindServer,
+        "preflight",
+        lambda self: "ptrace: Operation not permitted",
+    )
+    choice = WindowChoice()
+    value, detail = per_request(make_adapter, tmp_path, K, 1, choice=choice, requests=100)
+    assert detail["method"] == "differential"
+    assert choice.method == "differential"
+    assert choice.why == "ptrace: Operation not permitted: differential method over two lifetimes"
+    monkeypatch.undo()
+    windows, _ = per_request(make_adapter, tmp_path, K, 1, requests=100)
+    # the two methods agree on the same server (the dump windows carry +27 per window)
+    assert abs(value - windows) <= 0.001 * windows, (value, windows)

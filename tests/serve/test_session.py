@@ -123,3 +123,28 @@ def test_thread_counts_one_valgrind_thread(
         "--thread 2: the server has no such valgrind thread (threads seen: 1)"
         in (medians["--thread 2"]["reason"])
     )
+
+
+@pytest.mark.slow
+def test_kept_profiles_of_an_earlier_session_are_not_counted_again(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    target = make_adapter("kept")
+    out = tmp_path / "r.json"
+    args = ["serve", str(target), "--runs", "1", *FAST, "-o", str(out), "-q", "--keep-profiles"]
+    first = run_icount(args, tmp_path)
+    assert first.returncode == 0, first.stderr
+    run_dir = tmp_path / "r.artifacts" / "runs" / "kept" / "plaintext" / "run-1"
+    kept = sorted(p.name for p in run_dir.glob("callgrind.out*"))
+    # the final profile plus an opening and a closing dump per rep (2 reps)
+    assert kept == ["callgrind.out", *(f"callgrind.out.{i}" for i in range(1, 5))]
+
+    def instructions() -> list[int]:
+        reps = cells(out)[("kept", "plaintext")]["runs"][0]["detail"]["reps"]
+        return [rep["instructions"] for rep in reps]
+
+    before = instructions()
+    again = run_icount([*args, "--force"], tmp_path)
+    assert again.returncode == 0, again.stderr
+    # the same windows again (c-epoll is deterministic), not the old files summed in
+    assert instructions() == before
