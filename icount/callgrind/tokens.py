@@ -63,28 +63,37 @@ def split_lines(arr: U8, line_ends: I64, selected: Mask) -> Tokens:
     return Tokens(ts, te, line, col, per_line)
 
 
-def unsigned(arr: U8, start: I64, end: I64, base: int = 10) -> tuple[I64, Mask]:
+def unsigned(
+    arr: U8, start: I64, end: I64, base: int | npt.NDArray[np.int64] = 10
+) -> tuple[I64, Mask]:
     """Values of the digit strings arr[start:end] and whether each one is valid.
 
-    Tokens are ordered longest first, so that digit k is one pass over the prefix of
-    tokens that have one: the work is the number of digits, not tokens x longest.
+    `base` is 10, 16 or one of them per token. Tokens are ordered longest first, so
+    that digit k is one pass over the prefix of tokens that have one: the work is
+    the number of digits, not tokens x longest.
     """
     n = len(start)
+    bases = np.broadcast_to(np.asarray(base, dtype=np.int64), (n,))
+    limit = np.where(bases == 16, _MAX_DIGITS[16], _MAX_DIGITS[10])
     length = end - start
-    ok = (length > 0) & (length <= _MAX_DIGITS[base])
+    ok = (length > 0) & (length <= limit)
     if n == 0:
         return np.zeros(0, dtype=np.int64), ok
-    clipped = np.minimum(np.maximum(length, 0), _MAX_DIGITS[base]).astype(np.uint8)
+    clipped = np.minimum(np.maximum(length, 0), limit).astype(np.uint8)
     order = np.argsort(~clipped, kind="stable")  # radix sort of uint8: longest first
     s_sorted = start[order]
-    active = np.cumsum(np.bincount(clipped, minlength=_MAX_DIGITS[base] + 1)[::-1])[::-1]
+    b_sorted = bases[order]
+    longest = int(clipped.max())
+    active = np.cumsum(np.bincount(clipped, minlength=longest + 1)[::-1])[::-1]
     value = np.zeros(n, dtype=np.int64)
     good = np.ones(n, dtype=bool)
-    for k in range(int(clipped.max())):
+    for k in range(longest):
         m = int(active[k + 1])  # tokens with more than k digits
+        b = b_sorted[:m]
         digit = DIGIT[arr[s_sorted[:m] + k]]
-        good[:m] &= digit < base
-        value[:m] = value[:m] * base + np.where(digit < base, digit, 0)
+        fits = digit < b
+        good[:m] &= fits
+        value[:m] = value[:m] * b + np.where(fits, digit, 0)
     out = np.empty(n, dtype=np.int64)
     out[order] = value
     valid = np.empty(n, dtype=bool)
@@ -102,25 +111,17 @@ def positions(arr: U8, start: I64, end: I64) -> tuple[I64, Mask, Mask]:
 
     Absolute: decimal or `0x` hex. Relative: `+n`, `-n` (decimal) or `*` (same).
     """
-    n = len(start)
     length = end - start
     last = len(arr) - 1
     first = arr[np.minimum(start, last)]
     second = arr[np.minimum(start + 1, last)]
     star = (first == ord("*")) & (length == 1)
-    sign = np.where(first == ord("-"), -1, 1)
     relative = (first == ord("+")) | (first == ord("-"))
     hexa = (first == ord("0")) & (length > 2) & ((second == ord("x")) | (second == ord("X")))
-    skip = np.where(relative, 1, np.where(hexa, 2, 0))
-    value = np.zeros(n, dtype=np.int64)
-    ok = star.copy()
-    for is_hex in (False, True):
-        sel = ~star & (hexa == is_hex)
-        v, good = unsigned(arr, start[sel] + skip[sel], end[sel], 16 if is_hex else 10)
-        value[sel] = v
-        ok[sel] = good
-    value *= sign
-    return value, ~(star | relative), ok
+    skip = relative + 2 * hexa
+    value, ok = unsigned(arr, start + skip, end, np.where(hexa, 16, 10))
+    value = np.where(star, 0, np.where(first == ord("-"), -value, value))
+    return value, ~(star | relative), ok | star
 
 
 def resolve(value: I64, absolute: Mask) -> I64:
