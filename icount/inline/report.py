@@ -64,7 +64,9 @@ def _only_row(d: FunctionDelta, side: str, facts: BuildFacts, other: BuildFacts)
 def build_report(
     alignment: Alignment, event: str, a: BuildFacts, b: BuildFacts, top: int
 ) -> dict[str, Any]:
-    """All figures of the report; `top` (0: all) limits every list."""
+    """All figures of the report. `top` (0: all) limits the function and edge lists
+    (the terminal table also cuts the inlining rows at `top`); `inline_sites` holds
+    every inlined callee of the functions listed."""
 
     def cut(rows: Sequence[Any]) -> list[Any]:
         return list(rows if top <= 0 else rows[:top])
