@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,7 +162,11 @@ def record_profile(
         exe,
         *argv[1:],
     ]
-    done = procs.run(full, env=run_env, cwd=workdir, timeout=timeout)
+    try:
+        done = procs.run(full, env=run_env, cwd=workdir, timeout=timeout)
+    finally:
+        if cwd is None:
+            shutil.rmtree(workdir, ignore_errors=True)
     if done.timed_out:
         raise RunFailedError(f"{argv[0]} timed out after {timeout:g} s under callgrind")
     if done.returncode != 0:
