@@ -37,9 +37,12 @@ class SessionState:
     window: WindowChoice = field(default_factory=WindowChoice)
     built: dict[str, str] = field(default_factory=dict)  # adapter -> "built" or why not
     resumed: list[str] = field(default_factory=list)
+    # Client throughput varies from run to run: it is provenance, not a result.
+    client_rps: dict[str, list[list[float]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "client_rps_per_run_and_rep": dict(sorted(self.client_rps.items())),
             "callgrind_window": {"method": self.window.method, "why": self.window.why},
             "builds": dict(sorted(self.built.items())),
             "resumed_cells": sorted(self.resumed),
@@ -146,6 +149,8 @@ def run_session(
             note = functools.partial(_note, progress, head, eta, finished, total)
             run_dir = artifacts / "runs" / _safe(t.adapter.name) / _safe(p.name) / f"run-{i + 1}"
             value, reason, detail = measure_run(t, p, opts, run_dir, state.window, note)
+            rps = [rep.pop("client_rps") for rep in detail.get("reps", []) if "client_rps" in rep]
+            state.client_rps.setdefault(key, []).append(rps)
             history.append(time.monotonic() - t0)
             runs.append(Run(value, reason is None, reason, detail))
             finished += 1

@@ -148,3 +148,22 @@ def test_kept_profiles_of_an_earlier_session_are_not_counted_again(
     assert again.returncode == 0, again.stderr
     # the same windows again (c-epoll is deterministic), not the old files summed in
     assert instructions() == before
+
+
+@pytest.mark.slow
+def test_two_invocations_give_byte_identical_results_and_tables(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    target = make_adapter("same", paths=PLAINTEXT + JSON_PATH)
+    outputs = []
+    for i in (1, 2):
+        out = tmp_path / f"r{i}.json"
+        args = ["serve", str(target), "--runs", "2", *FAST, "-o", str(out), "-q", "-f", "md"]
+        done = run_icount(args, tmp_path)
+        assert done.returncode == 0, done.stderr
+        csv = run_icount(["table", "-f", "csv", str(out)], tmp_path).stdout
+        outputs.append((out.read_text(), done.stdout, csv))
+    assert outputs[0] == outputs[1]
+    prov = json.loads((tmp_path / "r1.provenance.json").read_text())
+    assert "same/plaintext/callgrind" in prov["client_rps_per_run_and_rep"]
+    assert "client_rps" not in outputs[0][0]
