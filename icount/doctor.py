@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
+from icount.serve.cpus import format_cpu_list
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def checks() -> list[Check]:
         Check(
             "CPUs icount may pin to",
             len(cpus) >= 2,
-            f"{_ranges(cpus)} ({len(cpus)}; serve wants 2+: server and load generator apart)",
+            f"{format_cpu_list(cpus)} ({len(cpus)}; serve wants 2+: server and load apart)",
         )
     )
     load1, load5, _ = os.getloadavg()
@@ -84,16 +85,3 @@ def auto_backend() -> str:
     except IcountError as e:
         return f"none: {e}"
     return f"{c.backend}: {c.why}"
-
-
-def _ranges(cpus: list[int]) -> str:
-    """[0, 1, 2, 5] -> '0-2,5'."""
-    parts: list[str] = []
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(parts)
