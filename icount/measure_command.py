@@ -89,11 +89,11 @@ def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
             c = callgrind.count_command(
                 spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout
             )
-            count, rc, problem = c.instructions, c.returncode, c.problem
+            count, rc, problem, timed_out = c.instructions, c.returncode, c.problem, c.timed_out
             detail: dict[str, Any] = {"exit": rc, "processes": c.profiles}
         else:
             p = perf.count_command(spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout)
-            count, rc, problem = p.instructions, p.returncode, p.problem
+            count, rc, problem, timed_out = p.instructions, p.returncode, p.problem, p.timed_out
             detail = {"exit": rc}
     finally:
         if opts.cwd is None:
@@ -101,6 +101,8 @@ def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
         if not opts.keep_profiles:
             for f in run_dir.glob("callgrind.out.*"):
                 f.unlink()
+    if timed_out:
+        return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail)
     if rc not in opts.allowed_exits:
         return Run(count, False, _exit_reason(rc, run_dir), detail)
     if problem is not None or count is None:

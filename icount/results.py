@@ -86,7 +86,7 @@ class Cell:
         if bad:
             first = bad[0].reason or "run failed"
             more = f" (and {len(bad) - 1} more failed runs)" if len(bad) > 1 else ""
-            return f"run {self.runs.index(bad[0]) + 1} of {len(self.runs)}: {first}{more}"
+            return f"run {self.runs.index(bad[0]) + 1} of {self.runs_wanted}: {first}{more}"
         if len(self.runs) < self.runs_wanted:
             return f"only {len(self.runs)} of {self.runs_wanted} runs completed"
         summary = self.summary
@@ -156,14 +156,23 @@ def write_atomic(path: Path, text: str, *, overwrite: bool) -> None:
     if path.exists() and not overwrite:
         raise UsageError(f"{path} exists; refusing to overwrite it", hint="pass --force")
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", hint="name a file to write")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def provenance_path(results_path: Path) -> Path:
@@ -203,7 +212,7 @@ def load(path: Path) -> Results:
     if size > MAX_RESULTS_BYTES:
         raise ResultsFileError(f"{size} bytes is too large for a results file", source=src)
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
+        doc = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise ResultsFileError("not UTF-8 text; not an icount results file", source=src) from None
     except json.JSONDecodeError as e:
@@ -211,7 +220,13 @@ def load(path: Path) -> Results:
             f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); truncated or corrupt?",
             source=src,
         ) from None
+    except ValueError as e:  # NaN or Infinity, which icount never writes
+        raise ResultsFileError(f"not a valid results file: {e}", source=src) from None
     return from_json(doc, src)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number icount writes")
 
 
 def from_json(doc: Any, src: str) -> Results:
@@ -227,6 +242,11 @@ def from_json(doc: Any, src: str) -> Results:
         cells = tuple(_cell(c) for c in _list(doc["cells"], "cells"))
     except (KeyError, TypeError, ValueError) as e:
         raise ResultsFileError(f"malformed results file: {_describe(e)}", source=src) from None
+    seen: set[tuple[str, str, str]] = set()
+    for cell in cells:
+        if cell.key in seen:
+            raise ResultsFileError(f"cell {cell.key_text} appears twice", source=src)
+        seen.add(cell.key)
     return Results(fingerprint, cells)
 
 
@@ -286,7 +306,7 @@ def _cell(doc: Any) -> Cell:
     runs_wanted = d["runs_wanted"]
     if not isinstance(runs_wanted, int) or runs_wanted < 1:
         raise ValueError("cell.runs_wanted must be a positive integer")
-    return Cell(
+    cell = Cell(
         name=_str(d["name"], "cell.name"),
         path=_str(d["path"], "cell.path"),
         backend=_str(d["backend"], "cell.backend"),
@@ -298,6 +318,25 @@ def _cell(doc: Any) -> Cell:
         extra=_obj(d.get("extra", {}), "cell.extra"),
         invalid_reason=_opt_str(d.get("invalid_reason"), "cell.invalid_reason"),
     )
+    _check_stored_statistics(cell, d)
+    return cell
+
+
+def _check_stored_statistics(cell: Cell, d: dict[str, Any]) -> None:
+    """The statistics stored beside the runs are derived from them: a file where they
+    disagree was edited or damaged, and its numbers cannot be trusted."""
+    s = cell.summary
+    derived: dict[str, Any] = {
+        "median": s.median if s else None,
+        "min": s.min if s else None,
+        "max": s.max if s else None,
+        "valid": cell.valid,
+    }
+    for key, want in derived.items():
+        if key in d and d[key] != want:
+            raise ValueError(
+                f"cell {cell.key_text}: stored {key} {d[key]!r} disagrees with its runs"
+            )
 
 
 def merge(named: Iterable[tuple[str, Results]]) -> Results:

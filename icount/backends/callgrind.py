@@ -108,6 +108,13 @@ def _sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
 
     total = 0
     for p in profiles:
+        if p.stat().st_size == 0:
+            # callgrind writes the profile when the process ends; empty means the process
+            # was killed first, which happens to a child still running when the command exits.
+            return None, (
+                f"{p.name}: a process the command started was still running when the command "
+                "exited, and was stopped before callgrind wrote its profile (wait for children)"
+            )
         try:
             prof = parse_file(p)
         except ParseError as e:

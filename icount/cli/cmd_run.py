@@ -54,7 +54,9 @@ def run_command(
     max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
     allow_exit: str = typer.Option("0", "--allow-exit", help="Accepted exit codes: 0,1 or any."),
     env: list[str] = typer.Option([], "--env", help="KEY=VALUE added to the environment."),
-    timeout: float = typer.Option(None, "--timeout", help="Seconds per run before it is killed."),
+    timeout: float = typer.Option(
+        None, "--timeout", min=0.001, help="Seconds per run before it is killed."
+    ),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/run-NNN.json]."
@@ -76,7 +78,7 @@ def run_command(
     specs = _collect(command or [], name, cmd, file, extra_env)
     base = Path.cwd()
     specs = [measure_command.resolve(s, base) for s in specs]
-    out = output_path(output, "run").absolute()  # runs execute in another directory
+    out = output_path(output, "run")
     if out.exists() and not force:
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
 
@@ -151,16 +153,19 @@ def _collect(
 def _load_toml(path: Path, env: dict[str, str]) -> list[Any]:
     import tomllib
 
+    from icount.errors import ParseError
     from icount.measure_command import CommandSpec
 
     try:
         doc = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
+        raise ParseError("no such file", source=str(path)) from None
+    except IsADirectoryError:
+        raise ParseError("is a directory, not a commands file", source=str(path)) from None
     except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read: {e}") from None
+        raise ParseError(f"cannot read: {e}", source=str(path)) from None
     except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: invalid TOML: {e}") from None
+        raise ParseError(f"invalid TOML: {e}", source=str(path)) from None
     entries = doc.get("command")
     if not isinstance(entries, list) or not entries:
         raise UsageError(f"{path}: expected one or more [[command]] tables")

@@ -137,7 +137,9 @@ def serve_command(
             err=True,
         )
 
-    out = output if output is not None else (resume or output_path(None, "serve"))
+    if resume is not None:
+        resume = resume.absolute()
+    out = output_path(output if output is not None else resume, "serve")
     if out.exists() and not force and out != resume:
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
     artifacts = out.with_suffix(".artifacts")

@@ -29,6 +29,10 @@ def parse_exit_codes(text: str) -> frozenset[int] | None:
 
 
 def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount-results")) -> Path:
+    """The results file to write, made absolute: measured programs run elsewhere."""
     from icount.results import next_free_path
 
-    return explicit if explicit is not None else next_free_path(directory, stem)
+    path = explicit if explicit is not None else next_free_path(directory, stem)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", hint="give --output a file name")
+    return path.absolute()

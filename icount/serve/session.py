@@ -57,7 +57,15 @@ def check_resume(
     previous: Results, fingerprint: Mapping[str, Any], planned: Mapping[tuple[str, str, str], Any]
 ) -> None:
     """Refuse to continue a file whose cells are not comparable with this session's."""
+    foreign = sorted(c.key_text for c in previous.cells if c.unit != UNIT_PER_REQUEST)
+    if foreign:
+        raise UsageError(
+            f"the file to resume holds cells that are not from icount serve ({', '.join(foreign)})",
+            hint="start a new results file with -o",
+        )
     diff = environment.fingerprint_differences(previous.fingerprint, fingerprint)
+    if previous.fingerprint.get("backend_argv") != fingerprint.get("backend_argv"):
+        diff.append("backend_argv")
     if previous.fingerprint.get("backend") != fingerprint.get("backend"):
         diff = ["backend", *[d for d in diff if d != "backend"]]
     if diff:

@@ -16,7 +16,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from icount.errors import ParseError, UsageError
+from icount.errors import ParseError
 
 Buffer = bytes | mmap.mmap
 
@@ -62,9 +62,9 @@ def open_blob(path: str | Path) -> Blob:
     try:
         st = os.stat(name)
     except FileNotFoundError:
-        raise UsageError(f"{name}: no such file", hint="check the path") from None
+        raise ParseError("no such file", source=name) from None
     except OSError as e:
-        raise UsageError(f"{name}: cannot read: {e.strerror}") from None
+        raise ParseError(f"cannot read: {e.strerror}", source=name) from None
     if os.path.isdir(name):
         raise ParseError("is a directory, not an ELF or Mach-O file", source=name)
     if not stat.S_ISREG(st.st_mode):
@@ -76,7 +76,7 @@ def open_blob(path: str | Path) -> Blob:
         with open(name, "rb") as f:
             data: Buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
-        raise UsageError(f"{name}: cannot read: {e.strerror or e}") from None
+        raise ParseError(f"cannot read: {e.strerror or e}", source=name) from None
     except ValueError as e:  # mmap of a file that shrank to 0 meanwhile
         raise ParseError(f"cannot map: {e}", source=name) from None
     if len(data) == 0:

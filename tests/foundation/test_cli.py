@@ -36,7 +36,6 @@ def test_every_command_help_has_an_example(icount: Icount, command: str) -> None
         (["run", "--cmd", "nameonly"], "--cmd takes NAME=COMMAND LINE"),
         (["run", "--cmd", "a=true", "--cmd", "a=false"], "command names must be unique: a"),
         (["run", "--backend", "gpu", "--", "true"], "unknown backend 'gpu'"),
-        (["run", "--file", "/nonexistent.toml"], "no such file"),
         (["no-such-subcommand"], "No such command"),
     ],
 )
@@ -55,6 +54,11 @@ def test_bad_toml_file(icount: Icount, tmp_path: Path) -> None:
     done = icount("run", "--file", str(bad), cwd=tmp_path)
     assert done.returncode == 2
     assert "needs argv" in done.stderr
+    bad.write_text("[[command]\n")
+    done = icount("run", "--file", str(bad), cwd=tmp_path)
+    assert done.returncode == 6 and "invalid TOML" in done.stderr
+    done = icount("run", "--file", str(tmp_path / "none.toml"), cwd=tmp_path)
+    assert done.returncode == 6 and done.stderr.strip().endswith("none.toml: no such file")
 
 
 def test_table_rejects_bad_results_with_exit_6(icount: Icount, tmp_path: Path) -> None:

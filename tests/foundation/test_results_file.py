@@ -1,5 +1,7 @@
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +46,7 @@ def test_cell_validity_rules() -> None:
     wide = make_cell("a", [100, 105, 100])
     assert not wide.valid and "spread 5.00%" in str(wide.reason)
     failed = make_cell("a", [100], valid=False)
-    assert failed.reason == "run 1 of 1: exited with status 1"
+    assert failed.reason == "run 1 of 3: exited with status 1"
     short = make_cell("a", [100, 100])
     assert short.reason == "only 2 of 3 runs completed"
 
@@ -88,3 +90,39 @@ def test_merge_refuses_colliding_cells() -> None:
     assert sorted(c.name for c in merged.cells) == ["a", "b"]
     with pytest.raises(UsageError, match=r"a/callgrind \(x.json and z.json\)"):
         results.merge([("x.json", a), ("z.json", a)])
+
+
+def _doc_with(tmp_path: Path, mutate: Any) -> Path:
+    res = Results(FP, (make_cell("a", [100, 100, 100]), make_cell("b", [5, 5, 5])))
+    doc = json.loads(results.results_json(res))
+    mutate(doc)
+    out = tmp_path / "edited.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["cells"][0]["runs"][0].update(value=float("nan")), "NaN is not a number"),
+        (lambda d: d["cells"][0].update(median="abc"), "stored median 'abc' disagrees"),
+        (lambda d: d["cells"][0].update(median=0), "stored median 0 disagrees"),
+        (lambda d: d["cells"][1].update(name="a"), "cell a/callgrind appears twice"),
+        (lambda d: d["cells"][0].update(valid=False), "stored valid False disagrees"),
+    ],
+)
+def test_edited_or_damaged_files_are_refused(tmp_path: Path, mutate: Any, message: str) -> None:
+    with pytest.raises(ResultsFileError, match=message):
+        results.load(_doc_with(tmp_path, mutate))
+
+
+def test_results_files_are_readable_by_others(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    old = os.umask(0o022)
+    try:
+        results.save(out, Results(FP, (make_cell("a", [1, 1, 1]),)), {}, overwrite=False)
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644
+    with pytest.raises(UsageError, match="is a directory"):
+        results.write_atomic(tmp_path, "{}", overwrite=True)

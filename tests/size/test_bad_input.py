@@ -188,7 +188,7 @@ def test_small_bad_files(tmp_path: Path, name: str, content: bytes, message: str
 def test_directory_device_and_missing(tmp_path: Path) -> None:
     _cli_fails(tmp_path, "is a directory", 6)
     _cli_fails(Path("/dev/zero"), "not a regular file", 6)
-    _cli_fails(tmp_path / "nope", "no such file", 2)
+    _cli_fails(tmp_path / "nope", "no such file", 6)
 
 
 def _cli_fails(path: Path, message: str, code: int) -> None:
