@@ -9,14 +9,14 @@ cd "$(dirname "$0")/.."
 # What each package is for:
 #   valgrind        callgrind backend (icount run/serve/inline)
 #   linux-perf      perf backend (real counts only where the PMU is exposed)
-#   gcc, binutils   test programs and servers; readelf/nm as reference tools in tests
+#   gcc, g++, binutils  test programs, servers and C++ fixtures; readelf/nm as reference tools
 #   clang lld llvm  Mach-O fixtures (clang -target ...-apple-macos, ld64.lld, llvm-lipo,
 #                   llvm-objdump, llvm-size) for icount size tests
 #   nginx-light     bundled nginx target for icount serve
 #   nodejs          bundled Node http target for icount serve
 #   nghttp2-client  h2load load generator; apache2-utils: ab; wrk: wrk
 #   util-linux      setarch (ASLR off), taskset
-APT_PACKAGES=(valgrind linux-perf gcc binutils clang lld llvm nginx-light nodejs
+APT_PACKAGES=(valgrind linux-perf gcc g++ binutils clang lld llvm nginx-light nodejs
               nghttp2-client apache2-utils wrk util-linux procps)
 
 missing=()
@@ -34,6 +34,20 @@ if ((${#missing[@]})); then
 fi
 
 PY=${PYTHON:-python3}
+if ! $PY -m pip --version >/dev/null 2>&1; then
+  echo "setup: installing pip for $PY"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q python3-pip
+fi
+PIP_ARGS=(-q --disable-pip-version-check)
+# Debian's own python3 refuses pip installs outside a virtual environment (PEP 668);
+# icount is a command-line tool meant to be on PATH, so install it into that python anyway.
+stdlib=$($PY -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+if [[ -f "$stdlib/EXTERNALLY-MANAGED" && -z "${VIRTUAL_ENV:-}" ]]; then
+  PIP_ARGS+=(--break-system-packages)
+fi
 echo "setup: installing the icount package ($($PY --version))"
-$PY -m pip install -q --disable-pip-version-check -e '.[test]'
+$PY -m pip install "${PIP_ARGS[@]}" -e '.[test]'
 echo "setup: done; try 'icount doctor'"
