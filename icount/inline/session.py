@@ -7,6 +7,7 @@ environment (`icount.backends.callgrind.record_profile`). Never prints.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -87,7 +88,9 @@ def _profile(
     from icount.callgrind.parser import parse_file
 
     path = Path(arg)
-    if path.is_file() and is_callgrind_file(path):
+    # A file that cannot be run is read as a profile, so a damaged one is reported as
+    # such (ParseError) rather than as a command that was not found.
+    if path.is_file() and (is_callgrind_file(path) or not os.access(path, os.X_OK)):
         if workload:
             raise UsageError(
                 f"{arg} is a callgrind profile: the arguments after -- apply to programs only"

@@ -182,7 +182,10 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.callgrind"
     good = DATA / "O2.callgrind"
     bad.write_bytes(good.read_bytes()[:5000])
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("garbage\n")
     cases = [
+        ((str(good), str(text_file)), 6, "notes.txt: not a callgrind profile"),
         ((str(bad), str(good)), 6, "bad.callgrind: truncated"),
         ((str(good), str(good), "--", "20"), 2, "arguments after -- apply to programs only"),
         ((str(good), str(good), "--format", "csv"), 2, "unknown format"),
