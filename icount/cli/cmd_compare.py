@@ -103,6 +103,8 @@ def compare_command(
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 
     check_format(fmt, render.FORMATS)
+    if output is not None and any(output.resolve() == f.resolve() for f in files or []):
+        raise UsageError(f"--output {output} is one of the files to compare")
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
     if interleave:
         if files:
