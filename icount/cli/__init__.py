@@ -1,8 +1,8 @@
 """Command-line layer: the only code in icount that prints or exits.
 
-Each sub-command lives in its own `cmd_*.py` module and registers itself on `app`.
-Command modules import the core lazily inside the command function, so that
-`icount --help` costs little more than importing typer.
+Each sub-command lives in its own `cmd_*.py` module with a `register(app)` function;
+it is imported only when that command runs. Command modules import the core lazily
+inside the command function, so start-up costs little more than importing typer.
 """
 
 from __future__ import annotations
@@ -10,40 +10,84 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from icount.errors import ExitCode, IcountError
 
+# name -> (module, one-line help). `icount --help` prints these lines without importing
+# any command module: building every command's options costs more than importing typer.
+# tests/foundation/test_cli.py checks that each line is its command's own first line.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("icount.cli.cmd_run", "Count the user-space instructions of whole commands."),
+    "serve": ("icount.cli.cmd_serve", "Count the server's user-space instructions per request."),
+    "table": ("icount.cli.cmd_table", "Re-render saved results files as one table."),
+    "compare": (
+        "icount.cli.cmd_compare",
+        "Compare two results files cell by cell and fail on regressions.",
+    ),
+    "doctor": ("icount.cli.cmd_doctor", "Say what works on this machine for icount, and why."),
+    "size": ("icount.cli.cmd_size", "Break down the size of ELF and Mach-O files."),
+    "inline": (
+        "icount.cli.cmd_inline",
+        "Compare two builds of one program on the same workload, function by function.",
+    ),
+}
+
+_SETTINGS: dict[str, Any] = {
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    # Plain click help: typer's rich help formatter alone triples start-up time.
+    "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+
+
+def build_command(name: str) -> Any:
+    """The click command of one sub-command, built from its module."""
+    sub = typer.Typer(**_SETTINGS)
+    importlib.import_module(COMMANDS[name][0]).register(sub)
+    command = typer.main.get_command(sub)
+    command.name = name
+    return command
+
+
+class _LazyGroup(TyperGroup):
+    """Builds a sub-command only when it is invoked (or its --help is asked for)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return None
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = build_command(cmd_name)
+        return self.commands[cmd_name]
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
+
+
 app = typer.Typer(
     name="icount",
-    help=(
-        "Count user-space instructions of programs and servers (callgrind, perf stat) "
-        "and break down binary sizes (ELF, Mach-O).\n\n"
-        "Exit codes: 0 ok, 2 usage error, 3 regression (compare), 4 missing tool or "
-        "command not launchable, 5 a measurement is invalid, 6 bad input file, 130 interrupted."
-    ),
+    cls=_LazyGroup,
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # Plain click help: typer's rich help formatter alone triples start-up time.
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    **_SETTINGS,
 )
 
-# Order here is the order in `icount --help`.
-_COMMAND_MODULES = (
-    "icount.cli.cmd_run",
-    "icount.cli.cmd_serve",
-    "icount.cli.cmd_table",
-    "icount.cli.cmd_compare",
-    "icount.cli.cmd_doctor",
-    "icount.cli.cmd_size",
-    "icount.cli.cmd_inline",
-)
 
-for _name in _COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+@app.callback()
+def _icount() -> None:
+    """Count user-space instructions of programs and servers (callgrind, perf stat)
+    and break down binary sizes (ELF, Mach-O).
+
+    Exit codes: 0 ok, 2 usage error, 3 regression (compare), 4 missing tool or
+    command not launchable, 5 a measurement is invalid, 6 bad input file, 130 interrupted.
+    """
 
 
 def fail(err: IcountError) -> typer.Exit:

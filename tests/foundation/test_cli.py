@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from icount.cli import COMMANDS, build_command
+
 Icount = Callable[..., Any]
 
 
@@ -19,11 +21,14 @@ def test_help_lists_commands_and_exit_codes(icount: Icount) -> None:
         assert word in done.stdout
 
 
-@pytest.mark.parametrize("command", ["run", "table", "doctor"])
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_every_command_help_has_an_example(icount: Icount, command: str) -> None:
     done = icount(command, "--help")
     assert done.returncode == 0
     assert "Example" in done.stdout
+    # `icount --help` lists each command's first line without loading it: the two must agree.
+    first = " ".join(build_command(command).help.split())
+    assert first.startswith(COMMANDS[command][1].removesuffix("."))
 
 
 @pytest.mark.parametrize(
