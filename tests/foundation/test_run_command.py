@@ -154,5 +154,5 @@ def test_segfault_marks_the_cell_invalid(
     assert done.returncode == 5
     assert "Traceback" not in done.stderr
     assert "- [1]" in done.stdout
-    assert "[1] segv/callgrind: run 1 of 1: killed by SIGSEGV" in done.stdout
+    assert "[1] segv/callgrind: run 1 of 3: killed by SIGSEGV" in done.stdout
     assert "1 of 1 cells are not valid" in done.stderr
