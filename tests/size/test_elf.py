@@ -202,3 +202,35 @@ def test_summarize(built: Built) -> None:
     assert s["file_bytes"] == path.stat().st_size
     assert s["text_bytes"] == text > 0
     assert s["vm_bytes"] > s["text_bytes"]
+
+
+def test_header_names_are_pyelftools_names() -> None:
+    from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
+
+    from icount.size import elf
+
+    for number, name in elf.MACHINE_NAMES.items():
+        assert ENUM_E_MACHINE[name] == number
+    for number, name in elf._TYPE_NAMES.items():
+        assert ENUM_E_TYPE[name] == number
+
+
+@pytest.mark.parametrize("name", ELF_FILES)
+def test_header_equals_pyelftools(built: Built, name: str) -> None:
+    """The struct reader of the common header gives what pyelftools gives (both byte
+    orders, both classes); a machine it does not name goes to pyelftools."""
+    import struct
+
+    from icount.size import elf
+    from icount.size.source import Blob
+
+    data = built.path(name).read_bytes()
+    blob = Blob(name, data)
+    plain = elf._plain_header(blob)
+    assert plain is not None and plain == elf._header_by_pyelftools(blob)
+    odd = bytearray(data)
+    struct.pack_into("<H" if data[5] == 1 else ">H", odd, 18, 0x1234)
+    odd_blob = Blob(name, bytes(odd))
+    assert elf._plain_header(odd_blob) is None
+    assert elf._header(odd_blob) == elf._header_by_pyelftools(odd_blob)
+    assert elf._header(odd_blob)["machine"] == 0x1234
