@@ -32,24 +32,41 @@ def build_profile(
     n_fn, n_edge = len(function_keys), len(edge_pairs)
     cost_idx = np.flatnonzero(is_cost)
 
-    tok = tokens.split_lines(arr, ends, is_cost)
-    counts = tok.per_line[cost_idx]
+    ts, te, counts = tokens.split_spans(arr, ends, is_cost)
     if len(counts) and (counts.min() < n_pos or counts.max() > n_pos + n_ev):
         bad = cost_idx[np.argmax((counts < n_pos) | (counts > n_pos + n_ev))]
         raise state.fail(
             int(bad), f"cost line needs {n_pos} position(s) and at most {n_ev} cost(s)"
         )
-    is_val = tok.col >= n_pos
-    vals, ok = tokens.costs(arr, tok.start[is_val], tok.end[is_val])
-    if not ok.all():
-        _bad_token(state, tok, np.flatnonzero(is_val)[np.argmin(ok)], "cost")
-    pos_sel = np.flatnonzero(~is_val)
-    pos_val, pos_abs, pos_ok = tokens.positions(arr, tok.start[pos_sel], tok.end[pos_sel])
-    if not pos_ok.all():
-        _bad_token(state, tok, pos_sel[np.argmin(pos_ok)], "position")
+    first = np.cumsum(counts) - counts  # each line's first token
+    # Column by column, at line level: cost k of a line is its token n_pos + k, when
+    # the line has one (trailing zero costs may be left out).
+    every = np.arange(len(counts))
+    columns: list[tuple[npt.NDArray[np.intp], tokens.I64]] = []
+    bad_costs: list[tuple[int, int]] = []  # (line, token) of each column's first bad cost
+    for k in range(n_ev):
+        fewer = len(counts) and int(counts.min()) <= n_pos + k
+        has = np.flatnonzero(counts > n_pos + k) if fewer else every
+        at = first[has] + (n_pos + k)
+        vals, ok = tokens.costs(arr, ts[at], te[at])
+        if not ok.all():
+            j = int(np.argmin(ok))
+            bad_costs.append((int(cost_idx[has[j]]), int(at[j])))
+        columns.append((has, vals))
+    if bad_costs:
+        _bad_token(state, ts, te, *min(bad_costs), "cost")
+    pos_columns: list[tuple[tokens.I64, tokens.Mask]] = []
+    bad_positions: list[tuple[int, int]] = []
+    for c in range(n_pos):
+        at = first + c
+        pos_val, pos_abs, pos_ok = tokens.positions(arr, ts[at], te[at])
+        if not pos_ok.all():
+            j = int(np.argmin(pos_ok))
+            bad_positions.append((int(cost_idx[j]), int(at[j])))
+        pos_columns.append((pos_val, pos_abs))
+    if bad_positions:
+        _bad_token(state, ts, te, *min(bad_positions), "position")
 
-    line_of_val = tok.line[is_val]
-    ev_of_val = tok.col[is_val] - n_pos
     fn_lines, fn_ids, call_lines, call_edges = state.index_arrays()
     line_fn = fn_ids[np.searchsorted(fn_lines, cost_idx, side="right") - 1]
     if len(line_fn) and line_fn.min() < 0:
@@ -57,34 +74,45 @@ def build_profile(
         raise state.fail(bad, "cost line outside a function (no fn= before it)")
     edge_of_line = np.full(len(is_cost), -1, dtype=np.int64)
     edge_of_line[call_lines] = call_edges
-    ordinal = np.cumsum(is_cost) - 1  # file line -> index among cost lines
-    val_line = ordinal[line_of_val]
-    val_edge = edge_of_line[line_of_val]
-    is_self = val_edge < 0
+    line_edge = edge_of_line[cost_idx]
+    part_starts = np.array([p.first_line for p in state.parts], dtype=np.int64)
+    line_part = np.searchsorted(part_starts, cost_idx, side="right") - 1
 
     self_cost = np.zeros((n_fn, n_ev), dtype=np.int64)
     call_cost = np.zeros((n_edge, n_ev), dtype=np.int64)
     part_sums = np.zeros((len(state.parts), n_ev), dtype=np.int64)
-    sl, se, sv = val_line[is_self], ev_of_val[is_self], vals[is_self]
-    np.add.at(self_cost, (line_fn[sl], se), sv)
-    np.add.at(call_cost, (val_edge[~is_self], ev_of_val[~is_self]), vals[~is_self])
-    part_starts = np.array([p.first_line for p in state.parts], dtype=np.int64)
-    part_of_line = np.searchsorted(part_starts, cost_idx, side="right") - 1
-    np.add.at(part_sums, (part_of_line[sl], se), sv)
+    for k, (has, vals) in enumerate(columns):
+        whole = len(has) == len(counts)  # every line has this cost: no gathers
+        edge = line_edge if whole else line_edge[has]
+        self_at = np.flatnonzero(edge < 0)
+        call_at = np.flatnonzero(edge >= 0)
+        fn = line_fn if whole else line_fn[has]
+        self_vals = vals[self_at]
+        column = np.zeros(n_fn, dtype=np.int64)
+        np.add.at(column, fn[self_at], self_vals)
+        self_cost[:, k] = column
+        column = np.zeros(n_edge, dtype=np.int64)
+        np.add.at(column, edge[call_at], vals[call_at])
+        call_cost[:, k] = column
+        if len(state.parts) == 1:
+            part_sums[0, k] = self_vals.sum()
+        else:
+            column = np.zeros(len(state.parts), dtype=np.int64)
+            np.add.at(column, (line_part if whole else line_part[has])[self_at], self_vals)
+            part_sums[:, k] = column
 
     lines = None
     if keep_lines:
         line_costs = np.zeros((len(cost_idx), n_ev), dtype=np.int64)
-        line_costs[val_line, ev_of_val] = vals
+        for k, (has, vals) in enumerate(columns):
+            line_costs[has, k] = vals
         pos = np.zeros((len(cost_idx), n_pos), dtype=np.int64)
-        pos_col = tok.col[pos_sel]
-        for c in range(n_pos):
-            sel = pos_col == c
-            pos[:, c] = tokens.resolve(pos_val[sel], pos_abs[sel])
+        for c, (pos_val, pos_abs) in enumerate(pos_columns):
+            pos[:, c] = tokens.resolve(pos_val, pos_abs)
         lines = CostLines(
             line=cost_idx.astype(np.int64) + 1,
             function=line_fn,
-            edge=edge_of_line[cost_idx],
+            edge=line_edge,
             positions=pos,
             costs=line_costs,
         )
@@ -115,9 +143,11 @@ def build_profile(
     )
 
 
-def _bad_token(state: Collected, tok: tokens.Tokens, k: np.intp | int, what: str) -> None:
-    text = state.data[int(tok.start[k]) : int(tok.end[k])]
-    raise state.fail(int(tok.line[k]), f"bad {what} {text[:30]!r}")
+def _bad_token(
+    state: Collected, ts: tokens.I64, te: tokens.I64, line: int, k: int, what: str
+) -> None:
+    text = state.data[int(ts[k]) : int(te[k])]
+    raise state.fail(line, f"bad {what} {text[:30]!r}")
 
 
 def _layout(state: Collected) -> tuple[list[str], list[str]]:

@@ -2,9 +2,9 @@
 
 A cost line is `positions... costs...`, whitespace-separated. Rather than split
 hundreds of thousands of lines in Python, the whole file is one uint8 array: token
-boundaries come from a whitespace mask, and the digits of every token are folded
-into its value column by column (Horner's rule, one numpy pass per digit). A file
-of a few million lines costs a few dozen array passes.
+boundaries come from a whitespace mask, and every token's digits are read eight
+at a time as one uint64 and folded into its value with word-wide arithmetic (SWAR).
+A file of a few million lines costs a few dozen array passes.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ import numpy.typing as npt
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 U8 = npt.NDArray[np.uint8]
-
-_WS = np.zeros(256, dtype=bool)
-_WS[[9, 10, 11, 12, 13, 32]] = True  # what bytes.split() splits on
+U64 = npt.NDArray[np.uint64]
 
 DIGIT = np.full(256, 99, dtype=np.int64)  # 99: not a digit in any base used here
 DIGIT[ord("0") : ord("9") + 1] = np.arange(10)
@@ -43,20 +41,36 @@ class Tokens:
     per_line: I64  # tokens in each line of the file
 
 
-def split_lines(arr: U8, line_ends: I64, selected: Mask) -> Tokens:
-    """Tokens of the lines where `selected` is true; `line_ends` are their '\\n' offsets."""
+def split_spans(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64]:
+    """Tokens of the lines where `selected` is true: [start, end) byte spans, and
+    how many tokens each selected line has. `line_ends` are the lines' '\\n' offsets."""
     lengths = np.diff(line_ends, prepend=-1)
-    in_sel = np.repeat(selected, lengths)
-    ws = _WS[arr]
-    body = ~ws & in_sel
+    body = np.repeat(selected, lengths)
+    ws = (arr == 32) | ((arr - np.uint8(9)) <= 4)  # 9..13 and ' ': what bytes.split() splits on
+    body &= ~ws
     starts = body.copy()
     starts[1:] &= ws[:-1]
     ends = body  # reused: the data ends with '\n', so ws[i + 1] always exists for a body byte
     ends[:-1] &= ws[1:]
-    ts = np.flatnonzero(starts).astype(np.int64)
-    te = np.flatnonzero(ends).astype(np.int64) + 1
-    line_starts = line_ends - lengths + 1
-    per_line = np.add.reduceat(starts, line_starts, dtype=np.int64)
+    # Token starts and the selected lines' ends in one pass: the tokens of a line
+    # are the starts between its end and the previous selected line's.
+    sel_ends = line_ends[selected]
+    starts[sel_ends] = True
+    marks = np.flatnonzero(starts)
+    is_end = arr[marks] == 10
+    at_end = np.flatnonzero(is_end)
+    counts = np.diff(at_end, prepend=-1) - 1
+    ts = marks[~is_end]
+    te = np.flatnonzero(ends)
+    te += 1
+    return ts, te, counts
+
+
+def split_lines(arr: U8, line_ends: I64, selected: Mask) -> Tokens:
+    """Tokens of the lines where `selected` is true, with the line and column of each."""
+    ts, te, counts = split_spans(arr, line_ends, selected)
+    per_line = np.zeros(len(line_ends), dtype=np.int64)
+    per_line[selected] = counts
     line = np.repeat(np.arange(len(line_ends), dtype=np.int64), per_line)
     first = np.cumsum(per_line) - per_line
     col = np.arange(len(ts), dtype=np.int64) - first[line]
@@ -68,37 +82,107 @@ def unsigned(
 ) -> tuple[I64, Mask]:
     """Values of the digit strings arr[start:end] and whether each one is valid.
 
-    `base` is 10, 16 or one of them per token. Tokens are ordered longest first, so
-    that digit k is one pass over the prefix of tokens that have one: the work is
-    the number of digits, not tokens x longest.
+    `base` is 10, 16 or one of them per token. Digits are read eight at a time: the
+    eight bytes at a token's start are one uint64 (a single gather), checked and
+    folded into a number with a few word-wide operations (SWAR); only the rare
+    tokens longer than eight digits take a second or third word.
     """
-    n = len(start)
-    bases = np.broadcast_to(np.asarray(base, dtype=np.int64), (n,))
-    limit = np.where(bases == 16, _MAX_DIGITS[16], _MAX_DIGITS[10])
     length = end - start
-    ok = (length > 0) & (length <= limit)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), ok
-    clipped = np.minimum(np.maximum(length, 0), limit).astype(np.uint8)
-    order = np.argsort(~clipped, kind="stable")  # radix sort of uint8: longest first
-    s_sorted = start[order]
-    b_sorted = bases[order]
-    longest = int(clipped.max())
-    active = np.cumsum(np.bincount(clipped, minlength=longest + 1)[::-1])[::-1]
-    value = np.zeros(n, dtype=np.int64)
-    good = np.ones(n, dtype=bool)
-    for k in range(longest):
-        m = int(active[k + 1])  # tokens with more than k digits
-        b = b_sorted[:m]
-        digit = DIGIT[arr[s_sorted[:m] + k]]
-        fits = digit < b
-        good[:m] &= fits
-        value[:m] = value[:m] * b + np.where(fits, digit, 0)
-    out = np.empty(n, dtype=np.int64)
-    out[order] = value
-    valid = np.empty(n, dtype=bool)
-    valid[order] = good
-    return out, ok & valid
+    if np.ndim(base) == 0:
+        hexa = int(base) == 16
+        limit = _MAX_DIGITS[16 if hexa else 10]
+        ok = (length > 0) & (length <= limit)
+        # Invalid lengths are read as something in range; `ok` already refuses them.
+        value, valid = _parse(arr, start, np.minimum(np.maximum(length, 1), limit), hexa)
+        out: I64 = value.view(np.int64)
+        return out, ok & valid
+    # Mixed: hex tokens are few (absolute addresses), so read all as decimal first.
+    out, ok = unsigned(arr, start, end, 10)
+    hexa_at = np.flatnonzero(np.asarray(base) == 16)
+    if len(hexa_at):
+        out[hexa_at], ok[hexa_at] = unsigned(arr, start[hexa_at], end[hexa_at], 16)
+    return out, ok
+
+
+def _bytes8(byte: int) -> np.uint64:
+    return np.uint64(int.from_bytes(bytes([byte]) * 8, "little"))
+
+
+_U = np.uint64
+_X01, _X06, _X0F, _X20, _X30, _X60, _X76, _X79, _X7F, _X80, _XF0 = (
+    _bytes8(b) for b in (0x01, 0x06, 0x0F, 0x20, 0x30, 0x60, 0x76, 0x79, 0x7F, 0x80, 0xF0)
+)
+
+
+def _words(arr: U8, start: I64) -> U64:
+    """The 8 bytes from each start as a little-endian uint64 (zero bytes past the end)."""
+    if len(arr) < 8:
+        arr = np.concatenate([arr, np.zeros(8 - len(arr), dtype=np.uint8)])
+    last = len(arr) - 8
+    # Every byte offset as the start of a uint64: an unaligned, overlapping view.
+    view = np.ndarray(shape=(last + 1,), dtype="<u8", buffer=arr, strides=(1,))
+    late = np.flatnonzero(start > last)
+    if not len(late):
+        out: U64 = view[start]
+        return out
+    out = view[np.minimum(start, last)]
+    out[late] >>= (start[late] - last).astype(np.uint64) * _U(8)
+    return out
+
+
+def _align(w: U64, r: U64) -> U64:
+    """The first r bytes (1..8) of each word moved to its top, '0's below them:
+    r digits become the 8-digit string with leading zeros."""
+    out: U64 = (w << ((_U(8) - r) * _U(8))) | (_X30 >> (r * _U(8)))
+    return out
+
+
+def _decimal8(w: U64, r: U64) -> tuple[U64, Mask]:
+    v = _align(w, r)
+    # Each byte 0x30..0x39: high nibble 3, low nibble + 6 does not carry.
+    ok = ((v & _XF0) == _X30) & ((((v & _X0F) + _X06) & _XF0) == 0)
+    d = v & _X0F
+    # Pairs, then quads, then all eight digits (D. Lemire's eight-digit parse).
+    d = d * _U(10) + (d >> _U(8))
+    m = _U(0x000000FF000000FF)
+    d = ((d & m) * _U(0x000F424000000064) + ((d >> _U(16)) & m) * _U(0x0000271000000001)) >> _U(32)
+    return d, ok
+
+
+def _hex8(w: U64, r: U64) -> tuple[U64, Mask]:
+    v = _align(w, r)
+    # Per byte (all below 0x80): a digit is v ^ 0x30 < 10; a letter is
+    # (v | 0x20) ^ 0x60 in 1..6. Adding to a byte below 0x80 sets its top bit
+    # without carrying into the next byte.
+    not_digit = ((v ^ _X30) + _X76) & _X80
+    low = (v | _X20) ^ _X60
+    letter = (low + _X7F) & ~(low + _X79) & _X80
+    ok = ((v & _X80) == 0) & (((not_digit ^ _X80) | letter) == _X80)
+    nib = (v & _X0F) + _U(9) * ((v >> _U(6)) & _X01)  # letters have bit 6 set
+    x = ((nib & _U(0x0F000F000F000F00)) >> _U(8)) | ((nib & _U(0x000F000F000F000F)) << _U(4))
+    x = ((x & _U(0x00FF000000FF0000)) >> _U(16)) | ((x & _U(0x000000FF000000FF)) << _U(8))
+    x = ((x & _U(0x0000FFFF00000000)) >> _U(32)) | ((x & _U(0x000000000000FFFF)) << _U(16))
+    return x, ok
+
+
+def _parse(arr: U8, start: I64, length: I64, hexa: bool) -> tuple[U64, Mask]:
+    """Tokens of 1..18 decimal or 1..16 hex digits: a first word of 1..8 digits,
+    then whole words of 8 (uint64 arithmetic wraps like the int64 Horner did)."""
+    parse = _hex8 if hexa else _decimal8
+    if not len(length) or int(length.max()) <= 8:
+        return parse(_words(arr, start), length.astype(np.uint64))
+    chunks = (length + 7) >> 3
+    first = (length - ((chunks - 1) << 3)).astype(np.uint64)
+    value, ok = parse(_words(arr, start), first)
+    scale = _U(1 << 32) if hexa else _U(10**8)
+    at = start + first.astype(np.int64)
+    for j in range(1, int(chunks.max())):
+        sel = np.flatnonzero(chunks > j)
+        more, good = parse(_words(arr, at[sel]), np.full(len(sel), 8, dtype=np.uint64))
+        value[sel] = value[sel] * scale + more
+        ok[sel] &= good
+        at[sel] += 8
+    return value, ok
 
 
 def costs(arr: U8, start: I64, end: I64) -> tuple[I64, Mask]:

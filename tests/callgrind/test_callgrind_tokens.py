@@ -84,3 +84,32 @@ def test_split_lines_counts_tokens_per_line() -> None:
     assert tok.line.tolist() == [1, 1, 3, 3, 3]
     assert tok.col.tolist() == [0, 1, 0, 1, 2]
     assert tok.per_line.tolist() == [0, 2, 0, 3]
+
+
+def test_every_byte_in_every_word_of_long_tokens() -> None:
+    # Tokens are read eight bytes at a time: a stray byte in the first, second or
+    # third word, and a token ending at the very end of the data, must all be seen.
+    words: list[bytes] = []
+    for length in (1, 7, 8, 9, 15, 16, 17, 18):
+        for at in sorted({0, length // 2, length - 1}):
+            for byte in range(256):
+                if byte in b" \t\n\r\x0b\x0c":
+                    continue
+                digits = bytearray(b"123456789012345678"[:length])
+                digits[at] = byte
+                words.append(bytes(digits))
+    arr, s, e = spans(words)
+    got, ok = tokens.costs(arr, s, e)
+    hex_got, hex_ok = tokens.unsigned(arr, s, e, 16)
+    for w, v, good, hv, hgood in zip(
+        words, got.tolist(), ok.tolist(), hex_got.tolist(), hex_ok.tolist(), strict=True
+    ):
+        assert good == (re.fullmatch(rb"[0-9]{1,18}", w) is not None), w
+        if good:
+            assert v == int(w)
+        assert hgood == (re.fullmatch(rb"[0-9a-fA-F]{1,16}", w) is not None), w
+        if hgood:
+            assert hv == int(w, 16) - (1 << 64 if int(w, 16) >= 1 << 63 else 0)
+    tail = np.frombuffer(b"12345678901", dtype=np.uint8)  # no room for a full word
+    value, ok = tokens.costs(tail, np.array([0, 9, 10]), np.array([11, 11, 11]))
+    assert ok.all() and value.tolist() == [12345678901, 1, 1]
