@@ -172,7 +172,10 @@ def _table(
     dtype: np.dtype[Any],
     what: str,
     limit: int | None = MAX_SECTIONS,
+    copy: bool = True,
 ) -> Any:
+    """`count` entries at `offset`: a copy, or (copy=False) a view into the file for a
+    caller that converts every field anyway."""
     if count == 0:
         return np.zeros(0, dtype=dtype)
     if entsize != dtype.itemsize:
@@ -180,7 +183,8 @@ def _table(
     if limit is not None and count > limit:
         raise blob.fail(f"{what}: {count} entries is more than icount accepts ({limit})")
     blob.check(offset, count * entsize, what)
-    return np.frombuffer(blob.data, dtype=dtype, count=count, offset=offset).copy()
+    table = np.frombuffer(blob.data, dtype=dtype, count=count, offset=offset)
+    return table.copy() if copy else table
 
 
 def read_elf(blob: Blob) -> Image:
@@ -320,12 +324,12 @@ def _symbols(
     entsize = int(s["entsize"]) or dtype.itemsize
     count = int(s["size"]) // dtype.itemsize
     # no count limit: the table must lie inside the file, which bounds it
-    syms = _table(blob, int(s["offset"]), count, entsize, dtype, source, limit=None)
+    syms = _table(blob, int(s["offset"]), count, entsize, dtype, source, None, copy=False)
     link = int(s["link"])
     if not 0 < link < len(shdrs):
         raise blob.fail(f"{source}: string table index {link} is not a section")
     st = shdrs[link]
-    strtab = blob.read(int(st["offset"]), int(st["size"]), f"{source} string table")
+    strtab = blob.view(int(st["offset"]), int(st["size"]), f"{source} string table")
 
     shndx = syms["shndx"].astype(np.int64)
     xindex = np.flatnonzero((types == SHT_SYMTAB_SHNDX) & (shdrs["link"] == index))
@@ -337,7 +341,10 @@ def _symbols(
         shndx = np.where(shndx == SHN_XINDEX, ext.astype(np.int64), shndx)
     info = syms["info"].astype(np.int64)
     typ, bind = info & 0xF, info >> 4
-    usable = np.isin(typ, _SYMBOL_TYPES) & (shndx > 0) & (shndx < len(shdrs))
+    # typ and bind are 4-bit fields: lookup tables instead of isin and one mask per value
+    wanted = np.zeros(16, dtype=bool)
+    wanted[list(_SYMBOL_TYPES)] = True
+    usable = wanted[typ] & (shndx > 0) & (shndx < len(shdrs))
     usable &= (shndx < SHN_LORESERVE) | (xindex.size > 0)
     region = np.where(usable, region_of[np.clip(shndx, 0, len(region_of) - 1)], -1)
     addr = syms["value"].astype(np.uint64)
@@ -345,9 +352,10 @@ def _symbols(
         # executables give TLS symbols as offsets into the TLS template
         is_tls = typ == 6
         addr = np.where(is_tls, addr + np.uint64(tls_base), addr)
-    rank = np.full(bind.shape, 3, dtype=np.int64)
+    rank_of = np.full(16, 3, dtype=np.int64)
     for b, r in _RANK.items():
-        rank[bind == b] = r
+        rank_of[b] = r
+    rank = rank_of[bind]
     return SymbolTable(
         source=source,
         region=region.astype(np.int64),

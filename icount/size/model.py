@@ -62,7 +62,7 @@ class SymbolTable:
     size: npt.NDArray[np.uint64]
     rank: npt.NDArray[np.int64]
     name_off: npt.NDArray[np.int64]
-    strtab: bytes
+    strtab: bytes | memoryview  # a view into the mapped file: only shown names are read
     sized: bool
     strip_underscore: bool = False  # Mach-O C names carry a leading '_'
 
@@ -70,12 +70,26 @@ class SymbolTable:
         off = int(self.name_off[i])
         if off < 0 or off >= len(self.strtab):
             return f"<bad name offset {off}>"
-        end = self.strtab.find(b"\0", off)
-        raw = self.strtab[off : end if end >= 0 else len(self.strtab)]
-        text = raw.decode("utf-8", "backslashreplace")
+        text = _c_string(self.strtab, off).decode("utf-8", "backslashreplace")
         if self.strip_underscore and text.startswith("_"):
             text = text[1:]
         return text
+
+
+def _c_string(table: bytes | memoryview, off: int) -> bytes:
+    """The bytes from `off` to the next NUL (or the table's end)."""
+    if isinstance(table, bytes):
+        end = table.find(b"\0", off)
+        return table[off : end if end >= 0 else len(table)]
+    step = 256  # names are short; a view has no find(), so copy a little at a time
+    while True:
+        chunk = bytes(table[off : off + step])
+        end = chunk.find(b"\0")
+        if end >= 0:
+            return chunk[:end]
+        if off + step >= len(table):
+            return chunk
+        step *= 4
 
 
 @dataclass

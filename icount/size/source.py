@@ -49,9 +49,15 @@ class Blob:
         self.check(offset, length, what)
         return bytes(self.data[offset : offset + length])
 
+    def view(self, offset: int, length: int, what: str) -> memoryview:
+        """read() without the copy (a 17 MB string table, of which a few names are
+        read); the map stays open while the view lives, and close() leaves it to the GC."""
+        self.check(offset, length, what)
+        return memoryview(self.data)[offset : offset + length]
+
     def close(self) -> None:
         if self._mm is not None:
-            # BufferError: a numpy view still points into the map; the GC closes it later
+            # BufferError: a view still points into the map; the GC closes it later
             with contextlib.suppress(BufferError):
                 self._mm.close()
 

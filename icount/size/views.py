@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Any
 
 from icount.size.model import PADDING, Breakdown, Container, Image, Region, Row
 
@@ -192,7 +193,7 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
         v_size = np.where(has_vm[reg], size, 0)
         # one row per distinct name (string-table offset): equal offsets, equal names
         sym = charged.index[in_split]
-        order = np.argsort(table.name_off[sym])
+        order = symbols.sort_order([table.name_off[sym]])
         name_sorted = table.name_off[sym][order]
         starts = np.flatnonzero(np.r_[True, name_sorted[1:] != name_sorted[:-1]][: sym.size])
         offs = name_sorted[starts]
@@ -202,8 +203,8 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
         shown = np.ones(offs.size, dtype=bool)
         if top > 0 and offs.size > 4 * top:
             shown[:] = False
-            shown[np.lexsort((offs, -g_file))[: 4 * top]] = True
-            shown[np.lexsort((offs, -g_vm))[: 4 * top]] = True
+            shown[_largest(g_file, offs, 4 * top)] = True
+            shown[_largest(g_vm, offs, 4 * top)] = True
         names = {int(g): table.name(int(first[g])) for g in np.flatnonzero(shown)}
         labels = demangle.demangle_many(sorted(set(names.values())))
         for g, raw in names.items():
@@ -225,6 +226,20 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
     out = _finish(image, acc, outside, top, rest)
     out.notes = notes + _overlap_note(regions, owned)
     return out
+
+
+def _largest(values: Any, tie: Any, k: int) -> Any:
+    """Indices of the first k entries ordered by value (largest first), then by `tie`
+    (distinct): what np.lexsort((tie, -values))[:k] selects, without sorting them all."""
+    import numpy as np
+
+    if values.size <= k:
+        return np.arange(values.size)
+    kth = np.partition(values, values.size - k)[values.size - k]  # the k-th largest
+    above = np.flatnonzero(values > kth)
+    at = np.flatnonzero(values == kth)
+    at = at[np.argsort(tie[at])[: k - above.size]]
+    return np.concatenate([above, at])
 
 
 def view(image: Image, by: str, top: int) -> Breakdown:
