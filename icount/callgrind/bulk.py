@@ -66,31 +66,30 @@ class SpecResult:
 
 def classify(arr: tokens.U8, starts: I64, ends: I64) -> I64:
     """The kind of each line (OTHER: a header or something else for Python)."""
-    last = len(arr) - 1
-    # The first six bytes of each line (0 past its end), packed little-endian.
-    word = np.zeros(len(starts), dtype=np.uint64)
-    for k in range(6):
-        pos = starts + k
-        byte = np.where(pos < ends, arr[np.minimum(pos, last)], 0).astype(np.uint64)
-        word |= byte << np.uint64(8 * k)
+    # The first eight bytes of each line as one little-endian word. Bytes past a
+    # short line's end belong to the next line, but its '\n' comes first and no key
+    # holds one; keys end with their only '=', so none is a prefix of another.
+    word = tokens.words8(arr, starts)
     kind = np.full(len(starts), OTHER, dtype=np.int64)
-    for key, code in _KEYS:
-        mask = np.uint64((1 << (8 * len(key))) - 1)
-        value = np.uint64(int.from_bytes(key, "little"))
-        kind[((word & mask) == value) & (kind == OTHER)] = code
+    for size in sorted({len(key) for key, _ in _KEYS}):
+        head = word & np.uint64((1 << (8 * size)) - 1)
+        for key, code in _KEYS:
+            if len(key) == size:
+                kind[head == np.uint64(int.from_bytes(key, "little"))] = code
     return kind
 
 
-def _fill(mask: Mask, values: I64, reset: Mask | None = None) -> I64:
-    """At each position, the value of the last position where `mask` holds (-1: none).
-
-    A true `reset` position forgets what came before it (and sets -1 itself).
-    """
-    setters = mask if reset is None else (mask | reset)
-    idx = np.where(setters, np.arange(len(mask)), -1)
-    last = np.maximum.accumulate(idx) if len(idx) else idx
-    vals = values if reset is None else np.where(reset, -1, values)
-    return np.where(last >= 0, vals[np.maximum(last, 0)], -1)
+def _last(mask: Mask, at: I64, reset: Mask | None = None) -> I64:
+    """For each line in `at`, the last line at or before it where `mask` holds
+    (-1: none, or a `reset` line came after it)."""
+    rows = np.flatnonzero(mask if reset is None else (mask | reset))
+    if not len(rows):
+        return np.full(len(at), -1, dtype=np.int64)
+    k = np.searchsorted(rows, at, side="right") - 1
+    found = np.where(k >= 0, rows[np.maximum(k, 0)], -1)
+    if reset is not None:
+        found[reset[np.maximum(found, 0)] & (found >= 0)] = -1
+    return found
 
 
 def _first_seen_ids(keys: I64) -> tuple[I64, I64]:
@@ -134,13 +133,20 @@ def run(
     ve = ends[names]
     if not (arr[np.minimum(vs, last)] == ord("(")).all() or not (ve > vs + 2).all():
         return None
-    # The first ')' after each '(' (one pass over the file finds them all).
-    parens = np.flatnonzero(arr == ord(")"))
-    at = np.searchsorted(parens, vs)
-    if (at >= len(parens)).any():
-        return None
-    close = parens[at].astype(np.int64)
-    if ((close >= ve) | (close - vs - 1 > _MAX_ID_DIGITS)).any():
+    # The first ')' after each '(' within the longest id: eight bytes at a time.
+    close = np.full(len(vs), -1, dtype=np.int64)
+    for word_at in (0, 8):
+        pending = np.flatnonzero(close < 0)
+        if not len(pending):
+            break
+        word = tokens.words8(arr, vs[pending] + word_at)
+        found = np.full(len(pending), -1, dtype=np.int64)
+        for d in range(7, -1, -1):  # downwards: the first ')' wins
+            if 2 <= word_at + d <= _MAX_ID_DIGITS + 1:
+                byte = (word >> np.uint64(8 * d)) & np.uint64(0xFF)
+                found[byte == ord(")")] = word_at + d
+        close[pending] = np.where(found >= 0, vs[pending] + found, -1)
+    if ((close < 0) | (close >= ve)).any():
         return None
     ident, ok = tokens.unsigned(arr, vs + 1, close, 10)
     if not ok.all():
@@ -195,29 +201,31 @@ def run(
         return None
     line_name = np.full(n, -1, dtype=np.int64)
     line_name[names] = code_of[name_kind, ident]
-    # -- forward fills ------------------------------------------------------
-    pos = np.arange(n)
-    ob = _fill(kind == OB, line_name)
-    fl = _fill(kind == FL, line_name)
+    # -- state at each fn= and calls= line: the last line that set it -------
     is_fn = kind == FN
-    file_setter = (kind == FL) | (kind == FI) | is_fn
-    cur_file = _fill(file_setter, np.where(is_fn, fl, line_name))
-    calls = np.flatnonzero(kind == CALLS)
-    prev_call = _fill(kind == CALLS, pos)  # at a calls line: that line itself
-    c_fn = _fill(kind == CFN, line_name, part_start)
-    cfi_at = _fill(kind == CFI, pos, part_start)
-    cob_at = _fill(kind == COB, pos, part_start)
-    # The call target's file/object: a cfi=/cob= since the previous call, else current.
-    before = np.where(calls > 0, prev_call[np.maximum(calls - 1, 0)], -1)
-    own_fl = cfi_at[calls] > before
-    own_ob = cob_at[calls] > before
-    callee_fl = np.where(own_fl, line_name[np.maximum(cfi_at[calls], 0)], cur_file[calls])
-    callee_ob = np.where(own_ob, line_name[np.maximum(cob_at[calls], 0)], ob[calls])
-    callee_fn = c_fn[calls]
     fn_rows = np.flatnonzero(is_fn)
+    calls = np.flatnonzero(kind == CALLS)
+
+    def name_at(rows: I64) -> I64:
+        return np.where(rows >= 0, line_name[np.maximum(rows, 0)], -1)
+
+    fl_of_fn = name_at(_last(kind == FL, fn_rows))
+    ob_of_fn = name_at(_last(kind == OB, fn_rows))
+    # The current source file: the last fl=, fi= or fe=, or fn= (back to its fl=).
+    file_value = line_name.copy()
+    file_value[fn_rows] = fl_of_fn
+    file_row = _last((kind == FL) | (kind == FI) | is_fn, calls)
+    cur_file = np.where(file_row >= 0, file_value[np.maximum(file_row, 0)], -1)
+    # The call target's file/object: a cfi=/cob= since the previous call, else current.
+    before = np.concatenate([[-1], calls[:-1]])
+    cfi_at = _last(kind == CFI, calls, part_start)
+    cob_at = _last(kind == COB, calls, part_start)
+    callee_fl = np.where(cfi_at > before, name_at(cfi_at), cur_file)
+    callee_ob = np.where(cob_at > before, name_at(cob_at), name_at(_last(kind == OB, calls)))
+    callee_fn = name_at(_last(kind == CFN, calls, part_start))
     keys = np.concatenate(
         [
-            np.stack([line_name[fn_rows], fl[fn_rows], ob[fn_rows]], axis=1),
+            np.stack([line_name[fn_rows], fl_of_fn, ob_of_fn], axis=1),
             np.stack([callee_fn, callee_fl, callee_ob], axis=1),
         ]
     )
@@ -232,10 +240,11 @@ def run(
     firsts = order[firsts_sorted]
     fn_of_row = fid[: len(fn_rows)]
     callee = fid[len(fn_rows) :]
-    # Current function per line: the last fn=, forgotten at part starts.
+    # Current function at each call: the last fn=, forgotten at part starts.
     fn_value = np.full(n, -1, dtype=np.int64)
     fn_value[fn_rows] = fn_of_row
-    caller = _fill(is_fn, fn_value, part_start)[calls]
+    fn_at = _last(is_fn, calls, part_start)
+    caller = np.where(fn_at >= 0, fn_value[np.maximum(fn_at, 0)], -1)
     if (caller < 0).any():
         return None
     # -- call counts: `calls=N target` -------------------------------------------

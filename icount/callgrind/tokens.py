@@ -114,7 +114,7 @@ _X01, _X06, _X0F, _X20, _X30, _X60, _X76, _X79, _X7F, _X80, _XF0 = (
 )
 
 
-def _words(arr: U8, start: I64) -> U64:
+def words8(arr: U8, start: I64) -> U64:
     """The 8 bytes from each start as a little-endian uint64 (zero bytes past the end)."""
     if len(arr) < 8:
         arr = np.concatenate([arr, np.zeros(8 - len(arr), dtype=np.uint8)])
@@ -170,15 +170,15 @@ def _parse(arr: U8, start: I64, length: I64, hexa: bool) -> tuple[U64, Mask]:
     then whole words of 8 (uint64 arithmetic wraps like the int64 Horner did)."""
     parse = _hex8 if hexa else _decimal8
     if not len(length) or int(length.max()) <= 8:
-        return parse(_words(arr, start), length.astype(np.uint64))
+        return parse(words8(arr, start), length.astype(np.uint64))
     chunks = (length + 7) >> 3
     first = (length - ((chunks - 1) << 3)).astype(np.uint64)
-    value, ok = parse(_words(arr, start), first)
+    value, ok = parse(words8(arr, start), first)
     scale = _U(1 << 32) if hexa else _U(10**8)
     at = start + first.astype(np.int64)
     for j in range(1, int(chunks.max())):
         sel = np.flatnonzero(chunks > j)
-        more, good = parse(_words(arr, at[sel]), np.full(len(sel), 8, dtype=np.uint64))
+        more, good = parse(words8(arr, at[sel]), np.full(len(sel), 8, dtype=np.uint64))
         value[sel] = value[sel] * scale + more
         ok[sel] &= good
         at[sel] += 8
