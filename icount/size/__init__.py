@@ -39,13 +39,13 @@ def load_bytes(name: str, data: bytes) -> list[Image]:
 
 
 def load_blob(blob: Blob) -> list[Image]:
-    from icount.size import macho
-
     head = bytes(blob.data[:8])
     if head.startswith(b"\x7fELF"):
         from icount.size.elf import read_elf
 
         return [read_elf(blob)]
+    from icount.size import macho
+
     if macho.is_fat(head) or macho.is_thin(head):
         return macho.read_macho(blob)
     if head.startswith(b"\xca\xfe\xba\xbe"):

@@ -7,7 +7,6 @@ JSON carry the exact byte counts.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -122,6 +121,8 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
 
 
 def to_json(items: Sequence[Breakdown], by: str) -> str:
+    import json
+
     doc: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -258,6 +259,8 @@ def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
 
 
 def diff_json(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
+    import json
+
     doc: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
