@@ -196,15 +196,30 @@ def positions(arr: U8, start: I64, end: I64) -> tuple[I64, Mask, Mask]:
     Absolute: decimal or `0x` hex. Relative: `+n`, `-n` (decimal) or `*` (same).
     """
     length = end - start
-    last = len(arr) - 1
-    first = arr[np.minimum(start, last)]
-    second = arr[np.minimum(start + 1, last)]
+    word = words8(arr, start)
+    first = word & _U(0xFF)
     star = (first == ord("*")) & (length == 1)
-    relative = (first == ord("+")) | (first == ord("-"))
-    hexa = (first == ord("0")) & (length > 2) & ((second == ord("x")) | (second == ord("X")))
-    skip = relative + 2 * hexa
-    value, ok = unsigned(arr, start + skip, end, np.where(hexa, 16, 10))
-    value = np.where(star, 0, np.where(first == ord("-"), -value, value))
+    minus = first == ord("-")
+    relative = (first == ord("+")) | minus
+    hexa = (first == ord("0")) & (length > 2) & (((word >> _U(8)) & _U(0xDF)) == ord("X"))
+    skip = relative.astype(np.int64) + 2 * hexa
+    digits = length - skip
+    # Nearly every token fits in its first word: its digits are that word, shifted.
+    short = (length <= 8) & (digits >= 1)
+    size = np.minimum(np.maximum(digits, 1), 8).astype(np.uint64)
+    shifted = word >> (skip.astype(np.uint64) * _U(8))
+    parsed, ok = _decimal8(shifted, size)
+    value = parsed.view(np.int64)
+    ok &= short
+    hexa_at = np.flatnonzero(hexa & short)
+    if len(hexa_at):
+        parsed, ok[hexa_at] = _hex8(shifted[hexa_at], size[hexa_at])
+        value[hexa_at] = parsed.view(np.int64)
+    rest = np.flatnonzero(~short)
+    if len(rest):
+        base = np.where(hexa[rest], 16, 10)
+        value[rest], ok[rest] = unsigned(arr, start[rest] + skip[rest], end[rest], base)
+    value = np.where(star, 0, np.where(minus, -value, value))
     return value, ~(star | relative), ok | star
 
 
