@@ -86,7 +86,11 @@ def parse_file(path: str | Path, *, keep_lines: bool = False) -> Profile:
         with open(path, "rb") as f:
             head = f.read(_HEADER_PROBE)
             _check_looks_like_callgrind(head, source)
-            data = head + f.read()
+            if f.seekable():  # one read: `head + rest` would copy the whole file again
+                f.seek(0)
+                data = f.read()
+            else:
+                data = head + f.read()
     except IsADirectoryError:
         raise ParseError("is a directory, not a callgrind file", source=source) from None
     except OSError as e:
@@ -156,7 +160,7 @@ class _Parser(Collected):
 
     def run(self) -> Profile:
         arr = np.frombuffer(self.data, dtype=np.uint8)
-        ends = np.flatnonzero(arr == 10).astype(np.int64)
+        ends = np.flatnonzero(arr == 10)
         starts = np.empty_like(ends)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
