@@ -7,8 +7,10 @@ Without --file it picks the largest ELF shared library it finds under the usual 
 folders (and ~/.rustup, where a 200 MB libLLVM with a .symtab often lives). When the file
 has no .symtab both tools read .dynsym (`nm -D`), as icount does. Each tool runs --reps
 times, interleaved; the medians of wall time and the peak resident memory of each child
-are printed with their ratio. A second line times icount's own work (load + symbols view
-+ table) inside one process, without interpreter start-up and imports.
+are printed with their ratio. The last lines split icount's run: its own work (load +
+symbols view + table) timed inside one process after the modules it needs are imported,
+those imports, and whether the CLI run imported pydantic (typer 0.2x converts option
+values through pydantic; ~0.1 s when it does).
 """
 
 from __future__ import annotations
@@ -70,13 +72,25 @@ def timed(argv: list[str]) -> tuple[float, int]:
 CORE = """
 import sys, time
 t = time.perf_counter()
-from icount.size import load, render, views
+import numpy, rich.console, rich.table
+from icount.size import load, render, views, elf, symbols, demangle
 imports = time.perf_counter() - t
 t = time.perf_counter()
 images = load(sys.argv[1])
 b = views.by_symbols(images[0], 30)
 text = render.text([render.table([b], "symbols", 30)], "table", 120)
 print(f"{imports:.4f} {time.perf_counter() - t:.4f}")
+"""
+
+# The CLI run once more, saying which of the slow optional imports it made.
+IMPORTED = """
+import runpy, sys
+sys.argv = ["icount", "size", "--by", "symbols", sys.argv[1]]
+try:
+    runpy.run_module("icount", run_name="__main__")
+finally:
+    slow = ("pydantic", "elftools.elf.elffile")
+    print(" ".join(m for m in slow if m in sys.modules) or "none", file=sys.stderr)
 """
 
 
@@ -124,8 +138,17 @@ def main() -> None:
     print(f"ratio icount/nm: wall {ic_wall / nm_wall:.2f}x, peak memory {ic_rss / nm_rss:.2f}x")
     print(
         f"icount core work (load + view + table, in-process): {core:.3f} s = "
-        f"{core / nm_wall:.2f}x nm; imports of icount.size {imports:.3f} s"
+        f"{core / nm_wall:.2f}x nm; imports of numpy, rich and icount.size {imports:.3f} s"
     )
+    slow = subprocess.run(
+        [sys.executable, "-c", IMPORTED, str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stderr.split("\n")[-2]
+    print(f"optional imports the CLI run made (pydantic, pyelftools' ELFFile): {slow}")
 
 
 if __name__ == "__main__":
