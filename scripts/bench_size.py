@@ -70,7 +70,8 @@ def timed(argv: list[str]) -> tuple[float, int]:
 
 
 CORE = """
-import sys, time
+import os, sys, time
+os.environ["OPENBLAS_NUM_THREADS"] = "1"  # as `icount size` imports numpy
 t = time.perf_counter()
 import numpy, rich.console, rich.table
 from icount.size import load, render, views, elf, symbols, demangle

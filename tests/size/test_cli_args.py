@@ -1,0 +1,72 @@
+"""`icount size` converts its option values without typer's pydantic adapters: the values
+and the error messages must be exactly those typer's own conversion gives."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from icount.cli import build_command
+
+from .conftest import ROOT
+
+typer_coercion = pytest.importorskip(
+    "typer._coercion", reason="this typer converts with click's types, not pydantic"
+)
+
+ARGVS = [
+    ["/bin/true"],
+    ["--by", "symbols", "--top", "7", "--width", "80", "/bin/true", "/bin/sh"],
+    ["--format", "json", "--gzip", "--diff", "a", "b"],
+    ["--top", "-3", "--by", "segments", "x"],
+    ["--top", "007", "x"],
+    ["--top", " 4", "x"],  # not a plain decimal: typer's own path
+    ["--top", "1_0", "x"],
+    ["--top", "+3", "x"],
+    ["--top", "4.0", "x"],
+    ["--top", "x", "x"],
+    ["--top", "99999999999999999999999", "x"],
+    ["--width", "", "x"],
+    ["--by", "SYMBOLS", "x"],
+    ["--by", "foo", "x"],
+    ["--format", "", "x"],
+    [""],
+    ["-"],
+    ["/nonexistent", "/tmp"],
+]
+
+
+def parse(argv: list[str], typer_only: bool) -> tuple[str, Any]:
+    command = build_command("size")
+    if typer_only:
+        for p in [*command.params, command.get_help_option(command.context_class(command))]:
+            if p is not None and hasattr(p, "_runtime_param"):
+                p._runtime_param = None
+    try:
+        ctx = command.make_context("size", list(argv))
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return "ok", ctx.params
+
+
+@pytest.mark.parametrize("argv", ARGVS, ids=lambda a: " ".join(a) or "''")
+def test_values_and_errors_equal_typers(argv: list[str]) -> None:
+    assert parse(argv, typer_only=False) == parse(argv, typer_only=True)
+
+
+def test_size_command_imports_no_pydantic() -> None:
+    code = (
+        "import sys\n"
+        "from icount.cli import build_command\n"
+        "build_command('size').main(['--by', 'symbols', '--top', '3', '/bin/true'],"
+        " standalone_mode=False)\n"
+        "print('pydantic' in sys.modules, 'elftools.elf.elffile' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "False False"
