@@ -47,7 +47,7 @@ def build_profile(
     for k in range(n_ev):
         fewer = len(counts) and int(counts.min()) <= n_pos + k
         has = np.flatnonzero(counts > n_pos + k) if fewer else every
-        at = first[has] + (n_pos + k)
+        at = (first[has] if fewer else first) + (n_pos + k)
         vals, ok = tokens.costs(arr, ts[at], te[at])
         if not ok.all():
             j = int(np.argmin(ok))
@@ -76,7 +76,9 @@ def build_profile(
     edge_of_line[call_lines] = call_edges
     line_edge = edge_of_line[cost_idx]
     part_starts = np.array([p.first_line for p in state.parts], dtype=np.int64)
-    line_part = np.searchsorted(part_starts, cost_idx, side="right") - 1
+    line_part = None  # one part (the usual file): every line is in it
+    if len(state.parts) > 1:
+        line_part = np.searchsorted(part_starts, cost_idx, side="right") - 1
 
     self_cost = np.zeros((n_fn, n_ev), dtype=np.int64)
     call_cost = np.zeros((n_edge, n_ev), dtype=np.int64)
@@ -94,7 +96,7 @@ def build_profile(
         column = np.zeros(n_edge, dtype=np.int64)
         np.add.at(column, edge[call_at], vals[call_at])
         call_cost[:, k] = column
-        if len(state.parts) == 1:
+        if line_part is None:
             part_sums[0, k] = self_vals.sum()
         else:
             column = np.zeros(len(state.parts), dtype=np.int64)

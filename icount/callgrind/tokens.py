@@ -52,21 +52,21 @@ def split_spans(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64]
     np.less_equal(ws.view(np.uint8), 4, out=ws)
     ws |= arr == 32
     np.greater(body, ws, out=body)  # body and not ws
-    starts = body.copy()
-    starts[1:] &= ws[:-1]
-    ends = body  # reused: the data ends with '\n', so ws[i + 1] always exists for a body byte
-    ends[:-1] &= ws[1:]
-    # Token starts and the selected lines' ends in one pass: the tokens of a line
-    # are the starts between its end and the previous selected line's.
+    # Token bytes come in runs: where the mask changes a token starts, then ends
+    # (every run closes: the data ends with '\n').
+    change = ws  # reused
+    change[0] = body[0]
+    np.not_equal(body[1:], body[:-1], out=change[1:])
+    bounds = np.flatnonzero(change)
+    ts, te = bounds[0::2], bounds[1::2]
+    # A line's last token ends at its '\n' unless the line has trailing blanks:
+    # when every selected line's does, those tokens count the lines' tokens.
+    last = np.flatnonzero(arr[te] == 10)
     sel_ends = line_ends[selected]
-    starts[sel_ends] = True
-    marks = np.flatnonzero(starts)
-    is_end = arr[marks] == 10
-    at_end = np.flatnonzero(is_end)
-    counts = np.diff(at_end, prepend=-1) - 1
-    ts = marks[~is_end]
-    te = np.flatnonzero(ends)
-    te += 1
+    if len(last) == len(sel_ends):
+        counts = np.diff(last, prepend=-1)
+    else:
+        counts = np.diff(np.searchsorted(ts, sel_ends), prepend=0)
     return ts, te, counts
 
 
@@ -137,20 +137,39 @@ def words8(arr: U8, start: I64) -> U64:
 def _align(w: U64, r: U64) -> U64:
     """The first r bytes (1..8) of each word moved to its top, '0's below them:
     r digits become the 8-digit string with leading zeros."""
-    out: U64 = (w << ((_U(8) - r) * _U(8))) | (_X30 >> (r * _U(8)))
+    # In place, here and in _decimal8: each fresh array of a few MB costs page
+    # faults comparable to the arithmetic on it.
+    shift = np.subtract(_U(8), r)
+    shift <<= _U(3)
+    out = np.left_shift(w, shift)
+    np.left_shift(r, _U(3), out=shift)
+    np.right_shift(_X30, shift, out=shift)
+    out |= shift
     return out
 
 
 def _decimal8(w: U64, r: U64) -> tuple[U64, Mask]:
     v = _align(w, r)
     # Each byte 0x30..0x39: high nibble 3, low nibble + 6 does not carry.
-    ok = ((v & _XF0) == _X30) & ((((v & _X0F) + _X06) & _XF0) == 0)
-    d = v & _X0F
+    t = np.bitwise_and(v, _XF0)
+    ok = t == _X30
+    v &= _X0F
+    np.add(v, _X06, out=t)
+    t &= _XF0
+    ok &= t == 0
     # Pairs, then quads, then all eight digits (D. Lemire's eight-digit parse).
-    d = d * _U(10) + (d >> _U(8))
+    np.right_shift(v, _U(8), out=t)
+    v *= _U(10)
+    v += t
     m = _U(0x000000FF000000FF)
-    d = ((d & m) * _U(0x000F424000000064) + ((d >> _U(16)) & m) * _U(0x0000271000000001)) >> _U(32)
-    return d, ok
+    np.right_shift(v, _U(16), out=t)
+    t &= m
+    t *= _U(0x0000271000000001)
+    v &= m
+    v *= _U(0x000F424000000064)
+    v += t
+    v >>= _U(32)
+    return v, ok
 
 
 def _hex8(w: U64, r: U64) -> tuple[U64, Mask]:
