@@ -218,19 +218,30 @@ def positions(arr: U8, start: I64, end: I64) -> tuple[I64, Mask, Mask]:
 
     Absolute: decimal or `0x` hex. Relative: `+n`, `-n` (decimal) or `*` (same).
     """
+    # In place where it is cheap: these arrays have one entry per cost line.
     length = end - start
     word = words8(arr, start)
-    first = word & _U(0xFF)
-    star = (first == ord("*")) & (length == 1)
-    minus = first == ord("-")
-    relative = (first == ord("+")) | minus
-    hexa = (first == ord("0")) & (length > 2) & (((word >> _U(8)) & _U(0xDF)) == ord("X"))
-    skip = relative.astype(np.int64) + 2 * hexa
-    digits = length - skip
+    byte = word & _U(0xFF)
+    star = byte == ord("*")
+    star &= length == 1
+    minus = byte == ord("-")
+    relative = byte == ord("+")
+    relative |= minus
+    hexa = byte == ord("0")
+    hexa &= length > 2
+    np.right_shift(word, _U(8), out=byte)
+    byte &= _U(0xDF)  # the second byte, upper-cased
+    hexa &= byte == ord("X")
+    skip = relative.astype(np.int64)
+    skip += hexa
+    skip += hexa
     # Nearly every token fits in its first word: its digits are that word, shifted.
-    short = (length <= 8) & (digits >= 1)
-    size = np.minimum(np.maximum(digits, 1), 8).astype(np.uint64)
-    shifted = word >> (skip.astype(np.uint64) * _U(8))
+    short = length <= 8
+    digits = np.subtract(length, skip, out=length)
+    short &= digits >= 1
+    size = np.clip(digits, 1, 8).view(np.uint64)
+    np.left_shift(skip.view(np.uint64), _U(3), out=byte)
+    shifted = np.right_shift(word, byte, out=word)
     parsed, ok = _decimal8(shifted, size)
     value = parsed.view(np.int64)
     ok &= short
@@ -242,8 +253,12 @@ def positions(arr: U8, start: I64, end: I64) -> tuple[I64, Mask, Mask]:
     if len(rest):
         base = np.where(hexa[rest], 16, 10)
         value[rest], ok[rest] = unsigned(arr, start[rest] + skip[rest], end[rest], base)
-    value = np.where(star, 0, np.where(minus, -value, value))
-    return value, ~(star | relative), ok | star
+    np.negative(value, out=value, where=minus)
+    np.copyto(value, 0, where=star)
+    ok |= star
+    star |= relative
+    absolute = np.logical_not(star, out=star)
+    return value, absolute, ok
 
 
 def resolve(value: I64, absolute: Mask) -> I64:
