@@ -329,7 +329,7 @@ def _symbols(
     if not 0 < link < len(shdrs):
         raise blob.fail(f"{source}: string table index {link} is not a section")
     st = shdrs[link]
-    strtab = blob.view(int(st["offset"]), int(st["size"]), f"{source} string table")
+    strtab = blob.strings(int(st["offset"]), int(st["size"]), f"{source} string table")
 
     shndx = syms["shndx"].astype(np.int64)
     xindex = np.flatnonzero((types == SHT_SYMTAB_SHNDX) & (shdrs["link"] == index))

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from icount.size.source import Buffer, Strings
+
 PADDING = "[padding]"
 
 
@@ -62,34 +64,26 @@ class SymbolTable:
     size: npt.NDArray[np.uint64]
     rank: npt.NDArray[np.int64]
     name_off: npt.NDArray[np.int64]
-    strtab: bytes | memoryview  # a view into the mapped file: only shown names are read
+    strtab: bytes | Strings  # Strings: read in place in the mapped file
     sized: bool
     strip_underscore: bool = False  # Mach-O C names carry a leading '_'
 
     def name(self, i: int) -> str:
         off = int(self.name_off[i])
-        if off < 0 or off >= len(self.strtab):
+        tab = self.strtab
+        data: Buffer
+        # one function, no helper calls: icount inline names every symbol of a binary
+        if isinstance(tab, bytes):
+            data, start, end = tab, off, len(tab)
+        else:
+            data, start, end = tab.data, tab.start + off, tab.start + tab.size
+        if off < 0 or start >= end:
             return f"<bad name offset {off}>"
-        text = _c_string(self.strtab, off).decode("utf-8", "backslashreplace")
+        stop = data.find(b"\0", start, end)
+        text = data[start : stop if stop >= 0 else end].decode("utf-8", "backslashreplace")
         if self.strip_underscore and text.startswith("_"):
             text = text[1:]
         return text
-
-
-def _c_string(table: bytes | memoryview, off: int) -> bytes:
-    """The bytes from `off` to the next NUL (or the table's end)."""
-    if isinstance(table, bytes):
-        end = table.find(b"\0", off)
-        return table[off : end if end >= 0 else len(table)]
-    step = 256  # names are short; a view has no find(), so copy a little at a time
-    while True:
-        chunk = bytes(table[off : off + step])
-        end = chunk.find(b"\0")
-        if end >= 0:
-            return chunk[:end]
-        if off + step >= len(table):
-            return chunk
-        step *= 4
 
 
 @dataclass
