@@ -270,7 +270,11 @@ def run(
         edge_first = np.zeros(0, dtype=np.int64)
         edge_counts = np.zeros(0, dtype=np.int64)
     # -- back to names ------------------------------------------------------------
-    functions = [(strings[a], strings[b], strings[c]) for a, b, c in keys[firsts].tolist()]
+    name_of = strings.__getitem__
+    names, files, objects = keys[firsts].T.tolist()
+    functions = list(
+        zip(map(name_of, names), map(name_of, files), map(name_of, objects), strict=True)
+    )
     return SpecResult(
         functions=functions,
         fn_lines=line_idx[fn_rows],

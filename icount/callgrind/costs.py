@@ -135,7 +135,7 @@ def build_profile(
         pid=state.pid,
         creator=state.creator,
         parts=parts,
-        functions=[Function(*k) for k in function_keys],
+        functions=list(map(Function._make, function_keys)),
         self_cost=self_cost,
         call_caller=edge_pairs[:, 0].copy(),
         call_callee=edge_pairs[:, 1].copy(),
