@@ -113,3 +113,15 @@ def test_every_byte_in_every_word_of_long_tokens() -> None:
     tail = np.frombuffer(b"12345678901", dtype=np.uint8)  # no room for a full word
     value, ok = tokens.costs(tail, np.array([0, 9, 10]), np.array([11, 11, 11]))
     assert ok.all() and value.tolist() == [12345678901, 1, 1]
+
+
+def test_split_spans_counts_lines_with_trailing_blanks() -> None:
+    # Counting by "the token that ends at '\n'" needs every line to end in a token;
+    # trailing blanks take the other way, which must give the same counts.
+    for data in (b"1 2\nfn=x\n3\n+4 5 6\n", b"1 2 \nfn=x\n3\t\n+4 5 6\r\n"):
+        arr = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(arr == 10).astype(np.int64)
+        ts, te, counts = tokens.split_spans(arr, ends, np.array([True, False, True, True]))
+        words = [data[a:b] for a, b in zip(ts.tolist(), te.tolist(), strict=True)]
+        assert words == [b"1", b"2", b"3", b"+4", b"5", b"6"]
+        assert counts.tolist() == [2, 1, 3]
