@@ -126,7 +126,12 @@ def convert_without_pydantic(params: list[Any]) -> None:
     for p in params:
         desc = getattr(p, "type_descriptor", None)
         if getattr(p, "_runtime_param", True) is None and desc is not None:
-            p._runtime_param = Plain(parameter_info=desc.parameter_info, annotation=desc.annotation)
+            try:
+                p._runtime_param = Plain(
+                    parameter_info=desc.parameter_info, annotation=desc.annotation
+                )
+            except (TypeError, AttributeError):  # typer's private API moved: use typer's path
+                return
 
 
 def size(
