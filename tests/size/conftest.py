@@ -25,6 +25,7 @@ ELF_FILES = (
     "elf_i386.so",
     "elf_powerpc64.o",
     "elf_powerpc64.so",
+    "hello_go",
 )
 MACHO_THIN = (
     "hello_arm64.o",
@@ -64,6 +65,8 @@ def _why(name: str) -> str:
         return "no static C library (libc.a) for gcc -static"
     if name == "hello_rust":
         return "rustc is not installed"
+    if name == "hello_go":
+        return "go is not installed (scripts/setup.sh installs golang-go)"
     return "gcc/g++ is not installed"
 
 

@@ -51,10 +51,12 @@ def test_gzip_equals_gzip_9(built: Built) -> None:
 
 
 def test_side_by_side(built: Built) -> None:
-    names = [str(built.path(n)) for n in ("hello_elf", "hello_rust", "hello_arm64")]
+    # The example: hello world in C vs Rust vs Go, plus a Mach-O one, as one table.
+    names = [str(built.path(n)) for n in ("hello_elf", "hello_rust", "hello_go", "hello_arm64")]
     md = icount("--format", "md", "--gzip", *names)
     header = next(line for line in md.splitlines() if line.startswith("| Section"))
     assert "hello_elf file" in header and "hello_rust VM" in header and "hello_arm64 file" in header
+    assert "hello_go file" in header and "| .gopclntab |" in md
     assert "| TOTAL |" in md and "gzip -9" in md
     rows = list(csv.DictReader(io.StringIO(icount("--format", "csv", *names))))
     for n in names:
