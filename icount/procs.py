@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -270,9 +270,8 @@ def all_reaped() -> Iterator[None]:
         kill_all()
 
 
-def wait_until(predicate: object, timeout: float, interval: float = 0.05) -> bool:
-    """Poll a zero-argument callable until it returns true or `timeout` passes."""
-    assert callable(predicate)
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    """Poll `predicate` until it returns something true or `timeout` passes."""
     deadline = time.monotonic() + timeout
     while True:
         if predicate():

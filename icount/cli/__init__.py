@@ -90,12 +90,6 @@ def _icount() -> None:
     """
 
 
-def fail(err: IcountError) -> typer.Exit:
-    """Print one error line to stderr and return the Exit to raise."""
-    typer.echo(f"icount: error: {err}", err=True)
-    return typer.Exit(int(err.exit_code))
-
-
 def _kill_all() -> None:
     from icount import procs  # imported late: psutil is not needed for --help
 
