@@ -49,7 +49,7 @@ def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
     exe = procs.resolve_command(spec.argv[0])
     args = [
         str(base / a)
-        if not a.startswith("-") and (base / a).exists() and not Path(a).is_absolute()
+        if a and not a.startswith("-") and not Path(a).is_absolute() and (base / a).exists()
         else a
         for a in spec.argv[1:]
     ]
