@@ -2,8 +2,8 @@
 
 An adapter is a folder `adapters/<name>/` holding `adapter.toml` (and any sources or
 configs it needs). The file says how to build the target (optional), how to start it
-(argv with `{port}`, `{build}`, `{src}` placeholders), its environment, how to tell it
-is ready, which binary's size to report, and the paths to measure with the answer
+(argv with `{port}`, `{build}`, `{src}`, `{python}` placeholders), its environment, how
+to tell it is ready, which binary's size to report, and the paths to measure with the answer
 each must give. Schema (every key but `start` and `paths` optional):
 
     name = "c-epoll"                    # default: the folder's name
@@ -29,8 +29,10 @@ each must give. Schema (every key but `start` and `paths` optional):
     headers = { content-type = "text/plain" }
 
 `{src}` is the adapter's folder, `{build}` the build folder, `{port}` the port chosen
-for one server process. `{render:FILE}` (start argv only) names a copy of the adapter's
-FILE written into the build folder with the same placeholders replaced: servers such as
+for one server process, `{python}` the interpreter running icount (a real binary: a
+`python3` found on PATH may be a launcher script). `{render:FILE}` (start argv only)
+names a copy of the adapter's FILE written into the build folder with the same
+placeholders replaced: servers such as
 nginx read their port from a config file, and the started argv must be the server
 itself (no shell in between, or valgrind would measure the shell).
 """
@@ -41,6 +43,7 @@ import json as jsonlib
 import os
 import re
 import shutil
+import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,7 +59,7 @@ ADAPTER_FILE = "adapter.toml"
 BUILD_TIMEOUT_S = 600.0
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)(?::([^{}]*))?\}")
-_ALLOWED = {"port", "build", "src", "render"}
+_ALLOWED = {"port", "build", "src", "render", "python"}
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -239,7 +242,7 @@ def load_adapter(path: Path) -> Adapter:
         raise s.fail("'requires' must be a list of program names")
     binary = s.get("binary", str)
     if binary is not None:
-        _check_placeholders(s, "binary", [binary], {"build", "src"})
+        _check_placeholders(s, "binary", [binary], {"build", "src", "python"})
     warmup_hint = s.get("warmup_hint", int)
     if warmup_hint is not None and warmup_hint < 0:
         raise s.fail("'warmup_hint' must be >= 0")
@@ -315,9 +318,26 @@ def _substitute(arg: str, values: Mapping[str, str], render: Any = None) -> str:
     return _PLACEHOLDER.sub(one, arg)
 
 
+def python_executable() -> str:
+    """The interpreter running icount, as a real file: `python3` found on PATH can be a
+    launcher script (pyenv's shims) whose exec would leave valgrind behind."""
+    return os.path.realpath(sys.executable)
+
+
+def _values(adapter: Adapter, build_dir: Path, port: int | None) -> dict[str, str]:
+    values = {
+        "build": str(build_dir),
+        "src": str(adapter.directory),
+        "python": python_executable(),
+    }
+    if port is not None:
+        values["port"] = str(port)
+    return values
+
+
 def expand(argv: Sequence[str], *, port: int, build_dir: Path, adapter: Adapter) -> list[str]:
     """Replace placeholders in an argv; `{render:FILE}` writes FILE into `build_dir`."""
-    values = {"port": str(port), "build": str(build_dir), "src": str(adapter.directory)}
+    values = _values(adapter, build_dir, port)
 
     def render(name: str) -> Path:
         template = (adapter.directory / name).read_text(encoding="utf-8")
@@ -333,7 +353,7 @@ def expand(argv: Sequence[str], *, port: int, build_dir: Path, adapter: Adapter)
 
 def expand_env(adapter: Adapter, *, port: int, build_dir: Path) -> dict[str, str]:
     """The adapter's env values with placeholders replaced (to add to a base environment)."""
-    values = {"port": str(port), "build": str(build_dir), "src": str(adapter.directory)}
+    values = _values(adapter, build_dir, port)
     return {k: _substitute(v, values) for k, v in adapter.env.items()}
 
 
@@ -341,8 +361,7 @@ def binary_path(adapter: Adapter, build_dir: Path) -> Path | None:
     """The file whose size to report: placeholders expanded, bare names found on PATH."""
     if adapter.binary is None:
         return None
-    values = {"build": str(build_dir), "src": str(adapter.directory)}
-    expanded = _substitute(adapter.binary, values)
+    expanded = _substitute(adapter.binary, _values(adapter, build_dir, None))
     if "/" not in expanded:
         found = shutil.which(expanded)
         return Path(found).resolve() if found else None

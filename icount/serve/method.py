@@ -143,6 +143,13 @@ def _start(target: Target, opts: MethodOptions, run_dir: Path, workdir: Path, po
         argv[0] = procs.resolve_command(argv[0])
     except ToolMissingError as e:
         raise _Invalid(f"cannot start the server: {e}") from None
+    if opts.backend == "callgrind" and _is_script(argv[0]):
+        # valgrind runs the #! interpreter, and whatever that execs (env, a version
+        # manager's shim) runs on unmeasured: the windows would find no valgrind.
+        raise _Invalid(
+            f"cannot measure {argv[0]} under callgrind: it is a #! script; start the "
+            "server's binary itself (e.g. the interpreter with the script as argument)"
+        )
     env = environment.clean_env(
         workdir, adapter_mod.expand_env(a, port=port, build_dir=target.build_dir)
     )
@@ -159,6 +166,14 @@ def _start(target: Target, opts: MethodOptions, run_dir: Path, workdir: Path, po
     return PerfServer(
         argv, run_dir, env=env, cwd=workdir, cpus=opts.cpus.server, event=opts.perf_event
     )
+
+
+def _is_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def _server_gone(server: Server) -> str | None:

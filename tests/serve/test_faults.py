@@ -103,3 +103,24 @@ def test_a_failed_build_invalidates_its_cells_with_the_tool_output(
     reason = cells(out)[("broken", "plaintext")]["reason"]
     assert reason.startswith("build failed: broken: build step exited with status 1"), reason
     assert "server.c:3: error: expected ;" in reason
+
+
+@pytest.mark.slow
+def test_a_launcher_script_is_refused_under_callgrind(
+    need_valgrind: None, tmp_path: Path, c_epoll: Path
+) -> None:
+    """valgrind runs a #! script's interpreter; what that execs escapes measurement
+    (pyenv's python3 shim is such a script): the cell says so instead of failing oddly."""
+    script = tmp_path / "launch.sh"
+    script.write_text(f'#!/bin/sh\nexec {c_epoll} --port "$1"\n')
+    script.chmod(0o755)
+    out = tmp_path / "r.json"
+    done = run_icount(
+        ["serve", "--cmd", f"{script} {{port}}", "--path", "plaintext=/plaintext",
+         "--runs", "1", *FAST, "-o", str(out), "-q"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 5, done.stderr
+    (cell,) = cells(out).values()
+    assert "it is a #! script; start the server's binary itself" in cell["reason"]
+    assert leftovers(str(tmp_path)) == []

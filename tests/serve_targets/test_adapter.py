@@ -169,7 +169,8 @@ def test_bundled_adapters_all_load() -> None:
     for p in paths:
         a = load_adapter(p)
         assert [x.name for x in a.paths] == ["plaintext", "json"]
-        assert a.requires, f"{a.name} must say what it needs"
+        # python-asyncio runs on {python}, the interpreter running icount: nothing to require
+        assert a.requires or "{python}" in a.start, f"{a.name} must say what it needs"
 
 
 def test_icount_adapters_env_overrides_the_folder(
