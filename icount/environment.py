@@ -85,6 +85,20 @@ def parse_env_assignments(items: Sequence[str]) -> dict[str, str]:
     return env
 
 
+def absolute_file_args(args: Sequence[str], base: Path) -> list[str]:
+    """Arguments naming existing files relative to `base`, made absolute.
+
+    Measured programs run in another directory, so a relative file argument is
+    resolved where the user typed it. Options and absolute paths are left alone.
+    """
+    return [
+        str(base / a)
+        if a and not a.startswith("-") and not Path(a).is_absolute() and (base / a).exists()
+        else a
+        for a in args
+    ]
+
+
 def clean_env(workdir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A fixed, minimal environment; `extra` (from --env) is added last."""
     env = {

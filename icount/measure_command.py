@@ -47,12 +47,7 @@ def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
     ToolMissingError for a program that does not exist.
     """
     exe = procs.resolve_command(spec.argv[0])
-    args = [
-        str(base / a)
-        if a and not a.startswith("-") and not Path(a).is_absolute() and (base / a).exists()
-        else a
-        for a in spec.argv[1:]
-    ]
+    args = environment.absolute_file_args(spec.argv[1:], base)
     return CommandSpec(spec.name, (exe, *args), spec.env)
 
 

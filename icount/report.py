@@ -50,7 +50,26 @@ def _unit_title(cells: Sequence[Cell]) -> str:
     return f"{what} ({', '.join(backends)})"
 
 
+def binary_size_text(results: Results, name: str) -> str:
+    """'17.66 KiB (text 3.12 KiB)': the size icount serve recorded for a target's binary."""
+    for c in sorted(results.cells, key=lambda c: c.key):
+        if c.name == name and "binary_bytes" in c.extra:
+            text = numfmt.human_bytes(int(c.extra["binary_bytes"]))
+            if "binary_text_bytes" in c.extra:
+                text += f" (text {numfmt.human_bytes(int(c.extra['binary_text_bytes']))})"
+            return text
+    return ""
+
+
+def _recorded_columns(results: Results) -> list[ExtraColumn]:
+    """Columns the cells carry themselves, so that re-rendering gives the same table."""
+    if any("binary_bytes" in c.extra for c in results.cells):
+        return [ExtraColumn("binary size", lambda name: binary_size_text(results, name))]
+    return []
+
+
 def build_table(results: Results, extra: Sequence[ExtraColumn] = ()) -> Table:
+    extra = [*_recorded_columns(results), *extra]
     cells = sorted(results.cells, key=lambda c: c.key)
     multi_backend = len({c.backend for c in cells}) > 1
     names = sorted({c.name for c in cells})

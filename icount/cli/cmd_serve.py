@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
 
 
 def serve_command(
+    ctx: typer.Context,
     targets: list[str] = typer.Argument(None, help="adapter.toml paths or bundled names."),
     cmd: str = typer.Option(None, "--cmd", help="A server command line with {port}."),
     name: str = typer.Option(None, "--name", help="Row name for --cmd [program name]."),
@@ -101,6 +102,31 @@ def serve_command(
     from icount.serve import method, session
 
     check_format(fmt)
+    if resume is not None:
+        resume = resume.absolute()
+        plan = _saved_plan(resume)
+        if not targets and cmd is None:
+            if plan.get("cmd"):
+                raise UsageError(
+                    f"{resume} was measured with --cmd", hint="give the same --cmd to resume it"
+                )
+            targets = list(plan.get("targets", []))
+            if not targets:
+                raise UsageError(
+                    f"no record of what {resume} was measuring (its provenance file is missing)",
+                    hint="name the targets and options again",
+                )
+
+        def saved(option: str, given: Any) -> Any:
+            # Options left at their defaults take the value the file was measured with.
+            source = ctx.get_parameter_source(option)
+            unset = source is None or source.name == "DEFAULT"
+            return plan[option] if unset and option in plan else given
+
+        runs, reps, requests = saved("runs", runs), saved("reps", reps), saved("requests", requests)
+        warmup, concurrency = saved("warmup", warmup), saved("concurrency", concurrency)
+        load, max_spread = saved("load", load), saved("max_spread", max_spread)
+        backend = saved("backend", backend)
     spread = parse_percent(max_spread, "--max-spread")
     auto_warmup, warmup_n = _parse_warmup(warmup)
     split = cpus_mod.split(
@@ -137,8 +163,6 @@ def serve_command(
             err=True,
         )
 
-    if resume is not None:
-        resume = resume.absolute()
     out = output_path(output if output is not None else resume, "serve")
     if out.exists() and not force and out != resume:
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
@@ -177,10 +201,23 @@ def serve_command(
         start = results.Results(fingerprint, previous.cells)
     recorder = environment.ProvenanceRecorder(["icount", "serve", *_argv_tail()])
     state = session.SessionState()
-    sizes = {t.adapter.name: t for t in targets_}
+
+    plan = {
+        "targets": [str((t.adapter.directory / "adapter.toml").resolve()) for t in targets_],
+        "cmd": cmd is not None,
+        "runs": runs,
+        "reps": reps,
+        "requests": requests,
+        "warmup": warmup,
+        "concurrency": concurrency,
+        "load": load,
+        "max_spread": max_spread,
+        "backend": backend,
+    }
 
     def save(res: results.Results) -> None:
         prov = {
+            "plan": plan,
             "backend_choice": choice.why,
             "load_choice": load_why,
             "skipped_targets": {label: why for label, why in skipped},
@@ -196,8 +233,7 @@ def serve_command(
     save(res)
     if not quiet:
         typer.echo(f"icount: results in {out} (server outputs in {artifacts}/)", err=True)
-    column = report.ExtraColumn("binary size", lambda n: _size_text(sizes.get(n), res, n))
-    typer.echo(report.render_results(res, fmt, width, extra=[column]), nl=False)
+    typer.echo(report.render_results(res, fmt, width), nl=False)
     invalid = [c for c in res.cells if not c.valid]
     if invalid:
         typer.echo(
@@ -206,6 +242,21 @@ def serve_command(
             err=True,
         )
         raise typer.Exit(int(ExitCode.INVALID))
+
+
+def _saved_plan(resume: Path) -> dict[str, Any]:
+    """What the session being resumed was asked to do (targets and options), from the
+    provenance file beside it; empty when there is none."""
+    import json
+
+    from icount.results import provenance_path
+
+    try:
+        doc = json.loads(provenance_path(resume).read_text())
+    except (OSError, ValueError):
+        return {}
+    plan = doc.get("plan") if isinstance(doc, dict) else None
+    return plan if isinstance(plan, dict) else {}
 
 
 def _argv_tail() -> list[str]:
@@ -319,7 +370,7 @@ def _cmd_adapter(cmd: str, flags: _CmdFlags) -> Any:
     import json
     from types import MappingProxyType
 
-    from icount import environment
+    from icount import environment, procs
     from icount.serve.adapter import Adapter, Expect, PathSpec
 
     try:
@@ -353,6 +404,9 @@ def _cmd_adapter(cmd: str, flags: _CmdFlags) -> Any:
         if not sep or not label or not target.startswith("/"):
             raise UsageError(f"--path takes NAME=/TARGET, got {item!r}")
         specs.append(PathSpec(label, target, expect))
+    # Servers run in a fresh directory: find the program and file arguments from here,
+    # and fail now (exit 4) for a program that is not there, not once per cell.
+    argv = [procs.resolve_command(argv[0]), *environment.absolute_file_args(argv[1:], Path.cwd())]
     exe = argv[0]
     return Adapter(
         name=flags.name or Path(exe).name,
@@ -386,15 +440,3 @@ def _binary_extra(t: Any) -> dict[str, Any]:
     extra["binary_bytes"] = sizes["file_bytes"]
     extra["binary_text_bytes"] = sizes["text_bytes"]
     return extra
-
-
-def _size_text(_t: Any, res: Any, name: str) -> str:
-    from icount.numfmt import human_bytes
-
-    for c in res.cells:
-        if c.name == name and "binary_bytes" in c.extra:
-            text = human_bytes(int(c.extra["binary_bytes"]))
-            if "binary_text_bytes" in c.extra:
-                text += f" (text {human_bytes(int(c.extra['binary_text_bytes']))})"
-            return text
-    return ""

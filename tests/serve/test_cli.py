@@ -35,7 +35,9 @@ def test_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
 
 def test_thread_needs_callgrind(tmp_path: Path) -> None:
     done = run_icount(
-        ["serve", "--cmd", "s {port}", "--backend", "perf", "--thread", "1"], tmp_path, timeout=60
+        ["serve", "--cmd", "true {port}", "--backend", "perf", "--thread", "1"],
+        tmp_path,
+        timeout=60,
     )
     # perf cannot count here (exit 4, said so) or it can, and --thread is refused (exit 2)
     assert done.returncode in (2, 4), done.stderr
@@ -46,3 +48,11 @@ def test_help_has_examples(tmp_path: Path) -> None:
     done = run_icount(["serve", "--help"], tmp_path, timeout=60)
     assert done.returncode == 0
     assert "icount serve c-epoll nginx --runs 3" in done.stdout
+
+
+def test_a_cmd_server_that_cannot_be_launched_exits_4(tmp_path: Path) -> None:
+    done = run_icount(["serve", "--cmd", "no-such-server-xyz {port}"], tmp_path, timeout=60)
+    assert done.returncode == 4
+    assert done.stderr.strip() == (
+        "icount: error: command not found: no-such-server-xyz (check the name and your PATH)"
+    )

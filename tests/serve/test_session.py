@@ -51,6 +51,19 @@ def test_resume_measures_only_the_missing_cells(
     assert other.returncode == 2
     assert "measured with other parameters (requests 100 there, 200 now)" in other.stderr
 
+    # Resuming with no targets and no options: both come from what the file recorded.
+    plain = tmp_path / "plain.json"
+    results.save(plain, results.Results(res.fingerprint, (kept,)), None, overwrite=False)
+    bare = run_icount(["serve", "--resume", str(plain), "-q"], tmp_path)
+    assert bare.returncode == 2 and "no record of what" in bare.stderr
+    results.provenance_path(plain).write_text(results.provenance_path(full).read_text())
+    bare = run_icount(["serve", "--resume", str(plain)], tmp_path)
+    assert bare.returncode == 0, bare.stderr
+    assert "two-paths/json/callgrind run 1/1" in bare.stderr
+    assert "two-paths/plaintext/callgrind run" not in bare.stderr
+    assert sorted(cells(plain)) == [("two-paths", "json"), ("two-paths", "plaintext")]
+    assert cells(plain)[("two-paths", "json")]["params"]["requests"] == 100
+
 
 @pytest.mark.slow
 def test_warmup_auto_records_how_many_requests_it_took(
