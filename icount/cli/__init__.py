@@ -127,7 +127,10 @@ def main() -> None:
         typer.echo("icount: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
     except _click_usage_errors() as e:
-        e.show()  # type: ignore[attr-defined]
+        if type(e).__name__ == "NoArgsIsHelpError":  # a bare `icount run`: show its help
+            typer.echo(e.format_message(), err=True)  # type: ignore[attr-defined]
+        else:
+            typer.echo(f"icount: error: {_usage_message(e)}", err=True)
         sys.exit(int(ExitCode.USAGE))
     except BrokenPipeError:
         # `icount ... | head`: the reader went away; not an error worth a traceback.
@@ -144,6 +147,15 @@ def main() -> None:
             err=True,
         )
         sys.exit(int(ExitCode.INTERNAL))
+
+
+def _usage_message(e: Exception) -> str:
+    """click's usage error as one line, ending with where to find help."""
+    text = " ".join(str(e.format_message()).split())  # type: ignore[attr-defined]
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None:
+        text += f" (see '{ctx.command_path} --help')"
+    return text
 
 
 def _click_usage_errors() -> tuple[type[Exception], ...]:

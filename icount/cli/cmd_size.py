@@ -144,7 +144,7 @@ def size(
     ),
     gzip: bool = typer.Option(False, "--gzip", help="Add the gzip -9 size of each whole file."),
     diff: bool = typer.Option(False, "--diff", help="Compare two files: OLD NEW."),
-    fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
     width: int = typer.Option(120, "--width", help="Width of the terminal table."),
 ) -> None:
     from icount.errors import UsageError
