@@ -329,7 +329,9 @@ class KeepAliveClient:
                 busy[i] = False
                 if not keep_alive:
                     first_error = first_error or self._lost(
-                        i, "was closed by the server (Connection: close)"
+                        i,
+                        "was closed by the server "
+                        "(Connection: close; icount needs HTTP/1.1 keep-alive)",
                     )
                     stopping = True
                     continue

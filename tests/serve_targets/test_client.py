@@ -201,7 +201,8 @@ def test_connection_close_header_ends_keep_alive(scripted: Callable[..., int]) -
     # All three answers were right, but keep-alive is broken: not ok, and said why.
     assert (result.completed, result.failed, result.ok) == (3, 0, False)
     assert result.first_error == (
-        "connection 1 was closed by the server (Connection: close) after 3 responses on it"
+        "connection 1 was closed by the server (Connection: close; icount needs HTTP/1.1 "
+        "keep-alive) after 3 responses on it"
     )
 
 
