@@ -24,7 +24,8 @@ def progress(quiet: bool) -> Iterator[Callback]:
         def plain(text: str, done: int, total: int) -> None:
             now = time.monotonic()
             if text != "done":
-                typer.echo(f"icount: [{done}/{total}] {text}", err=True)
+                count = f"[{done}/{total}] " if total else ""
+                typer.echo(f"icount: {count}{text}", err=True)
             last[0] = now
 
         yield plain

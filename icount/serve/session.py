@@ -106,13 +106,13 @@ def _build(targets: Sequence[Target], state: SessionState, progress: Progress) -
 
 def _eta(durations: Sequence[float], left: int) -> str:
     if not durations:
-        return "cell eta ?"
+        return ""  # nothing measured yet to estimate from
     secs = sum(durations) / len(durations) * left
     return f"cell eta {secs:.0f} s" if secs < 120 else f"cell eta {secs / 60:.1f} min"
 
 
 def _note(progress: Progress, head: str, eta: str, done: int, total: int, text: str) -> None:
-    progress(f"{head}: {text} ({eta})", done, total)
+    progress(f"{head}: {text} ({eta})" if eta else f"{head}: {text}", done, total)
 
 
 def run_session(
