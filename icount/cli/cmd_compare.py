@@ -125,6 +125,14 @@ def compare_command(
                 "(no match, or an earlier glob matched first)",
                 err=True,
             )
+    missing = {model.Verdict.MISSING_IN_BASE, model.Verdict.MISSING_IN_NEW}
+    if comparison.rows and all(r.verdict in missing for r in comparison.rows):
+        typer.echo(
+            "icount: warning: no cell of the base matches a cell of the new file; cells "
+            "match by name, path and backend (give both runs the same names with "
+            "--name or --cmd NAME=...)",
+            err=True,
+        )
     _emit(render.render_comparison(comparison, fmt, width), output, quiet, comparison, width)
     # A failed measurement fails --interleave always, as it fails `icount run`.
     failure = model.gate(comparison, fail_on_invalid or interleave)

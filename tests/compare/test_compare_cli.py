@@ -243,3 +243,13 @@ def test_fingerprint_fixture_matches_conftest_fields() -> None:
     from icount.environment import COUNT_MOVING_FIELDS
 
     assert set(COUNT_MOVING_FIELDS) <= set(FP)
+
+
+def test_files_with_no_common_cell_get_a_hint(cli: Cli, write: Write) -> None:
+    # `icount run -- ./fa` and `-- ./fb` name their cells fa and fb: nothing matches.
+    base = write("a.json", res(cell("fa", [100, 100, 100])))
+    new = write("b.json", res(cell("fb", [100, 100, 100])))
+    done = cli("compare", base, new)
+    assert done.code == 0
+    assert "no cell of the base matches a cell of the new file" in done.err
+    assert "--name" in done.err
