@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from icount.errors import ExitCode, ToolMissingError, UsageError
+from icount.errors import ToolMissingError, UsageError
 
 HELP = """Count the server's user-space instructions per request (fresh processes, median).
 
@@ -94,9 +94,9 @@ def serve_command(
 ) -> None:
     import os
 
-    from icount import environment, report, results
+    from icount import environment, results
     from icount.backends import choose
-    from icount.cli.options import check_format, output_path, parse_percent
+    from icount.cli.options import check_format, output_path, parse_percent, print_results
     from icount.cli.progress import progress
     from icount.serve import cpus as cpus_mod
     from icount.serve import method, session
@@ -233,15 +233,7 @@ def serve_command(
     save(res)
     if not quiet:
         typer.echo(f"icount: results in {out} (server outputs in {artifacts}/)", err=True)
-    typer.echo(report.render_results(res, fmt, width), nl=False)
-    invalid = [c for c in res.cells if not c.valid]
-    if invalid:
-        typer.echo(
-            f"icount: error: {len(invalid)} of {len(res.cells)} cells are not valid "
-            f"(reasons under the table)",
-            err=True,
-        )
-        raise typer.Exit(int(ExitCode.INVALID))
+    print_results(res, fmt, width)
 
 
 def _saved_plan(resume: Path) -> dict[str, Any]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from icount.errors import UsageError
 from icount.numfmt import parse_percent
 
-__all__ = ["check_format", "output_path", "parse_exit_codes", "parse_percent"]
+__all__ = ["check_format", "output_path", "parse_exit_codes", "parse_percent", "print_results"]
 from icount.tables import FORMATS
 
 
@@ -36,3 +37,21 @@ def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount
     if path.is_dir():
         raise UsageError(f"{path} is a directory", hint="give --output a file name")
     return path.absolute()
+
+
+def print_results(res: Any, fmt: str, width: int) -> None:
+    """Print the results table; exit 5 after it when a cell is not valid."""
+    import typer
+
+    from icount import report
+    from icount.errors import ExitCode
+
+    typer.echo(report.render_results(res, fmt, width), nl=False)
+    invalid = [c for c in res.cells if not c.valid]
+    if invalid:
+        typer.echo(
+            f"icount: error: {len(invalid)} of {len(res.cells)} cells are not valid "
+            "(reasons under the table)",
+            err=True,
+        )
+        raise typer.Exit(int(ExitCode.INVALID))
