@@ -114,6 +114,11 @@ def clean_env(workdir: Path, extra: Mapping[str, str] | None = None) -> dict[str
     return env
 
 
+def safe_name(name: str, default: str = "unnamed") -> str:
+    """A cell or target name made fit for a directory name."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or default
+
+
 def make_workdir() -> Path:
     """A fresh working directory whose path always has the same length."""
     return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))

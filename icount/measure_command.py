@@ -65,17 +65,6 @@ def fingerprint(backend: str) -> dict[str, Any]:
     return environment.fingerprint(backend, tool_version(backend), backend_argv(backend))
 
 
-def _exit_reason(rc: int, run_dir: Path) -> str:
-    text = procs.describe_exit(rc)
-    try:
-        tail = (run_dir / "stderr").read_text(errors="replace").strip().splitlines()
-    except OSError:
-        tail = []
-    if tail:
-        text += f"; last stderr line: {tail[-1][:200]}"
-    return text
-
-
 def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
     workdir = opts.cwd or environment.make_workdir()
     env = environment.clean_env(workdir, spec.env)
@@ -99,7 +88,7 @@ def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
     if timed_out:
         return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail)
     if rc not in opts.allowed_exits:
-        return Run(count, False, _exit_reason(rc, run_dir), detail)
+        return Run(count, False, procs.exit_reason(rc, run_dir / "stderr"), detail)
     if problem is not None or count is None:
         return Run(None, False, problem or "nothing counted", detail)
     return Run(float(count), True, None, detail)
@@ -122,7 +111,9 @@ def measure(
         for i in range(opts.runs):
             if progress:
                 progress(f"{spec.name}: run {i + 1}/{opts.runs}", done, total)
-            run = measure_once(spec, opts, artifacts / _safe(spec.name) / f"run-{i + 1}")
+            run = measure_once(
+                spec, opts, artifacts / environment.safe_name(spec.name, "command") / f"run-{i + 1}"
+            )
             runs.append(run)
             done += 1
             if not run.valid:
@@ -148,7 +139,3 @@ def measure(
     if progress:
         progress("done", total, total)
     return results
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "command"

@@ -71,6 +71,18 @@ def signal_name(returncode: int) -> str | None:
         return f"signal {-returncode}"
 
 
+def exit_reason(returncode: int, stderr_file: Path) -> str:
+    """'killed by SIGSEGV; last stderr line: ...': how a child ended, with its last words."""
+    text = describe_exit(returncode)
+    try:
+        lines = stderr_file.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    if lines:
+        text += f"; last stderr line: {lines[-1][:200]}"
+    return text
+
+
 def describe_exit(returncode: int) -> str:
     sig = signal_name(returncode)
     if sig is not None:

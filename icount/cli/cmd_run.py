@@ -69,6 +69,7 @@ def run_command(
     from icount import environment, measure_command, results
     from icount.backends import choose
     from icount.cli.options import (
+        argv_tail,
         check_format,
         output_path,
         parse_exit_codes,
@@ -99,7 +100,7 @@ def run_command(
         timeout=timeout,
         keep_profiles=keep_profiles,
     )
-    recorder = environment.ProvenanceRecorder(["icount", "run", *_argv_tail()])
+    recorder = environment.ProvenanceRecorder(["icount", "run", *argv_tail()])
     artifacts = out.with_suffix(".artifacts")
 
     def save(res: results.Results) -> None:
@@ -110,12 +111,6 @@ def run_command(
     if not quiet:
         typer.echo(f"icount: results in {out} (outputs of each run in {artifacts}/)", err=True)
     print_results(res, fmt, width)
-
-
-def _argv_tail() -> list[str]:
-    import sys
-
-    return sys.argv[2:]
 
 
 def _collect(

@@ -94,9 +94,15 @@ def serve_command(
 ) -> None:
     import os
 
-    from icount import environment, results
+    from icount import environment, measure_command, results
     from icount.backends import choose
-    from icount.cli.options import check_format, output_path, parse_percent, print_results
+    from icount.cli.options import (
+        argv_tail,
+        check_format,
+        output_path,
+        parse_percent,
+        print_results,
+    )
     from icount.cli.progress import progress
     from icount.serve import cpus as cpus_mod
     from icount.serve import method, session
@@ -167,7 +173,10 @@ def serve_command(
     if out.exists() and not force and out != resume:
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
     artifacts = out.with_suffix(".artifacts")
-    targets_ = [method.Target(a, artifacts / "build" / _safe(a.name)) for a in adapters]
+    targets_ = [
+        method.Target(a, artifacts / "build" / environment.safe_name(a.name, "target"))
+        for a in adapters
+    ]
     n_requests = requests or method.DEFAULT_REQUESTS[choice.backend]
 
     def options(t: method.Target) -> method.MethodOptions:
@@ -187,7 +196,9 @@ def serve_command(
         )
 
     fingerprint = environment.fingerprint(
-        choice.backend, _tool_version(choice.backend), _backend_argv(choice.backend, thread)
+        choice.backend,
+        measure_command.tool_version(choice.backend),
+        _backend_argv(choice.backend, thread),
     )
     start = results.Results(fingerprint, ())
     if resume is not None:
@@ -199,7 +210,7 @@ def serve_command(
         }
         session.check_resume(previous, fingerprint, planned)
         start = results.Results(fingerprint, previous.cells)
-    recorder = environment.ProvenanceRecorder(["icount", "serve", *_argv_tail()])
+    recorder = environment.ProvenanceRecorder(["icount", "serve", *argv_tail()])
     state = session.SessionState()
 
     plan = {
@@ -251,16 +262,6 @@ def _saved_plan(resume: Path) -> dict[str, Any]:
     return plan if isinstance(plan, dict) else {}
 
 
-def _argv_tail() -> list[str]:
-    import sys
-
-    return sys.argv[2:]
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "target"
-
-
 def _parse_warmup(text: str | None) -> tuple[bool, int | None]:
     if text is None:
         return False, None
@@ -278,19 +279,13 @@ def _parse_warmup(text: str | None) -> tuple[bool, int | None]:
 def _load_kind(load: str | None, backend: str) -> tuple[str, str]:
     from icount.serve import loadgen
 
-    kinds = ("builtin", "h2load", "ab", "wrk", "oha")
+    kinds = loadgen.KINDS
     if load is None:
         kind, why = loadgen.default_load_kind(backend)
         return kind, why
     if load not in kinds:
         raise UsageError(f"unknown load generator {load!r}", hint=f"use --load {'|'.join(kinds)}")
     return load, "asked for with --load"
-
-
-def _tool_version(backend: str) -> str:
-    from icount.backends import callgrind, perf
-
-    return callgrind.valgrind_version() if backend == "callgrind" else perf.perf_version()
 
 
 def _backend_argv(backend: str, thread: int | None) -> list[str]:

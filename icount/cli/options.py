@@ -39,6 +39,13 @@ def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount
     return path.absolute()
 
 
+def argv_tail() -> list[str]:
+    """The arguments after `icount COMMAND`, for the provenance."""
+    import sys
+
+    return sys.argv[2:]
+
+
 def print_results(res: Any, fmt: str, width: int) -> None:
     """Print the results table; exit 5 after it when a cell is not valid."""
     import typer

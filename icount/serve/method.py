@@ -34,7 +34,7 @@ import shutil
 import socket
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -184,14 +184,7 @@ def _server_gone(server: Server) -> str | None:
     if server.alive():
         return None
     rc = server.stop()
-    text = procs.describe_exit(rc)
-    try:
-        lines = (server.run_dir / "server.stderr").read_text(errors="replace").strip().splitlines()
-    except OSError:
-        lines = []
-    if lines:
-        text += f"; last stderr line: {lines[-1][:200]}"
-    return f"the server {text}"
+    return f"the server {procs.exit_reason(rc, server.run_dir / 'server.stderr')}"
 
 
 def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> None:
@@ -474,9 +467,3 @@ def comparable_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """The params two cells must share to sit in one results file (resume)."""
     keys = ("requests", "warmup", "concurrency", "load", "reps", "target", "method", "thread")
     return {k: params.get(k) for k in keys}
-
-
-def paths_of(adapter: Adapter, names: Sequence[str] | None) -> list[PathSpec]:
-    if not names:
-        return list(adapter.paths)
-    return [p for p in adapter.paths if p.name in set(names)]

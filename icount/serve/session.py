@@ -49,10 +49,6 @@ class SessionState:
         }
 
 
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "target"
-
-
 def check_resume(
     previous: Results, fingerprint: Mapping[str, Any], planned: Mapping[tuple[str, str, str], Any]
 ) -> None:
@@ -66,8 +62,6 @@ def check_resume(
     diff = environment.fingerprint_differences(previous.fingerprint, fingerprint)
     if previous.fingerprint.get("backend_argv") != fingerprint.get("backend_argv"):
         diff.append("backend_argv")
-    if previous.fingerprint.get("backend") != fingerprint.get("backend"):
-        diff = ["backend", *[d for d in diff if d != "backend"]]
     if diff:
         raise UsageError(
             f"the file to resume was measured in another environment (differs in "
@@ -155,7 +149,8 @@ def run_session(
             head = f"{key} run {i + 1}/{opts.runs}"
             eta = _eta(history, left)
             note = functools.partial(_note, progress, head, eta, finished, total)
-            run_dir = artifacts / "runs" / _safe(t.adapter.name) / _safe(p.name) / f"run-{i + 1}"
+            safe = environment.safe_name
+            run_dir = artifacts / "runs" / safe(t.adapter.name) / safe(p.name) / f"run-{i + 1}"
             value, reason, detail = measure_run(t, p, opts, run_dir, state.window, note)
             rps = [rep.pop("client_rps") for rep in detail.get("reps", []) if "client_rps" in rep]
             state.client_rps.setdefault(key, []).append(rps)
