@@ -35,12 +35,14 @@ def valgrind_version() -> str:
     return f"valgrind {match.group(1)}" if match else "valgrind (unknown version)"
 
 
-def callgrind_args(out_pattern: Path, log_file: Path, extra: Sequence[str] = ()) -> list[str]:
-    """The valgrind options icount uses; recorded verbatim in the fingerprint."""
+def callgrind_args(
+    out_file: Path, log_file: Path, *, trace_children: bool = True, extra: Sequence[str] = ()
+) -> list[str]:
+    """The valgrind options icount runs callgrind with; recorded in the fingerprint."""
     return [
         "--tool=callgrind",
-        "--trace-children=yes",
-        f"--callgrind-out-file={out_pattern}",
+        *(["--trace-children=yes"] if trace_children else []),
+        f"--callgrind-out-file={out_file}",
         f"--log-file={log_file}",
         *extra,
     ]
@@ -50,7 +52,7 @@ def fingerprint_args(extra: Sequence[str] = ()) -> list[str]:
     """The same options with run-specific paths masked, for the fingerprint."""
     return [
         "valgrind",
-        *callgrind_args(Path("<out>/callgrind.out.%p"), Path("<out>/valgrind.log"), extra),
+        *callgrind_args(Path("<out>/callgrind.out.%p"), Path("<out>/valgrind.log"), extra=extra),
     ]
 
 
@@ -81,7 +83,7 @@ def count_command(
     full = [
         *prefix,
         valgrind,
-        *callgrind_args(run_dir / "callgrind.out.%p", run_dir / "valgrind.log", extra_args),
+        *callgrind_args(run_dir / "callgrind.out.%p", run_dir / "valgrind.log", extra=extra_args),
         *argv,
     ]
     done = procs.run(
@@ -97,14 +99,23 @@ def count_command(
     if done.timed_out:
         problem = f"timed out after {timeout:g} s"
     elif not profiles:
-        problem = _valgrind_failure(run_dir / "valgrind.log") or "callgrind wrote no profile"
+        problem = valgrind_failure(run_dir / "valgrind.log") or "callgrind wrote no profile"
     return Counted(
         total if problem is None else None, done.returncode, done.timed_out, len(profiles), problem
     )
 
 
-def _sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
+def read_ir(path: Path) -> int:
+    """Total `Ir` of one callgrind file (ParseError when it is not a profile)."""
     from icount.callgrind.parser import parse_file
+
+    prof = parse_file(path)
+    if "Ir" not in prof.totals:
+        raise ParseError("callgrind profile has no Ir event", source=str(path))
+    return prof.totals["Ir"]
+
+
+def _sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
 
     total = 0
     for p in profiles:
@@ -116,16 +127,13 @@ def _sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
                 "exited, and was stopped before callgrind wrote its profile (wait for children)"
             )
         try:
-            prof = parse_file(p)
+            total += read_ir(p)
         except ParseError as e:
             return None, f"unreadable callgrind profile: {e}"
-        if "Ir" not in prof.totals:
-            return None, f"{p.name}: callgrind profile has no Ir event"
-        total += prof.totals["Ir"]
     return total, None
 
 
-def _valgrind_failure(log: Path) -> str | None:
+def valgrind_failure(log: Path) -> str | None:
     """valgrind's own complaint (e.g. a missing command), from its log."""
     try:
         lines = log.read_text(errors="replace").splitlines()
@@ -162,10 +170,7 @@ def record_profile(
     full = [
         *prefix,
         valgrind,
-        "--tool=callgrind",
-        f"--callgrind-out-file={out_file}",
-        f"--log-file={log}",
-        *extra_args,
+        *callgrind_args(out_file, log, trace_children=False, extra=extra_args),
         exe,
         *argv[1:],
     ]
@@ -177,7 +182,7 @@ def record_profile(
     if done.timed_out:
         raise RunFailedError(f"{argv[0]} timed out after {timeout:g} s under callgrind")
     if done.returncode != 0:
-        why = _valgrind_failure(log) or procs.describe_exit(done.returncode)
+        why = valgrind_failure(log) or procs.describe_exit(done.returncode)
         raise RunFailedError(f"{argv[0]} under callgrind: {why}")
     if not out_file.exists():
         raise RunFailedError(f"callgrind wrote no profile for {argv[0]}")

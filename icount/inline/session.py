@@ -8,7 +8,6 @@ environment (`icount.backends.callgrind.record_profile`). Never prints.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -97,17 +96,13 @@ def _profile(
             )
         prof = parse_file(path)
         return prof, _binary_of(prof)
-    from icount import environment
     from icount.backends.callgrind import record_profile
     from icount.measure_command import CommandSpec, resolve
 
     spec = resolve(CommandSpec(arg, (arg, *workload)), Path.cwd())
     progress(f"running {arg} under callgrind")
-    workdir = environment.make_workdir()
-    try:
-        record_profile(list(spec.argv), out.absolute(), cwd=workdir, timeout=opts.timeout)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    # record_profile runs it in a fresh fixed-length directory, removed afterwards.
+    record_profile(list(spec.argv), out.absolute(), timeout=opts.timeout)
     return parse_file(out), Path(spec.argv[0])
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from icount import environment, procs
 from icount.backends import callgrind
-from icount.errors import ParseError, RunFailedError
+from icount.errors import RunFailedError
 
 OUT_NAME = "callgrind.out"
 MAX_INVOKE_MS = 10
@@ -44,15 +44,9 @@ _PROFILE_NAME = re.compile(re.escape(OUT_NAME) + r"(?:\.(\d+))?(?:-(\d+))?")
 
 
 def valgrind_args(out_file: Path, log_file: Path, separate_threads: bool) -> list[str]:
-    args = [
-        "--tool=callgrind",
-        f"--callgrind-out-file={out_file}",
-        f"--log-file={log_file}",
-        "--vgdb=yes",
-    ]
-    if separate_threads:
-        args.append("--separate-threads=yes")
-    return args
+    # No child tracing: the server is one process; --vgdb=yes lets icount reach it.
+    extra = ["--vgdb=yes", *(["--separate-threads=yes"] if separate_threads else [])]
+    return callgrind.callgrind_args(out_file, log_file, trace_children=False, extra=extra)
 
 
 def fingerprint_args(separate_threads: bool) -> list[str]:
@@ -80,16 +74,6 @@ def profile_files(run_dir: Path) -> dict[str, tuple[int | None, int | None]]:
                 int(m.group(2)) if m.group(2) else None,
             )
     return found
-
-
-def read_ir(path: Path) -> int:
-    """Total `Ir` of one callgrind file (ParseError when it is not a profile)."""
-    from icount.callgrind.parser import parse_file
-
-    prof = parse_file(path)
-    if "Ir" not in prof.totals:
-        raise ParseError("callgrind profile has no Ir event", source=str(path))
-    return prof.totals["Ir"]
 
 
 class CallgrindServer:
@@ -174,7 +158,7 @@ class CallgrindServer:
     def close_window(self) -> WindowCount:
         names = self._dump(f"icount-close-{self._dumps + 1}")
         chosen = self._select(names, {n: profile_files(self.run_dir)[n][1] for n in names})
-        total = sum(read_ir(self.run_dir / n) for n in chosen)
+        total = sum(callgrind.read_ir(self.run_dir / n) for n in chosen)
         if not self.keep_profiles:
             for name in names:
                 (self.run_dir / name).unlink(missing_ok=True)
@@ -205,10 +189,10 @@ class CallgrindServer:
         files = profile_files(self.run_dir)
         names = [n for n in sorted(files) if (self.run_dir / n).stat().st_size > 0]
         if not names:
-            why = callgrind._valgrind_failure(self.log_file) or "callgrind wrote no profile"
+            why = callgrind.valgrind_failure(self.log_file) or "callgrind wrote no profile"
             raise RunFailedError(why)
         chosen = self._select(names, {n: files[n][1] for n in names})
-        return sum(read_ir(self.run_dir / n) for n in chosen)
+        return sum(callgrind.read_ir(self.run_dir / n) for n in chosen)
 
     def cleanup(self) -> None:
         if self.keep_profiles:
