@@ -193,9 +193,14 @@ def fingerprint(backend: str, tool_version: str, backend_argv: Sequence[str]) ->
     }
 
 
-def fingerprint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """The count-moving fields in which two fingerprints differ."""
-    return [f for f in COUNT_MOVING_FIELDS if a.get(f) != b.get(f)]
+def fingerprint_differences(
+    a: Mapping[str, Any], b: Mapping[str, Any], *, same_method: bool = False
+) -> list[str]:
+    """The count-moving fields in which two fingerprints differ. `same_method` also
+    requires the same backend arguments: cells that share one file or table must have
+    been measured the same way (compare only needs comparable counts)."""
+    fields = (*COUNT_MOVING_FIELDS, "backend_argv") if same_method else COUNT_MOVING_FIELDS
+    return [f for f in fields if a.get(f) != b.get(f)]
 
 
 # ---------------------------------------------------------------- provenance

@@ -82,5 +82,5 @@ def parse_percent(text: str, flag: str) -> float:
     except ValueError:
         raise UsageError(f"{flag} takes a percentage like 1 or 0.5%, got {text!r}") from None
     if not 0 < value < 1000:
-        raise UsageError(f"{flag} must be above 0%, got {text!r}")
+        raise UsageError(f"{flag} must be above 0% and below 1000%, got {text!r}")
     return value / 100.0

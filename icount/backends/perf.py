@@ -1,7 +1,7 @@
 """`perf stat -e instructions:u`: running it, probing it, and parsing its output.
 
-perf is asked for CSV (`-x` with a separator that cannot occur in values: commas
-are not quoted by perf) or JSON (`-j`, perf >= 6.0) with LC_NUMERIC=C. A count that
+icount asks perf for CSV (`-x` with a separator that cannot occur in values: commas
+are not quoted by perf) with LC_NUMERIC=C. A count that
 is `<not supported>`, `<not counted>` or multiplexed (running < 100% of the time)
 never passes as a number: it becomes a PerfCount with `problem` set.
 """
@@ -9,7 +9,6 @@ never passes as a number: it becomes a PerfCount with `problem` set.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -71,31 +70,6 @@ def parse_csv(text: str, source: str, sep: str = SEP) -> list[PerfCount]:
             raise ParseError(f"line {lineno}: {e}", source=source) from None
     if not counts:
         raise ParseError("no counter lines in perf stat output", source=source)
-    return counts
-
-
-def parse_json(text: str, source: str) -> list[PerfCount]:
-    """Parse `perf stat -j` output: one JSON object per line."""
-    counts: list[PerfCount] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-            pct = obj.get("pcnt-running")
-            counts.append(
-                _check(
-                    str(obj["event"]),
-                    str(obj["counter-value"]),
-                    None if pct is None else float(pct),
-                )
-            )
-        except (ValueError, KeyError) as e:
-            raise ParseError(f"line {lineno}: {e}", source=source) from None
-    if not counts:
-        raise ParseError("no counter lines in perf stat JSON output", source=source)
     return counts
 
 

@@ -35,7 +35,9 @@ def table_command(
     loaded = [(str(f), results.load(f)) for f in files]
     first_src, first = loaded[0]
     for src, res in loaded[1:]:
-        diff = environment.fingerprint_differences(first.fingerprint, res.fingerprint)
+        diff = environment.fingerprint_differences(
+            first.fingerprint, res.fingerprint, same_method=True
+        )
         if diff:
             raise UsageError(
                 f"{src} was measured in another environment than {first_src} "

@@ -1,4 +1,4 @@
-"""Load generators: the built-in client, or an external tool (h2load, ab, wrk).
+"""Load generators: the built-in client, or an external tool (h2load, ab, wrk, oha).
 
 Every generator has the built-in client's shape: `open()`, `run(n) -> LoadResult`,
 `close()`, `request_bytes` and `name`. External tools run through icount.procs, pinned

@@ -59,9 +59,7 @@ def check_resume(
             f"the file to resume holds cells that are not from icount serve ({', '.join(foreign)})",
             hint="start a new results file with -o",
         )
-    diff = environment.fingerprint_differences(previous.fingerprint, fingerprint)
-    if previous.fingerprint.get("backend_argv") != fingerprint.get("backend_argv"):
-        diff.append("backend_argv")
+    diff = environment.fingerprint_differences(previous.fingerprint, fingerprint, same_method=True)
     if diff:
         raise UsageError(
             f"the file to resume was measured in another environment (differs in "

@@ -20,21 +20,12 @@ def test_not_supported_never_passes_as_a_number(name: str) -> None:
     assert c.problem is not None and "not supported" in c.problem
 
 
-def test_json_not_supported() -> None:
-    c = perf.find_event(
-        perf.parse_json((FIX / "stat-j-instructions-not-supported.txt").read_text(), "j")
-    )
-    assert c.value is None and c.problem is not None and "not supported" in c.problem
-
-
 def test_numbers_and_several_events() -> None:
     counts = perf.parse_csv((FIX / "stat-x-software-events.txt").read_text(), "x")
     assert [c.event for c in counts] == ["task-clock", "context-switches", "page-faults"]
     assert counts[2].value == 83 and counts[2].ok
     mixed = perf.parse_csv((FIX / "stat-x-mixed.txt").read_text(), "m")
     assert [c.ok for c in mixed] == [False, False, True]
-    js = perf.parse_json((FIX / "stat-j-software-events.txt").read_text(), "j")
-    assert js[1].event == "page-faults" and js[1].value == 83
 
 
 def test_multiplexed_and_not_counted_are_flagged() -> None:
