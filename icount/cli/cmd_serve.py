@@ -354,11 +354,12 @@ def _targets(names: list[str], flags: _CmdFlags) -> tuple[list[Any], list[tuple[
 
 
 def _cmd_adapter(cmd: str, flags: _CmdFlags) -> Any:
+    """The adapter `--cmd` and its flags describe, checked like an adapter.toml."""
     import json
-    from types import MappingProxyType
 
     from icount import environment, procs
-    from icount.serve.adapter import Adapter, Expect, PathSpec
+    from icount.errors import ParseError
+    from icount.serve.adapter import adapter_from_table
 
     try:
         argv = shlex.split(cmd)
@@ -366,46 +367,44 @@ def _cmd_adapter(cmd: str, flags: _CmdFlags) -> Any:
         raise UsageError(f"--cmd: {e}") from None
     if not argv or not any("{port}" in a for a in argv):
         raise UsageError("--cmd needs a command line with a {port} placeholder")
-    body, json_text = flags.body, flags.json_text
-    if body is not None and json_text is not None:
+    expect: dict[str, Any] = {"status": flags.status}
+    if flags.body is not None and flags.json_text is not None:
         raise UsageError("give either --expect-body or --expect-json, not both")
-    try:
-        want_json = json.loads(json_text) if json_text is not None else None
-    except ValueError as e:
-        raise UsageError(f"--expect-json is not JSON: {e}") from None
-    want_headers: dict[str, str] = {}
+    if flags.body is not None:
+        expect["body"] = flags.body
+    if flags.json_text is not None:
+        try:
+            expect["json"] = json.loads(flags.json_text)
+        except ValueError as e:
+            raise UsageError(f"--expect-json is not JSON: {e}") from None
+    headers: dict[str, str] = {}
     for h in flags.headers:
         k, sep, v = h.partition(":")
         if not sep or not k.strip():
             raise UsageError(f"--expect-header takes 'Name: value', got {h!r}")
-        want_headers[k.strip().lower()] = v.strip()
-    expect = Expect(
-        status=flags.status,
-        headers=MappingProxyType(want_headers),
-        body=body.encode() if body is not None else None,
-        json=want_json,
-    )
-    specs = []
+        headers[k.strip()] = v.strip()
+    expect["headers"] = headers
+    paths = []
     for item in flags.paths or ["root=/"]:
         label, sep, target = item.partition("=")
         if not sep or not label or not target.startswith("/"):
             raise UsageError(f"--path takes NAME=/TARGET, got {item!r}")
-        specs.append(PathSpec(label, target, expect))
+        paths.append({"name": label, "target": target, "expect": expect})
     # Servers run in a fresh directory: find the program and file arguments from here,
     # and fail now (exit 4) for a program that is not there, not once per cell.
     argv = [procs.resolve_command(argv[0]), *environment.absolute_file_args(argv[1:], Path.cwd())]
-    exe = argv[0]
-    return Adapter(
-        name=flags.name or Path(exe).name,
-        directory=Path.cwd(),
-        build=(),
-        start=tuple(argv),
-        env=MappingProxyType(environment.parse_env_assignments(flags.env)),
-        ready_target=specs[0].target,
-        ready_timeout_s=flags.ready_timeout,
-        binary=exe,
-        paths=tuple(specs),
-    )
+    table = {
+        "name": flags.name or Path(argv[0]).name,
+        "start": argv,
+        "binary": argv[0],
+        "env": environment.parse_env_assignments(flags.env),
+        "ready": {"target": paths[0]["target"], "timeout_s": flags.ready_timeout},
+        "paths": paths,
+    }
+    try:
+        return adapter_from_table(table, Path.cwd(), "--cmd")
+    except ParseError as e:  # the same rules as an adapter.toml, reported as flags
+        raise UsageError(str(e)) from None
 
 
 def _binary_extra(t: Any) -> dict[str, Any]:

@@ -220,10 +220,14 @@ def load_adapter(path: Path) -> Adapter:
         raise ParseError(f"not UTF-8 text (byte {e.start})", source=source) from e
     except tomllib.TOMLDecodeError as e:
         raise ParseError(f"invalid TOML: {e}", source=source) from e
+    return adapter_from_table(doc, path.parent.resolve(), source)
+
+
+def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Adapter:
+    """Validate an adapter's table (from a TOML file, or built from `--cmd` flags)."""
     s = _Schema(doc, "", source)
     s.check_keys({"name", "requires", "build", "start", "binary", "warmup_hint", "env", "ready",
                   "paths"})  # fmt: skip
-    directory = path.parent.resolve()
     name = s.get("name", str, directory.name)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
         raise s.fail(f"adapter name {name!r} may use only letters, digits, '_', '.', '+', '-'")

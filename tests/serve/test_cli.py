@@ -56,3 +56,17 @@ def test_a_cmd_server_that_cannot_be_launched_exits_4(tmp_path: Path) -> None:
     assert done.stderr.strip() == (
         "icount: error: command not found: no-such-server-xyz (check the name and your PATH)"
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--path", "he llo=/x"], "path name 'he llo' may use only letters"),
+        (["--expect-header", "Bad Name: x"], "header name 'Bad Name' is not a valid HTTP header"),
+        (["--expect-status", "999"], "'status' 999 is not an HTTP status code"),
+    ],
+)
+def test_cmd_flags_meet_the_adapter_rules(tmp_path: Path, flags: list[str], message: str) -> None:
+    done = run_icount(["serve", "--cmd", "true {port}", *flags], tmp_path, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr and done.stderr.startswith("icount: error: --cmd: ")
