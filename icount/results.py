@@ -10,6 +10,7 @@ Format history (bump VERSION and add a line on every change to the layout):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -49,6 +50,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Cell:
+    """One measured cell. Its statistics are derived from the runs once, on first use
+    (a frozen dataclass keeps them valid)."""
+
     name: str
     path: str
     backend: str
@@ -68,16 +72,16 @@ class Cell:
     def key_text(self) -> str:
         return "/".join(p for p in self.key if p)
 
-    @property
+    @functools.cached_property
     def values(self) -> list[float]:
         return [r.value for r in self.runs if r.valid and r.value is not None]
 
-    @property
+    @functools.cached_property
     def summary(self) -> Summary | None:
         vals = self.values
         return summarize(vals) if vals else None
 
-    @property
+    @functools.cached_property
     def reason(self) -> str | None:
         """Why the cell is invalid, or None if it is valid."""
         if self.invalid_reason:
@@ -94,7 +98,7 @@ class Cell:
             return "no run produced a value"
         return spread_reason(summary, self.max_spread)
 
-    @property
+    @functools.cached_property
     def valid(self) -> bool:
         return self.reason is None
 
