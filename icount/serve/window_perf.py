@@ -159,19 +159,28 @@ class PerfServer:
             raise
         self.pid = self.child.pid
         self._mark = 0
+        self._seen: list[IntervalRecord] = []
+        self._read_to = 0  # bytes of out_file already parsed into _seen
 
     # ------------------------------------------------------------ protocol
 
     def _records(self) -> list[IntervalRecord]:
+        """Every interval record so far. perf appends one every INTERVAL_MS for the
+        server's whole life, so only the lines added since the last call are parsed."""
         try:
-            text = self.out_file.read_text(errors="replace")
+            with open(self.out_file, "rb") as f:
+                f.seek(self._read_to)
+                data = f.read()
         except OSError:
-            return []
-        complete = text[: text.rfind("\n") + 1]  # perf may be writing the last line
+            return self._seen
+        complete = data[: data.rfind(b"\n") + 1]  # perf may be writing the last line
+        self._read_to += len(complete)
         try:
-            return parse_intervals(complete, str(self.out_file), self.event)
+            text = complete.decode("utf-8", "replace")
+            self._seen += parse_intervals(text, str(self.out_file), self.event)
         except ParseError as e:
             raise RunFailedError(str(e)) from None
+        return self._seen
 
     def _open_ctl(self) -> int:
         if self._ctl is not None:
