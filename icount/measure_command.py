@@ -68,30 +68,25 @@ def fingerprint(backend: str) -> dict[str, Any]:
 def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
     workdir = opts.cwd or environment.make_workdir()
     env = environment.clean_env(workdir, spec.env)
+    backend = callgrind if opts.backend == "callgrind" else perf
     try:
-        if opts.backend == "callgrind":
-            c = callgrind.count_command(
-                spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout
-            )
-            count, rc, problem, timed_out = c.instructions, c.returncode, c.problem, c.timed_out
-            detail: dict[str, Any] = {"exit": rc, "processes": c.profiles}
-        else:
-            p = perf.count_command(spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout)
-            count, rc, problem, timed_out = p.instructions, p.returncode, p.problem, p.timed_out
-            detail = {"exit": rc}
+        c = backend.count_command(spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout)
     finally:
         if opts.cwd is None:
             shutil.rmtree(workdir, ignore_errors=True)
         if not opts.keep_profiles:
             for f in run_dir.glob("callgrind.out.*"):
                 f.unlink()
-    if timed_out:
+    detail = {"exit": c.returncode, **c.detail}
+    if c.timed_out:
         return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail)
-    if rc not in opts.allowed_exits:
-        return Run(count, False, procs.exit_reason(rc, run_dir / "stderr"), detail)
-    if problem is not None or count is None:
-        return Run(None, False, problem or "nothing counted", detail)
-    return Run(float(count), True, None, detail)
+    if c.returncode not in opts.allowed_exits:
+        return Run(
+            c.instructions, False, procs.exit_reason(c.returncode, run_dir / "stderr"), detail
+        )
+    if c.problem is not None or c.instructions is None:
+        return Run(None, False, c.problem or "nothing counted", detail)
+    return Run(float(c.instructions), True, None, detail)
 
 
 def measure(

@@ -5,11 +5,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from icount.errors import ToolMissingError, UsageError
 
 BACKENDS = ("auto", "callgrind", "perf")
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What one run of a command under a backend counted."""
+
+    instructions: int | None  # None when nothing could be read
+    returncode: int
+    timed_out: bool
+    problem: str | None  # why `instructions` is None
+    detail: Mapping[str, Any] = field(default_factory=dict)  # backend facts for the run
 
 
 @dataclass(frozen=True)

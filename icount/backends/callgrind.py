@@ -11,10 +11,10 @@ import functools
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
+from icount.backends import Counted
 from icount.errors import ParseError, RunFailedError
 
 INSTALL_HINT = "run scripts/setup.sh or apt-get install valgrind"
@@ -56,17 +56,6 @@ def fingerprint_args(extra: Sequence[str] = ()) -> list[str]:
     ]
 
 
-@dataclass(frozen=True)
-class Counted:
-    """What one callgrind run of a command counted."""
-
-    instructions: int | None  # None when no profile could be read
-    returncode: int
-    timed_out: bool
-    profiles: int
-    problem: str | None  # why `instructions` is None, or a note on a failed exit
-
-
 def count_command(
     argv: Sequence[str],
     run_dir: Path,
@@ -100,9 +89,8 @@ def count_command(
         problem = f"timed out after {timeout:g} s"
     elif not profiles:
         problem = valgrind_failure(run_dir / "valgrind.log") or "callgrind wrote no profile"
-    return Counted(
-        total if problem is None else None, done.returncode, done.timed_out, len(profiles), problem
-    )
+    value = total if problem is None else None
+    return Counted(value, done.returncode, done.timed_out, problem, {"processes": len(profiles)})
 
 
 def read_ir(path: Path) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
+from icount.backends import Counted
 from icount.errors import ParseError
 
 SEP = ";"
@@ -145,14 +146,6 @@ def probe() -> Probe:
     if count.problem:
         return Probe(False, count.problem)
     return Probe(True, f"probe counted {count.value:.0f} instructions:u for `true`")
-
-
-@dataclass(frozen=True)
-class Counted:
-    instructions: int | None
-    returncode: int
-    timed_out: bool
-    problem: str | None
 
 
 def count_command(
