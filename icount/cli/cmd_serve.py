@@ -204,7 +204,7 @@ def serve_command(
     if resume is not None:
         previous = results.load(resume)
         planned = {
-            (t.adapter.name, p.name, choice.backend): method.cell_params(t, p, options(t), None)
+            (t.adapter.name, p.name, choice.backend): method.cell_params(p, options(t))
             for t in targets_
             for p in t.adapter.paths
         }

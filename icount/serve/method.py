@@ -443,10 +443,9 @@ def measure_run(
     return float(statistics.median(values)), None, detail
 
 
-def cell_params(
-    target: Target, path: PathSpec, opts: MethodOptions, request: bytes | None
-) -> dict[str, Any]:
-    """What the cell was measured with: everything that moves a per-request figure."""
+def cell_params(path: PathSpec, opts: MethodOptions) -> dict[str, Any]:
+    """What the cell is measured with: everything that moves a per-request figure but
+    the request bytes, which the session adds once a run has sent them."""
     return {
         "requests": opts.requests,
         "warmup": "auto" if opts.warmup is None else opts.warmup,
@@ -459,7 +458,6 @@ def cell_params(
         "load_cpus": list(opts.cpus.load),
         "thread": opts.thread,
         **({"perf_event": opts.perf_event} if opts.backend == "perf" else {}),
-        **request_identity(request),
     }
 
 

@@ -25,6 +25,7 @@ from icount.serve.method import (
     cell_params,
     comparable_params,
     measure_run,
+    request_identity,
 )
 
 Progress = Callable[[str, int, int], None]
@@ -159,9 +160,8 @@ def run_session(
                 break
         finished += opts.runs - len(runs) if invalid_reason is None else opts.runs
         request = next((r.detail["request"] for r in runs if "request" in r.detail), None)
-        identity = request or {"request_bytes": None, "request_sha256": None}
-        params = cell_params(t, p, opts, None)
-        params.update(identity)
+        params = cell_params(p, opts)
+        params.update(request or request_identity(None))
         cell = Cell(
             name=t.adapter.name,
             path=p.name,
