@@ -31,7 +31,7 @@ def checks() -> list[Check]:
     )
     vgdb = procs.which("vgdb")  # icount serve opens and closes its windows through vgdb
     out.append(Check("vgdb", vgdb is not None, vgdb or "not installed (comes with valgrind)"))
-    p = perf.probe()
+    p = perf.counter_probe()
     pv = perf.perf_version() if perf.perf_path() else "not installed"
     out.append(Check("perf stat instructions:u", p.usable, f"{pv}: {p.why}"))
     paranoid = perf.paranoid_level()

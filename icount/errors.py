@@ -2,8 +2,10 @@
 
 Core code raises these; only the CLI layer turns them into a message and an exit
 status. The split follows what a user can do about it: fix the command line (usage),
-install something (missing tool), look at the measured program (run failed), or look
-at the input file (parse).
+install something or fix the program's path (launch), look at the measured program
+(run failed), or look at the input file (parse). Each kind carries the facts a caller
+or a test can act on (the program, the exit status, the log, the file), so that code
+and tests branch on kinds and fields, never on wording.
 """
 
 from __future__ import annotations
@@ -39,19 +41,44 @@ class IcountError(Exception):
 
 
 class UsageError(IcountError):
+    """The command line asks for something that cannot be done as given."""
+
     exit_code = ExitCode.USAGE
 
 
-class ToolMissingError(IcountError):
-    """A program icount needs (or the program to measure) could not be launched."""
+class LaunchError(IcountError):
+    """A program could not be started at all: not found, not executable, refused by
+    the kernel. `program` is what was asked for."""
 
     exit_code = ExitCode.MISSING_TOOL
 
+    def __init__(self, message: str, *, program: str | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.program = program
+
+
+class ToolMissingError(LaunchError):
+    """A tool icount needs (valgrind, perf, a compiler, a load generator) is not
+    installed or cannot count here; the hint says how to get it."""
+
 
 class RunFailedError(IcountError):
-    """A tool ran but failed, so nothing could be measured."""
+    """A program ran but failed, so nothing could be measured. `returncode` is its exit
+    status (negative: killed by that signal) when it exited; `log` a file with its words."""
 
     exit_code = ExitCode.INVALID
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        returncode: int | None = None,
+        log: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.returncode = returncode
+        self.log = log
 
 
 class ParseError(IcountError):

@@ -11,14 +11,13 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from icount import environment, procs
-from icount.backends import callgrind, perf
+from icount.backends import Backend, fingerprint
+from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
+from icount.results.details import CommandDetail, CommandParams
 from icount.stats import DEFAULT_MAX_SPREAD
-
-Progress = Callable[[str, int, int], None]  # (what is running, runs done, runs in all)
 
 
 @dataclass(frozen=True)
@@ -30,12 +29,11 @@ class CommandSpec:
 
 @dataclass(frozen=True)
 class RunOptions:
-    backend: str  # resolved: "callgrind" or "perf"
+    backend: Backend
     runs: int = 3
     max_spread: float = DEFAULT_MAX_SPREAD
     allowed_exits: frozenset[int] = frozenset({0})
     timeout: float | None = None
-    keep_profiles: bool = False
     cwd: Path | None = None  # None: a fresh fixed-length directory per run
 
 
@@ -51,33 +49,17 @@ def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
     return CommandSpec(spec.name, (exe, *args), spec.env)
 
 
-def tool_version(backend: str) -> str:
-    return callgrind.valgrind_version() if backend == "callgrind" else perf.perf_version()
-
-
-def backend_argv(backend: str) -> list[str]:
-    if backend == "callgrind":
-        return callgrind.fingerprint_args()
-    return ["perf", *perf.stat_args(Path("<out>/perf-stat.txt"))]
-
-
-def fingerprint(backend: str) -> dict[str, Any]:
-    return environment.fingerprint(backend, tool_version(backend), backend_argv(backend))
-
-
 def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
     workdir = opts.cwd or environment.make_workdir()
     env = environment.clean_env(workdir, spec.env)
-    backend = callgrind if opts.backend == "callgrind" else perf
     try:
-        c = backend.count_command(spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout)
+        c = opts.backend.count_command(
+            spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout
+        )
     finally:
         if opts.cwd is None:
             shutil.rmtree(workdir, ignore_errors=True)
-        if not opts.keep_profiles:
-            for f in run_dir.glob("callgrind.out.*"):
-                f.unlink()
-    detail = {"exit": c.returncode, **c.detail}
+    detail = CommandDetail(c.returncode, c.processes)
     if c.timed_out:
         return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail)
     if c.returncode not in opts.allowed_exits:
@@ -98,10 +80,10 @@ def measure(
 ) -> Results:
     """Measure every command `opts.runs` times. A failed run ends its cell early
     (the cell is invalid whatever the other runs say); other cells go on."""
-    results = Results(fingerprint(opts.backend), ())
+    results = Results(fingerprint(opts.backend, "command"), ())
     total = len(specs) * opts.runs
     done = 0
-    for spec in specs:
+    for order, spec in enumerate(specs):
         runs: list[Run] = []
         for i in range(opts.runs):
             if progress:
@@ -114,19 +96,21 @@ def measure(
             if not run.valid:
                 done += opts.runs - i - 1
                 break
+        params: CommandParams = {
+            "argv": list(spec.argv),
+            "env": dict(sorted(spec.env.items())),
+            "allowed_exits": sorted(opts.allowed_exits),
+        }
         cell = Cell(
             name=spec.name,
             path="",
-            backend=opts.backend,
+            backend=opts.backend.name,
             unit=UNIT_INSTRUCTIONS,
             runs=tuple(runs),
-            params={
-                "argv": list(spec.argv),
-                "env": dict(sorted(spec.env.items())),
-                "allowed_exits": sorted(opts.allowed_exits),
-            },
+            params=params,
             runs_wanted=opts.runs,
             max_spread=opts.max_spread,
+            order=order,
         )
         results = results.with_cell(cell)
         if on_cell:

@@ -23,7 +23,7 @@ from typing import IO
 
 import psutil
 
-from icount.errors import ToolMissingError
+from icount.errors import LaunchError, ToolMissingError, UsageError
 
 _LIVE: dict[int, Child] = {}
 
@@ -38,7 +38,7 @@ def require(name: str, remedy: str) -> str:
     """Path of program `name`, or ToolMissingError naming the remedy."""
     path = shutil.which(name)
     if path is None:
-        raise ToolMissingError(f"{name} not found on PATH", hint=remedy)
+        raise ToolMissingError(f"{name} not found on PATH", program=name, hint=remedy)
     return path
 
 
@@ -51,13 +51,15 @@ def resolve_command(name: str) -> str:
     if "/" in name:
         path = Path(name).absolute()
         if not path.exists():
-            raise ToolMissingError(f"command not found: {name}")
+            raise LaunchError(f"command not found: {name}", program=name)
         if path.is_dir() or not os.access(path, os.X_OK):
-            raise ToolMissingError(f"not an executable file: {name}")
+            raise LaunchError(f"not an executable file: {name}", program=name)
         return str(path)
     found = shutil.which(name)
     if found is None:
-        raise ToolMissingError(f"command not found: {name}", hint="check the name and your PATH")
+        raise LaunchError(
+            f"command not found: {name}", program=name, hint="check the name and your PATH"
+        )
     return found
 
 
@@ -169,10 +171,10 @@ def spawn(
 ) -> Child:
     """Start `argv` in a new session. Paths given for stdout/stderr are created."""
     if not argv:
-        raise ToolMissingError("empty command")
+        raise UsageError("empty command")
     exe = argv[0]
     if os.sep not in exe and shutil.which(exe, path=(env or os.environ).get("PATH")) is None:
-        raise ToolMissingError(f"command not found: {exe}", hint="check the name and PATH")
+        raise LaunchError(f"command not found: {exe}", program=exe, hint="check the name and PATH")
     pinned = frozenset(cpus) if cpus else None
     with contextlib.ExitStack() as files:
         out = files.enter_context(open(stdout, "wb")) if isinstance(stdout, Path) else stdout
@@ -189,11 +191,11 @@ def spawn(
                 preexec_fn=(lambda: _preexec(pinned)) if pinned else None,
             )
         except FileNotFoundError as e:
-            raise ToolMissingError(f"command not found: {exe}") from e
+            raise LaunchError(f"command not found: {exe}", program=exe) from e
         except PermissionError as e:
-            raise ToolMissingError(f"command not executable: {exe}") from e
-        except OSError as e:  # e.g. ENOEXEC, or an invalid CPU set in preexec
-            raise ToolMissingError(f"cannot start {exe}: {e.strerror or e}") from e
+            raise LaunchError(f"command not executable: {exe}", program=exe) from e
+        except OSError as e:  # e.g. ENOEXEC, or a CPU set the kernel refuses in preexec
+            raise LaunchError(f"cannot start {exe}: {e.strerror or e}", program=exe) from e
     return Child(popen, argv)
 
 
@@ -256,7 +258,7 @@ def capture(argv: Sequence[str], timeout: float = 30.0) -> str | None:
     """stdout+stderr of a short informational command, or None if it cannot run."""
     try:
         done = run(argv, timeout=timeout, env={**os.environ, "LC_ALL": "C"})
-    except ToolMissingError:
+    except LaunchError:
         return None
     if done.timed_out:
         return None

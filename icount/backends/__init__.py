@@ -1,57 +1,79 @@
 """Counting backends: callgrind (exact, slow, everywhere) and perf stat (fast, needs a PMU).
 
-`choose()` resolves `--backend auto|callgrind|perf` to one backend and says why.
+Each backend is one module implementing `protocol.Backend`; `REGISTRY` names them, in
+the order `--backend auto` prefers them. `choose()` resolves `--backend NAME|auto` to
+one registered name and says why; `create()` builds the backend with this invocation's
+options.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from icount.backends.protocol import ArgvKind, Backend, BackendOptions, Counted, Probe
 from icount.errors import ToolMissingError, UsageError
 
-BACKENDS = ("auto", "callgrind", "perf")
+__all__ = ["REGISTRY", "Backend", "BackendOptions", "Choice", "Counted", "Probe", "choose"]
+
+# name -> module defining `create(options) -> Backend` and `probe() -> Probe`.
+# Order matters: `auto` takes the first whose probe says it counts here.
+REGISTRY: dict[str, str] = {
+    "perf": "icount.backends.perf",
+    "callgrind": "icount.backends.callgrind",
+}
 
 
-@dataclass(frozen=True)
-class Counted:
-    """What one run of a command under a backend counted."""
+def names() -> tuple[str, ...]:
+    return ("auto", *REGISTRY)
 
-    instructions: int | None  # None when nothing could be read
-    returncode: int
-    timed_out: bool
-    problem: str | None  # why `instructions` is None
-    detail: Mapping[str, Any] = field(default_factory=dict)  # backend facts for the run
+
+def _module(name: str) -> Any:
+    if name not in REGISTRY:
+        raise UsageError(f"unknown backend {name!r}", hint=f"use --backend {'|'.join(names())}")
+    return importlib.import_module(REGISTRY[name])
+
+
+def probe(name: str) -> Probe:
+    probe_fn: Callable[[], Probe] = _module(name).probe
+    return probe_fn()
+
+
+def create(name: str, options: BackendOptions | None = None) -> Backend:
+    """The backend `name`, configured; UsageError for an option it does not support."""
+    backend: Backend = _module(name).create(options or BackendOptions())
+    return backend
 
 
 @dataclass(frozen=True)
 class Choice:
-    backend: str  # "callgrind" or "perf"
+    backend: str  # a registered name
     why: str
 
 
 def choose(requested: str) -> Choice:
-    from icount.backends import callgrind, perf
+    """Resolve `--backend`: a name must be usable here; `auto` takes the first usable."""
+    if requested != "auto":
+        found = probe(requested)
+        if not found.usable:
+            raise ToolMissingError(found.why, program=requested, hint=found.hint)
+        return Choice(requested, f"asked for with --backend {requested}")
+    refused: list[str] = []
+    for name in REGISTRY:
+        found = probe(name)
+        if found.usable:  # say why the preferred ones were passed over, if any were
+            return Choice(name, "; ".join(refused) or found.why)
+        refused.append(found.why)
+    raise ToolMissingError(
+        "no backend can count here: " + "; ".join(refused),
+        hint="run scripts/setup.sh or apt-get install valgrind",
+    )
 
-    if requested not in BACKENDS:
-        raise UsageError(f"unknown backend {requested!r}", hint="use --backend auto|callgrind|perf")
-    if requested == "callgrind":
-        callgrind.require_valgrind()
-        return Choice("callgrind", "asked for with --backend callgrind")
-    probe = perf.probe()
-    if requested == "perf":
-        if not probe.usable:
-            raise ToolMissingError(
-                f"perf cannot count instructions:u here: {probe.why}",
-                hint="use --backend callgrind",
-            )
-        return Choice("perf", "asked for with --backend perf")
-    if probe.usable:
-        return Choice("perf", f"perf stat counts instructions:u here ({probe.why})")
-    if not callgrind.valgrind_path():
-        raise ToolMissingError(
-            f"no backend: valgrind is not installed and perf cannot count ({probe.why})",
-            hint="run scripts/setup.sh or apt-get install valgrind",
-        )
-    return Choice("callgrind", f"perf cannot count instructions:u here ({probe.why})")
+
+def fingerprint(backend: Backend, kind: ArgvKind) -> dict[str, Any]:
+    """What moves counts here, with this backend's version and arguments for `kind`."""
+    from icount import environment
+
+    return environment.fingerprint(backend.name, backend.version(), backend.fingerprint_argv(kind))

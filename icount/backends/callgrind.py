@@ -1,8 +1,10 @@
-"""Running commands under valgrind's callgrind and reading what it counted.
+"""The callgrind backend: running commands and servers under valgrind's callgrind.
 
 A whole command is run with `--trace-children=yes` and one profile per process
 (`%p`), so a wrapper script or a forked worker is counted too; the command's count
-is the sum of the `Ir` totals of every profile it left.
+is the sum of the `Ir` totals of every profile it left. Servers are counted in
+windows between profile dumps (`callgrind_server.py`). Every valgrind argument icount
+uses is built here, by `valgrind_options`, and recorded in the fingerprint.
 """
 
 from __future__ import annotations
@@ -14,10 +16,28 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from icount import environment, procs
-from icount.backends import Counted
-from icount.errors import ParseError, RunFailedError
+from icount.backends.protocol import (
+    ArgvKind,
+    BackendOptions,
+    Counted,
+    Probe,
+    ServeDefaults,
+    Server,
+)
+from icount.errors import ParseError, RunFailedError, UsageError
+from icount.results.details import WINDOW_DUMPS
 
+NAME = "callgrind"
 INSTALL_HINT = "run scripts/setup.sh or apt-get install valgrind"
+SERVE_DEFAULTS = ServeDefaults(
+    warmup=100,
+    requests=1000,
+    client_timeout_s=120.0,
+    instrumented=True,
+    window=WINDOW_DUMPS,
+    window_why="vgdb reaches the idle server (ptrace allowed): windows between dumps",
+)
+PROFILE_GLOB = "callgrind.out*"
 
 
 def valgrind_path() -> str | None:
@@ -35,62 +55,150 @@ def valgrind_version() -> str:
     return f"valgrind {match.group(1)}" if match else "valgrind (unknown version)"
 
 
-def callgrind_args(
-    out_file: Path, log_file: Path, *, trace_children: bool = True, extra: Sequence[str] = ()
+def valgrind_options(
+    out_file: Path,
+    log_file: Path,
+    *,
+    trace_children: bool,
+    vgdb: bool = False,
+    separate_threads: bool = False,
 ) -> list[str]:
-    """The valgrind options icount runs callgrind with; recorded in the fingerprint."""
+    """The valgrind options icount runs callgrind with (and records in the fingerprint)."""
     return [
         "--tool=callgrind",
         *(["--trace-children=yes"] if trace_children else []),
         f"--callgrind-out-file={out_file}",
         f"--log-file={log_file}",
-        *extra,
+        # vgdb lets icount reach a running server; separate threads for --thread.
+        *(["--vgdb=yes"] if vgdb else []),
+        *(["--separate-threads=yes"] if separate_threads else []),
     ]
 
 
-def fingerprint_args(extra: Sequence[str] = ()) -> list[str]:
-    """The same options with run-specific paths masked, for the fingerprint."""
-    return [
-        "valgrind",
-        *callgrind_args(Path("<out>/callgrind.out.%p"), Path("<out>/valgrind.log"), extra=extra),
-    ]
+def probe() -> Probe:
+    if valgrind_path() is None:
+        return Probe(False, "valgrind not found on PATH", hint=INSTALL_HINT)
+    return Probe(True, f"{valgrind_version()} counts every instruction (slowly)")
 
 
-def count_command(
-    argv: Sequence[str],
-    run_dir: Path,
-    *,
-    env: Mapping[str, str],
-    cwd: Path,
-    timeout: float | None,
-    extra_args: Sequence[str] = (),
-) -> Counted:
-    """Run `argv` under callgrind once; outputs go to files in `run_dir`."""
-    valgrind = require_valgrind()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    prefix, _ = environment.aslr_wrapper()
-    full = [
-        *prefix,
-        valgrind,
-        *callgrind_args(run_dir / "callgrind.out.%p", run_dir / "valgrind.log", extra=extra_args),
-        *argv,
-    ]
-    done = procs.run(
-        full,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-        stdout=run_dir / "stdout",
-        stderr=run_dir / "stderr",
-    )
-    profiles = sorted(run_dir.glob("callgrind.out.*"))
-    total, problem = _sum_profiles(profiles)
-    if done.timed_out:
-        problem = f"timed out after {timeout:g} s"
-    elif not profiles:
-        problem = valgrind_failure(run_dir / "valgrind.log") or "callgrind wrote no profile"
-    value = total if problem is None else None
-    return Counted(value, done.returncode, done.timed_out, problem, {"processes": len(profiles)})
+def create(options: BackendOptions) -> CallgrindBackend:
+    if options.event is not None:
+        raise UsageError("callgrind counts instructions (Ir) only; events are a perf setting")
+    return CallgrindBackend(thread=options.thread, keep_profiles=options.keep_profiles)
+
+
+class CallgrindBackend:
+    name = NAME
+    serve_defaults = SERVE_DEFAULTS
+
+    def __init__(self, *, thread: int | None = None, keep_profiles: bool = False) -> None:
+        self.thread = thread
+        self.keep_profiles = keep_profiles
+
+    def probe(self) -> Probe:
+        return probe()
+
+    def version(self) -> str:
+        return valgrind_version()
+
+    def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
+        if kind == "command":
+            opts = valgrind_options(
+                Path("<out>/callgrind.out.%p"), Path("<out>/valgrind.log"), trace_children=True
+            )
+        else:
+            opts = valgrind_options(
+                Path("<run>/callgrind.out"),
+                Path("<run>/valgrind.log"),
+                trace_children=False,
+                vgdb=True,
+                separate_threads=self.thread is not None,
+            )
+        return ["valgrind", *opts]
+
+    def cell_params(self) -> dict[str, object]:
+        return {"thread": self.thread}
+
+    def count_command(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        timeout: float | None,
+    ) -> Counted:
+        """Run `argv` under callgrind once; outputs go to files in `run_dir`."""
+        valgrind = require_valgrind()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # Profiles an earlier run left here (--keep-profiles, then --force) would be
+        # summed with this run's: the directory must hold this run's only.
+        for stale in run_dir.glob(PROFILE_GLOB):
+            stale.unlink()
+        prefix, _ = environment.aslr_wrapper()
+        opts = valgrind_options(
+            run_dir / "callgrind.out.%p", run_dir / "valgrind.log", trace_children=True
+        )
+        try:
+            done = procs.run(
+                [*prefix, valgrind, *opts, *argv],
+                env=env,
+                cwd=cwd,
+                timeout=timeout,
+                stdout=run_dir / "stdout",
+                stderr=run_dir / "stderr",
+            )
+            profiles = sorted(run_dir.glob(PROFILE_GLOB))
+            total, problem = sum_profiles(profiles)
+        finally:
+            if not self.keep_profiles:
+                for f in run_dir.glob(PROFILE_GLOB):
+                    f.unlink()
+        if done.timed_out:
+            problem = f"timed out after {timeout:g} s"
+        elif not profiles:
+            problem = valgrind_failure(run_dir / "valgrind.log") or "callgrind wrote no profile"
+        value = total if problem is None else None
+        return Counted(value, done.returncode, done.timed_out, problem, len(profiles))
+
+    def server_problem(self, argv: Sequence[str]) -> str | None:
+        if _is_script(argv[0]):
+            # valgrind runs the #! interpreter, and whatever that execs (env, a version
+            # manager's shim) runs on unmeasured: the windows would find no valgrind.
+            return (
+                f"cannot measure {argv[0]} under callgrind: it is a #! script; start the "
+                "server's binary itself (e.g. the interpreter with the script as argument)"
+            )
+        return None
+
+    def start_server(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        cpus: Sequence[int],
+    ) -> Server:
+        from icount.backends.callgrind_server import CallgrindServer
+
+        return CallgrindServer(
+            argv,
+            run_dir,
+            env=env,
+            cwd=cwd,
+            cpus=cpus,
+            thread=self.thread,
+            keep_profiles=self.keep_profiles,
+        )
+
+
+def _is_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def read_ir(path: Path) -> int:
@@ -103,8 +211,8 @@ def read_ir(path: Path) -> int:
     return prof.totals["Ir"]
 
 
-def _sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
-
+def sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
+    """(total Ir of every profile, None) or (None, why not)."""
     total = 0
     for p in profiles:
         if p.stat().st_size == 0:
@@ -145,8 +253,8 @@ def record_profile(
 ) -> Path:
     """Profile one process (no child tracing) into `out_file`, in icount's fixed environment.
 
-    Raises ToolMissingError when the command cannot be launched and RunFailedError
-    when it fails, with the reason.
+    Raises LaunchError when the command cannot be launched and RunFailedError when it
+    fails, with the reason, its exit status and valgrind's log.
     """
     valgrind = require_valgrind()
     out_file.parent.mkdir(parents=True, exist_ok=True)
@@ -155,23 +263,22 @@ def record_profile(
     exe = procs.resolve_command(argv[0])
     prefix, _ = environment.aslr_wrapper()
     log = out_file.with_name(out_file.name + ".log")
-    full = [
-        *prefix,
-        valgrind,
-        *callgrind_args(out_file, log, trace_children=False, extra=extra_args),
-        exe,
-        *argv[1:],
-    ]
+    opts = valgrind_options(out_file, log, trace_children=False)
     try:
-        done = procs.run(full, env=run_env, cwd=workdir, timeout=timeout)
+        done = procs.run([*prefix, valgrind, *opts, *extra_args, exe, *argv[1:]],
+                         env=run_env, cwd=workdir, timeout=timeout)  # fmt: skip
     finally:
         if cwd is None:
             shutil.rmtree(workdir, ignore_errors=True)
     if done.timed_out:
-        raise RunFailedError(f"{argv[0]} timed out after {timeout:g} s under callgrind")
+        raise RunFailedError(
+            f"{argv[0]} timed out after {timeout:g} s under callgrind", log=str(log)
+        )
     if done.returncode != 0:
         why = valgrind_failure(log) or procs.describe_exit(done.returncode)
-        raise RunFailedError(f"{argv[0]} under callgrind: {why}")
+        raise RunFailedError(
+            f"{argv[0]} under callgrind: {why}", returncode=done.returncode, log=str(log)
+        )
     if not out_file.exists():
-        raise RunFailedError(f"callgrind wrote no profile for {argv[0]}")
+        raise RunFailedError(f"callgrind wrote no profile for {argv[0]}", log=str(log))
     return out_file

@@ -1,9 +1,9 @@
-"""`perf stat -e instructions:u`: running it, probing it, and parsing its output.
+"""The perf backend: `perf stat -e instructions:u` on commands and servers.
 
-icount asks perf for CSV (`-x` with a separator that cannot occur in values: commas
-are not quoted by perf) with LC_NUMERIC=C. A count that
-is `<not supported>`, `<not counted>` or multiplexed (running < 100% of the time)
-never passes as a number: it becomes a PerfCount with `problem` set.
+Whole commands run under `perf stat` (inherited children are counted: perf's
+default); servers run under `perf stat` with a control fifo that switches counting
+on and off around each window (`perf_server.py`). Hardware counters are
+`<not supported>` on most VMs: `probe()` says whether this machine counts, and why.
 """
 
 from __future__ import annotations
@@ -12,73 +12,31 @@ import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
-from icount.backends import Counted
-from icount.errors import ParseError
+from icount.backends.perf_parser import EVENT, SEP, find_event, parse_csv
+from icount.backends.protocol import (
+    ArgvKind,
+    BackendOptions,
+    Counted,
+    Probe,
+    ServeDefaults,
+    Server,
+)
+from icount.errors import ParseError, UsageError
+from icount.results.details import WINDOW_FIFO
 
-SEP = ";"
-EVENT = "instructions:u"
+NAME = "perf"
 INSTALL_HINT = "apt-get install linux-perf"
-
-
-@dataclass(frozen=True)
-class PerfCount:
-    event: str
-    value: float | None  # None when not counted (instructions are whole numbers)
-    running_pct: float | None
-    problem: str | None  # None only for a clean, complete count
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and self.value is not None
-
-
-def _check(event: str, raw: str, pct: float | None) -> PerfCount:
-    raw = raw.strip()
-    if raw.startswith("<"):
-        what = raw.strip("<>")
-        return PerfCount(event, None, pct, f"{event} {what} (perf printed {raw})")
-    if not re.fullmatch(r"\d+(\.\d+)?", raw):
-        raise ValueError(f"counter value {raw!r} is not a number")
-    value = float(raw)
-    if pct is not None and pct < 100.0:
-        return PerfCount(
-            event, value, pct, f"{event} was multiplexed (counted {pct:g}% of the time); not exact"
-        )
-    return PerfCount(event, value, pct, None)
-
-
-def parse_csv(text: str, source: str, sep: str = SEP) -> list[PerfCount]:
-    """Parse `perf stat -x SEP` output (with or without `-o FILE`'s header lines)."""
-    counts: list[PerfCount] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split(sep)
-        if len(fields) < 5:
-            raise ParseError(
-                f"line {lineno}: expected at least 5 {sep!r}-separated fields, got {len(fields)}",
-                source=source,
-            )
-        value, _unit, event, _runtime, pct_text = fields[:5]
-        try:
-            pct = float(pct_text) if pct_text.strip() else None
-            counts.append(_check(event, value, pct))
-        except ValueError as e:
-            raise ParseError(f"line {lineno}: {e}", source=source) from None
-    if not counts:
-        raise ParseError("no counter lines in perf stat output", source=source)
-    return counts
-
-
-def find_event(counts: Sequence[PerfCount], event: str = EVENT) -> PerfCount:
-    for c in counts:
-        if c.event == event:
-            return c
-    return PerfCount(event, None, None, f"{event} missing from perf output")
+SERVE_DEFAULTS = ServeDefaults(
+    warmup=1000,
+    requests=40000,
+    client_timeout_s=10.0,
+    instrumented=False,
+    window=WINDOW_FIFO,
+    window_why="counters enabled and disabled on perf stat's control fifo",
+)
 
 
 def perf_path() -> str | None:
@@ -99,14 +57,8 @@ def perf_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def stat_args(out_file: Path) -> list[str]:
-    return ["stat", "-x", SEP, "--no-big-num", "-e", EVENT, "-o", str(out_file)]
-
-
-@dataclass(frozen=True)
-class Probe:
-    usable: bool
-    why: str
+def stat_args(out_file: Path, event: str = EVENT) -> list[str]:
+    return ["stat", "-x", SEP, "--no-big-num", "-e", event, "-o", str(out_file)]
 
 
 def paranoid_level() -> int | None:
@@ -117,8 +69,8 @@ def paranoid_level() -> int | None:
 
 
 @functools.cache
-def probe() -> Probe:
-    """Can `perf stat -e instructions:u` count here? Answers with the reason."""
+def counter_probe() -> Probe:
+    """Can `perf stat -e instructions:u` count here? Answers with perf's reason."""
     perf = perf_path()
     if perf is None:
         return Probe(False, f"perf is not installed ({INSTALL_HINT})")
@@ -148,33 +100,93 @@ def probe() -> Probe:
     return Probe(True, f"probe counted {count.value:.0f} instructions:u for `true`")
 
 
-def count_command(
-    argv: Sequence[str],
-    run_dir: Path,
-    *,
-    env: Mapping[str, str],
-    cwd: Path,
-    timeout: float | None,
-) -> Counted:
-    """Run `argv` once under `perf stat -e instructions:u` (children included)."""
-    perf = procs.require("perf", INSTALL_HINT)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    prefix, _ = environment.aslr_wrapper()
-    out_file = run_dir / "perf-stat.txt"
-    # perf's own environment gets LC_NUMERIC=C; the measured command inherits it.
-    done = procs.run(
-        [*prefix, perf, *stat_args(out_file), "--", *argv],
-        env=perf_env(env),
-        cwd=cwd,
-        timeout=timeout,
-        stdout=run_dir / "stdout",
-        stderr=run_dir / "stderr",
+def probe() -> Probe:
+    """The backend's answer: usable, or why not and what to use instead."""
+    raw = counter_probe()
+    if raw.usable:
+        return Probe(True, f"perf stat counts instructions:u here ({raw.why})")
+    return Probe(
+        False, f"perf cannot count instructions:u here ({raw.why})", hint="use --backend callgrind"
     )
-    if done.timed_out:
-        return Counted(None, done.returncode, True, f"timed out after {timeout:g} s")
-    try:
-        count = find_event(parse_csv(out_file.read_text(errors="replace"), str(out_file)))
-    except (OSError, ParseError) as e:
-        return Counted(None, done.returncode, False, f"no perf stat output: {e}")
-    value = int(count.value) if count.ok and count.value is not None else None
-    return Counted(value, done.returncode, False, count.problem)
+
+
+def create(options: BackendOptions) -> PerfBackend:
+    if options.thread is not None:
+        raise UsageError("--thread needs the callgrind backend", hint="pass --backend callgrind")
+    if options.keep_profiles:
+        raise UsageError("--keep-profiles keeps callgrind files", hint="pass --backend callgrind")
+    return PerfBackend(event=options.event or EVENT)
+
+
+class PerfBackend:
+    name = NAME
+    serve_defaults = SERVE_DEFAULTS
+
+    def __init__(self, *, event: str = EVENT) -> None:
+        self.event = event
+
+    def probe(self) -> Probe:
+        return probe()
+
+    def version(self) -> str:
+        return perf_version()
+
+    def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
+        if kind == "command":
+            return ["perf", *stat_args(Path("<out>/perf-stat.txt"), self.event)]
+        from icount.backends.perf_server import perf_args
+
+        return ["perf", *perf_args(self.event, Path("<run>/ctl"), Path("<run>/ack"))]
+
+    def cell_params(self) -> dict[str, object]:
+        return {"thread": None, "perf_event": self.event}
+
+    def count_command(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        timeout: float | None,
+    ) -> Counted:
+        """Run `argv` once under `perf stat` (children included)."""
+        perf = procs.require("perf", INSTALL_HINT)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        prefix, _ = environment.aslr_wrapper()
+        out_file = run_dir / "perf-stat.txt"
+        out_file.unlink(missing_ok=True)  # an earlier run's counts are never read as this one's
+        # perf's own environment gets LC_NUMERIC=C; the measured command inherits it.
+        done = procs.run(
+            [*prefix, perf, *stat_args(out_file, self.event), "--", *argv],
+            env=perf_env(env),
+            cwd=cwd,
+            timeout=timeout,
+            stdout=run_dir / "stdout",
+            stderr=run_dir / "stderr",
+        )
+        if done.timed_out:
+            return Counted(None, done.returncode, True, f"timed out after {timeout:g} s")
+        try:
+            text = out_file.read_text(errors="replace")
+            count = find_event(parse_csv(text, str(out_file)), self.event)
+        except (OSError, ParseError) as e:
+            return Counted(None, done.returncode, False, f"no perf stat output: {e}")
+        value = int(count.value) if count.ok and count.value is not None else None
+        return Counted(value, done.returncode, False, count.problem)
+
+    def server_problem(self, argv: Sequence[str]) -> str | None:
+        return None  # perf follows exec, so a launcher script is counted too
+
+    def start_server(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        cpus: Sequence[int],
+    ) -> Server:
+        from icount.backends.perf_server import PerfServer
+
+        return PerfServer(argv, run_dir, env=env, cwd=cwd, cpus=cpus, event=self.event)

@@ -164,8 +164,7 @@ def _interleaved(
 ) -> Comparison:
     import tempfile
 
-    from icount import measure_command
-    from icount.backends import choose
+    from icount import backends, measure_command
     from icount.cli.progress import progress
     from icount.compare import model
     from icount.compare.interleave import run_pairs
@@ -176,10 +175,10 @@ def _interleaved(
     cwd = Path.cwd()
     base = measure_command.resolve(_spec(name, base_cmd, "--base-cmd"), cwd)
     new = measure_command.resolve(_spec(name, new_cmd, "--new-cmd"), cwd)
-    choice = choose(backend)
+    choice = backends.choose(backend)
     if not quiet:
         typer.echo(f"icount: backend {choice.backend}: {choice.why}", err=True)
-    opts = measure_command.RunOptions(backend=choice.backend, timeout=timeout)
+    opts = measure_command.RunOptions(backend=backends.create(choice.backend), timeout=timeout)
     with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp, progress(quiet) as cb:
         done = run_pairs(base, new, opts, pairs, Path(tmp), cb)
     return model.compare_pairs(

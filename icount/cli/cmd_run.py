@@ -66,8 +66,7 @@ def run_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
-    from icount import environment, measure_command, results
-    from icount.backends import choose
+    from icount import backends, environment, measure_command, results
     from icount.cli.options import (
         argv_tail,
         check_format,
@@ -89,16 +88,16 @@ def run_command(
     if out.exists() and not force:
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
 
-    choice = choose(backend)
+    choice = backends.choose(backend)
+    counter = backends.create(choice.backend, backends.BackendOptions(keep_profiles=keep_profiles))
     if not quiet:
         typer.echo(f"icount: backend {choice.backend}: {choice.why}", err=True)
     opts = measure_command.RunOptions(
-        backend=choice.backend,
+        backend=counter,
         runs=runs,
         max_spread=spread,
         allowed_exits=exits if exits is not None else frozenset(range(-255, 256)),
         timeout=timeout,
-        keep_profiles=keep_profiles,
     )
     recorder = environment.ProvenanceRecorder(["icount", "run", *argv_tail()])
     artifacts = out.with_suffix(".artifacts")

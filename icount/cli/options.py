@@ -29,14 +29,11 @@ def parse_exit_codes(text: str) -> frozenset[int] | None:
     return codes | {0}
 
 
-def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount-results")) -> Path:
+def output_path(explicit: Path | None, stem: str) -> Path:
     """The results file to write, made absolute: measured programs run elsewhere."""
-    from icount.results import next_free_path
+    from icount import results
 
-    path = explicit if explicit is not None else next_free_path(directory, stem)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory", hint="give --output a file name")
-    return path.absolute()
+    return results.output_path(explicit, stem)
 
 
 def argv_tail() -> list[str]:

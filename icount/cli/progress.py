@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
 
-Callback = Callable[[str, int, int], None]
+from icount.progress import Progress as Callback
 
 
 @contextmanager
@@ -19,14 +18,11 @@ def progress(quiet: bool) -> Iterator[Callback]:
         yield lambda text, done, total: None
         return
     if not sys.stderr.isatty():
-        last = [0.0]
 
         def plain(text: str, done: int, total: int) -> None:
-            now = time.monotonic()
             if text != "done":
                 count = f"[{done}/{total}] " if total else ""
                 typer.echo(f"icount: {count}{text}", err=True)
-            last[0] = now
 
         yield plain
         return

@@ -9,14 +9,12 @@ on (see model.compare_pairs). Each run is a fresh process measured exactly as
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from icount.compare.model import Pair, Verdict, pair_from_runs
 from icount.measure_command import CommandSpec, RunOptions, measure_once
-
-Progress = Callable[[str, int, int], None]
+from icount.progress import Progress
 
 
 @dataclass(frozen=True)

@@ -74,10 +74,12 @@ class Expect:
 
 @dataclass(frozen=True)
 class PathSpec:
+    """One path of a target: the request to send (`target` in the TOML) and the answer."""
+
     name: str
-    target: str
+    request_target: str  # the request-target of the request line: "/plaintext"
     expect: Expect
-    method: str = "GET"
+    http_method: str = "GET"
     request_headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
@@ -265,7 +267,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
 
     ready = s.sub("ready")
     ready.check_keys({"target", "timeout_s"})
-    ready_target = ready.get("target", str, paths[0].target)
+    ready_target = ready.get("target", str, paths[0].request_target)
     if not ready_target.startswith("/"):
         raise ready.fail(f"target {ready_target!r} must start with '/'")
     timeout = ready.get("timeout_s", (int, float), 30.0)

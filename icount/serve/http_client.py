@@ -68,7 +68,7 @@ class FramingError(Exception):
 def encode_request(host: str, path: PathSpec) -> bytes:
     """The exact request bytes. Host carries no port, so the bytes (and the server's
     parsing cost) do not change with the port each server process gets."""
-    lines = [f"{path.method} {path.target} HTTP/1.1", f"Host: {host}"]
+    lines = [f"{path.http_method} {path.request_target} HTTP/1.1", f"Host: {host}"]
     lines += [f"{k}: {v}" for k, v in path.request_headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
@@ -126,15 +126,15 @@ def fetch(host: str, port: int, path: PathSpec, timeout_s: float) -> Response:
             if chunk:
                 data += chunk
             try:
-                parsed = parse_response(data, head_only=path.method == "HEAD")
+                parsed = parse_response(data, head_only=path.http_method == "HEAD")
             except FramingError as e:
-                raise RunFailedError(f"{host}:{port}{path.target}: {e}") from e
+                raise RunFailedError(f"{host}:{port}{path.request_target}: {e}") from e
             if parsed is not None:
                 return parsed[1]
             if not chunk:
                 raise RunFailedError(
-                    f"{host}:{port}{path.target}: connection closed after {len(data)} bytes "
-                    "without a complete response"
+                    f"{host}:{port}{path.request_target}: connection closed after "
+                    f"{len(data)} bytes without a complete response"
                 )
 
 
@@ -224,7 +224,7 @@ class KeepAliveClient:
         req_len = len(req)
         good = self._known_good
         expect = self.path.expect
-        head_only = self.path.method == "HEAD"
+        head_only = self.path.http_method == "HEAD"
         answered = self._answered
         bufs: list[bytes] = [b""] * len(socks)
         busy = [False] * len(socks)  # a request is in flight on this connection

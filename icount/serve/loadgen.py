@@ -211,10 +211,10 @@ class _External:
         cpus: Sequence[int],
     ) -> None:
         self.exe = procs.require(self.name, INSTALL[self.name])
-        if path.method != "GET" or path.request_headers:
+        if path.http_method != "GET" or path.request_headers:
             raise UsageError(
                 f"{self.name} is run with plain GET requests only; path {path.name!r} needs "
-                f"{path.method} with headers {dict(path.request_headers)}",
+                f"{path.http_method} with headers {dict(path.request_headers)}",
                 hint="use --load builtin",
             )
         if self.checks and path.expect.status // 100 != 2:
@@ -223,7 +223,7 @@ class _External:
                 f"{path.expect.status}",
                 hint="use --load builtin or h2load",
             )
-        self.url = f"http://{host}:{port}{path.target}"
+        self.url = f"http://{host}:{port}{path.request_target}"
         self.path = path
         self.concurrency = concurrency
         self.timeout_s = timeout_s
@@ -356,9 +356,10 @@ def make_load_generator(
     return classes[kind](host, port, path, concurrency, timeout_s, cpus)
 
 
-def default_load_kind(backend: str) -> tuple[str, str]:
-    """(kind, why) for `--load` left at its default."""
-    if backend == "callgrind":
+def default_load_kind(instrumented: bool) -> tuple[str, str]:
+    """(kind, why) for `--load` left at its default, under a backend that runs the
+    server instrumented (callgrind: ~50x slower) or natively (perf)."""
+    if instrumented:
         return "builtin", (
             "under callgrind the server is the bottleneck, and the built-in client keeps its "
             "connections open across windows and checks every answer"

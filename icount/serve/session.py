@@ -10,76 +10,108 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from icount import environment
+from icount import environment, results
 from icount.errors import RunFailedError, UsageError
+from icount.progress import Progress
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
-from icount.serve.method import (
-    MethodOptions,
-    Target,
-    WindowChoice,
-    cell_params,
-    comparable_params,
-    measure_run,
-    request_identity,
-)
+from icount.results.details import ServeDetail, ServeParams, request_params
+from icount.serve import cpus as cpus_mod
+from icount.serve.adapter import PathSpec
+from icount.serve.plan import Plan
+from icount.serve.runs import CellOptions, WindowMethod, measure_run
+from icount.serve.server import Target
+from icount.serve.targets import binary_sizes
 
-Progress = Callable[[str, int, int], None]
+# The params two cells must share to sit in one results file (resume).
+COMPARABLE_PARAMS = (
+    "requests",
+    "warmup",
+    "concurrency",
+    "load",
+    "reps",
+    "request_target",
+    "http_method",
+    "thread",
+)
 
 
 @dataclass
 class SessionState:
     """What the session learnt on the way, for the provenance."""
 
-    window: WindowChoice = field(default_factory=WindowChoice)
+    window: WindowMethod | None = None
     built: dict[str, str] = field(default_factory=dict)  # adapter -> "built" or why not
     resumed: list[str] = field(default_factory=list)
-    # Client throughput varies from run to run: it is provenance, not a result.
     client_rps: dict[str, list[list[float]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "client_rps_per_run_and_rep": dict(sorted(self.client_rps.items())),
-            "callgrind_window": {"method": self.window.method, "why": self.window.why},
+            "callgrind_window": {
+                "method": self.window.name if self.window else None,
+                "why": self.window.why if self.window else "",
+            },
             "builds": dict(sorted(self.built.items())),
             "resumed_cells": sorted(self.resumed),
         }
 
 
-def check_resume(
-    previous: Results, fingerprint: Mapping[str, Any], planned: Mapping[tuple[str, str, str], Any]
-) -> None:
+def cell_params(path: PathSpec, opts: CellOptions) -> ServeParams:
+    """What the cell is measured with: everything that moves a per-request figure but
+    the request bytes, which the session adds once a run has sent them."""
+    params: ServeParams = {
+        "requests": opts.requests,
+        "warmup": "auto" if opts.warmup is None else opts.warmup,
+        "concurrency": opts.concurrency,
+        "load": opts.load_kind,
+        "reps": opts.reps,
+        "request_target": path.request_target,
+        "http_method": path.http_method,
+        "server_cpus": list(opts.cpus.server),
+        "load_cpus": list(opts.cpus.load),
+    }
+    params.update(opts.backend.cell_params())  # type: ignore[typeddict-item]
+    return params
+
+
+def _comparable(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: params.get(k) for k in COMPARABLE_PARAMS}
+
+
+def check_resume(previous: Results, plan: Plan) -> None:
     """Refuse to continue a file whose cells are not comparable with this session's."""
-    foreign = sorted(c.key_text for c in previous.cells if c.unit != UNIT_PER_REQUEST)
-    if foreign:
-        raise UsageError(
-            f"the file to resume holds cells that are not from icount serve ({', '.join(foreign)})",
-            hint="start a new results file with -o",
-        )
-    diff = environment.fingerprint_differences(previous.fingerprint, fingerprint, same_method=True)
+    diff = environment.fingerprint_differences(
+        previous.fingerprint, plan.fingerprint, same_method=True
+    )
     if diff:
         raise UsageError(
             f"the file to resume was measured in another environment (differs in "
             f"{', '.join(diff)})",
             hint="start a new results file with -o",
         )
+    planned = {
+        (t.adapter.name, p.name, plan.backend.name): cell_params(p, plan.options(t))
+        for t in plan.targets
+        for p in t.adapter.paths
+    }
     for cell in previous.cells:
         want = planned.get(cell.key)
-        if want is not None and comparable_params(cell.params) != comparable_params(want):
+        if want is None:
+            continue
+        old, new = _comparable(cell.params), _comparable(want)
+        if old != new:
+            what = ", ".join(
+                f"{k} {old[k]!r} there, {new[k]!r} now" for k in old if old[k] != new[k]
+            )
             raise UsageError(
                 f"{cell.key_text} in the file to resume was measured with other parameters "
-                f"({_param_diff(cell.params, want)})",
+                f"({what})",
                 hint="use the same options, or start a new results file with -o",
             )
-
-
-def _param_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    a, b = comparable_params(old), comparable_params(new)
-    return ", ".join(f"{k} {a[k]!r} there, {b[k]!r} now" for k in a if a[k] != b[k])
 
 
 def _build(targets: Sequence[Target], state: SessionState, progress: Progress) -> None:
@@ -108,73 +140,96 @@ def _note(progress: Progress, head: str, eta: str, done: int, total: int, text: 
     progress(f"{head}: {text} ({eta})" if eta else f"{head}: {text}", done, total)
 
 
+def provenance(plan: Plan, state: SessionState) -> dict[str, Any]:
+    return {
+        "plan": plan.request.to_json(plan.targets),
+        "backend_choice": plan.backend_why,
+        "load_choice": plan.load_why,
+        "skipped_targets": dict(plan.skipped),
+        **cpus_mod.provenance(plan.cpus),
+        **state.to_json(),
+    }
+
+
 def run_session(
-    targets: Sequence[Target],
-    options: Callable[[Target], MethodOptions],
-    artifacts: Path,
-    start: Results,
-    progress: Progress,
-    on_cell: Callable[[Results], None],
-    state: SessionState,
-    extra: Callable[[Target], Mapping[str, Any]] = lambda t: {},
+    plan: Plan, progress: Progress, recorder: environment.ProvenanceRecorder
 ) -> Results:
-    """Measure every (target, path) cell missing from `start`; returns all cells."""
-    done_keys = {c.key for c in start.cells}
+    """Measure every (target, path) cell missing from `plan.start`, saving the results
+    file (and its provenance) after each; returns all cells."""
+    state = SessionState()
+
+    def save(res: Results) -> None:
+        results.save(plan.out, res, recorder.finish(provenance(plan, state)), overwrite=True)
+
+    backend = plan.backend.name
+    done_keys = {c.key for c in plan.start.cells}
+    order = {
+        (t.adapter.name, p.name): i
+        for i, (t, p) in enumerate((t, p) for t in plan.targets for p in t.adapter.paths)
+    }
     todo = [
         (t, p)
-        for t in targets
+        for t in plan.targets
         for p in t.adapter.paths
-        if (t.adapter.name, p.name, options(t).backend) not in done_keys
+        if (t.adapter.name, p.name, backend) not in done_keys
     ]
-    state.resumed = [c.key_text for c in start.cells]
+    state.resumed = [c.key_text for c in plan.start.cells]
     _build(sorted({t.adapter.name: t for t, _ in todo}.values(), key=lambda t: t.adapter.name),
            state, progress)  # fmt: skip
-    results = start
-    total = sum(options(t).runs for t, _ in todo)
+    res = plan.start
+    total = sum(plan.options(t).runs for t, _ in todo)
     finished = 0
     per_target: dict[str, list[float]] = {}
     for t, p in todo:
-        opts = options(t)
+        opts = plan.options(t)
         # no square brackets: the progress bar reads its text as rich markup
-        key = f"{t.adapter.name}/{p.name}/{opts.backend}"
+        key = f"{t.adapter.name}/{p.name}/{backend}"
         runs: list[Run] = []
         built = state.built.get(t.adapter.name, "")
-        invalid_reason = built if built.startswith("build failed") else None
+        setup_error = built if built.startswith("build failed") else None
         history = per_target.setdefault(t.adapter.name, [])
-        for i in range(opts.runs if invalid_reason is None else 0):
+        for i in range(opts.runs if setup_error is None else 0):
             t0 = time.monotonic()
-            left = opts.runs - i
-
             head = f"{key} run {i + 1}/{opts.runs}"
-            eta = _eta(history, left)
+            eta = _eta(history, opts.runs - i)
             note = functools.partial(_note, progress, head, eta, finished, total)
             safe = environment.safe_name
-            run_dir = artifacts / "runs" / safe(t.adapter.name) / safe(p.name) / f"run-{i + 1}"
-            value, reason, detail = measure_run(t, p, opts, run_dir, state.window, note)
-            rps = [rep.pop("client_rps") for rep in detail.get("reps", []) if "client_rps" in rep]
-            state.client_rps.setdefault(key, []).append(rps)
+            run_dir = plan.artifacts / "runs" / safe(t.adapter.name) / safe(p.name) / f"run-{i + 1}"
+            outcome = measure_run(t, p, opts, run_dir, state.window, note)
+            if state.window is None:
+                state.window = outcome.window
+            state.client_rps.setdefault(key, []).append(list(outcome.client_rps))
             history.append(time.monotonic() - t0)
-            runs.append(Run(value, reason is None, reason, detail))
+            runs.append(Run(outcome.value, outcome.reason is None, outcome.reason, outcome.detail))
             finished += 1
-            if reason is not None:
+            if outcome.reason is not None:
                 break
-        finished += opts.runs - len(runs) if invalid_reason is None else opts.runs
-        request = next((r.detail["request"] for r in runs if "request" in r.detail), None)
+        finished += opts.runs - len(runs) if setup_error is None else opts.runs
+        request = next(
+            (
+                r.detail.request
+                for r in runs
+                if isinstance(r.detail, ServeDetail) and r.detail.request
+            ),
+            None,
+        )
         params = cell_params(p, opts)
-        params.update(request or request_identity(None))
+        params.update(request_params(request))  # type: ignore[typeddict-item]
         cell = Cell(
             name=t.adapter.name,
             path=p.name,
-            backend=opts.backend,
+            backend=backend,
             unit=UNIT_PER_REQUEST,
             runs=tuple(runs),
             params=params,
             runs_wanted=opts.runs,
             max_spread=opts.max_spread,
-            extra=dict(extra(t)),
-            invalid_reason=invalid_reason,
+            extra=binary_sizes(t),
+            setup_error=setup_error,
+            order=order[(t.adapter.name, p.name)],
         )
-        results = results.with_cell(cell)
-        on_cell(results)
+        res = res.with_cell(cell)
+        save(res)
     progress("done", total, total)
-    return results
+    save(res)
+    return res

@@ -17,6 +17,7 @@ import pytest
 
 from icount import results
 from icount.results import Cell, Results, Run
+from icount.results.details import CommandDetail
 
 FP: dict[str, Any] = {
     "backend": "callgrind",
@@ -39,9 +40,9 @@ def cell(
     failed: str | None = None,
 ) -> Cell:
     """A cell of valid runs with these values; `failed` makes its last run fail."""
-    runs = [Run(float(v), True, None, {"exit": 0}) for v in values]
+    runs = [Run(float(v), True, None, CommandDetail(0)) for v in values]
     if failed is not None:
-        runs[-1] = Run(None, False, failed, {"exit": 1})
+        runs[-1] = Run(None, False, failed, CommandDetail(1))
     return Cell(name, path, backend, unit, tuple(runs), {}, len(runs), 0.05)
 
 

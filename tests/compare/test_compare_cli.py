@@ -134,7 +134,7 @@ BAD_FILES: dict[str, bytes | None] = {
 EXPECTED = {
     "corrupt": "not valid JSON",
     "truncated": "truncated or corrupt",
-    "wrong-version": "results format version 99; this icount reads version 1",
+    "wrong-version": "results format version 99; this icount reads versions 1, 2",
     "not-icount": "not an icount results file",
     "a-list": "not an icount results file",
     "empty": "not valid JSON",

@@ -1,18 +1,26 @@
 """Fixtures for `icount serve` tests: the c-epoll server built once, adapter files
-written per test, the CLI run as a user runs it, and a check that nothing is left."""
+written per test, c-epoll processes started with fault flags on free ports, and a
+check that nothing is left."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-from collections.abc import Callable, Sequence
+import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+
+from icount import procs
+from icount.serve import adapter as adapters
+from icount.serve.http_client import fetch
+from tests.support.cli import run_icount
+
+__all__ = ["HOST", "JSON_PATH", "PLAINTEXT", "AdapterMaker", "cells", "leftovers", "run_icount"]
+HOST = "127.0.0.1"
 
 REPO = Path(__file__).resolve().parents[2]
 C_EPOLL = REPO / "adapters" / "c-epoll"
@@ -48,13 +56,6 @@ def c_epoll(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_dir / "c-epoll"
 
 
-@pytest.fixture(scope="session")
-def need_valgrind() -> None:
-    for tool in ("valgrind", "vgdb"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (scripts/setup.sh installs valgrind)")
-
-
 AdapterMaker = Callable[..., Path]
 
 
@@ -78,18 +79,6 @@ def make_adapter(tmp_path: Path, c_epoll: Path) -> AdapterMaker:
     return make
 
 
-def run_icount(
-    args: Sequence[str], cwd: Path, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "icount", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def cells(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     doc = json.loads(path.read_text())
     return {(c["name"], c["path"]): c for c in doc["cells"]}
@@ -103,3 +92,66 @@ def leftovers(marker: str) -> list[str]:
         if marker in cmdline:
             found.append(f"{proc.info['pid']}: {cmdline[:200]}")
     return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_ready(port: int, path: adapters.PathSpec, child: procs.Child, timeout: float) -> None:
+    def answers() -> bool:
+        if child.poll() is not None:
+            raise AssertionError(f"server exited: {procs.describe_exit(child.popen.returncode)}")
+        try:
+            fetch(HOST, port, path, 1.0)
+        except OSError:
+            return False
+        return True
+
+    assert procs.wait_until(answers, timeout), f"server on port {port} not ready in {timeout} s"
+
+
+@pytest.fixture(scope="session")
+def c_epoll_adapter(tmp_path_factory: pytest.TempPathFactory) -> tuple[adapters.Adapter, Path]:
+    """The bundled c-epoll adapter, built once for the session."""
+    target = adapters.load_adapter(adapters.adapters_dir() / "c-epoll" / "adapter.toml")
+    reason = adapters.unavailable_reason(target)
+    if reason:
+        pytest.skip(f"c-epoll: {reason}")
+    build = tmp_path_factory.mktemp("c-epoll-build")
+    adapters.build_adapter(target, build)
+    return target, build
+
+
+StartServer = Callable[..., int]
+
+
+@pytest.fixture
+def c_server(c_epoll_adapter: tuple[adapters.Adapter, Path]) -> Iterator[StartServer]:
+    """start(*flags) -> port: a c-epoll process with extra flags, stopped after the test."""
+    target, build = c_epoll_adapter
+    children: list[procs.Child] = []
+
+    def start(*flags: str) -> int:
+        port = free_port()
+        argv = adapters.expand(target.start, port=port, build_dir=build, adapter=target)
+        child = procs.spawn([*argv, *flags])
+        children.append(child)
+
+        # Readiness through a TCP connect only: a request would count against --crash-after.
+        def listening() -> bool:
+            try:
+                socket.create_connection((HOST, port), timeout=1).close()
+            except OSError:
+                return False
+            return True
+
+        assert procs.wait_until(listening, 10), "c-epoll did not start listening"
+        return port
+
+    yield start
+    for child in children:
+        child.stop()

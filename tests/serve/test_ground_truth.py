@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from icount import backends
+from icount.results.details import ServeDetail
 from icount.serve import cpus as cpus_mod
 from icount.serve.adapter import load_adapter
-from icount.serve.method import MethodOptions, Target, WindowChoice, measure_run
+from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
+from icount.serve.server import Target
 
 from .conftest import AdapterMaker
 
@@ -25,14 +28,14 @@ def per_request(
     loop: int,
     concurrency: int,
     backend: str = "callgrind",
-    choice: WindowChoice | None = None,
+    window: WindowMethod | None = None,
     requests: int = 300,
-) -> tuple[float, dict[str, object]]:
+) -> tuple[float, ServeDetail, RunOutcome]:
     toml = make_adapter(f"loop-{loop}-c{concurrency}", "--loop", str(loop))
     adapter = load_adapter(toml)
     split = cpus_mod.split(None, None)
-    opts = MethodOptions(
-        backend=backend,
+    opts = CellOptions(
+        backend=backends.create(backend),
         cpus=split,
         runs=1,
         reps=2,
@@ -41,17 +44,17 @@ def per_request(
         concurrency=concurrency,
     )
     with cpus_mod.pinned_self(split.load):
-        value, reason, detail = measure_run(
+        outcome = measure_run(
             Target(adapter, tmp_path / "build"),
             adapter.paths[0],
             opts,
             tmp_path / f"run-{loop}-{concurrency}",
-            choice or WindowChoice(),
+            window,
             lambda text: None,
         )
-    assert reason is None, reason
-    assert value is not None
-    return value, detail
+    assert outcome.reason is None, outcome.reason
+    assert outcome.value is not None and outcome.detail is not None
+    return outcome.value, outcome.detail, outcome
 
 
 @pytest.mark.slow
@@ -59,14 +62,14 @@ def per_request(
 def test_loop_cost_recovered_under_callgrind(
     need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, concurrency: int
 ) -> None:
-    one, d1 = per_request(make_adapter, tmp_path, K, concurrency)
-    two, d2 = per_request(make_adapter, tmp_path, 2 * K, concurrency)
-    assert d1["method"] == "dump"
+    one, d1, _ = per_request(make_adapter, tmp_path, K, concurrency)
+    two, d2, _ = per_request(make_adapter, tmp_path, 2 * K, concurrency)
+    assert d1.window == "dump"
     assert abs((two - one) - LOOP_COST) <= 0.001 * LOOP_COST, (one, two, d1, d2)
     # every request of each window was answered and counted
     for d in (d1, d2):
-        for rep in d["reps"]:  # type: ignore[attr-defined]
-            assert rep["requests"] == 300
+        for rep in d.reps:
+            assert rep.requests == 300
 
 
 @pytest.mark.slow
@@ -74,10 +77,10 @@ def test_loop_cost_recovered_by_the_differential_fallback(
     need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
 ) -> None:
     """Where ptrace is not permitted, two lifetimes replace the dump windows."""
-    forced = WindowChoice("differential", "forced by the test")
-    one, d1 = per_request(make_adapter, tmp_path, K, 1, choice=forced, requests=200)
-    two, _ = per_request(make_adapter, tmp_path, 2 * K, 1, choice=forced, requests=200)
-    assert d1["method"] == "differential"
+    forced = WindowMethod("differential", "forced by the test")
+    one, d1, _ = per_request(make_adapter, tmp_path, K, 1, window=forced, requests=200)
+    two, _, _ = per_request(make_adapter, tmp_path, 2 * K, 1, window=forced, requests=200)
+    assert d1.window == "differential"
     assert abs((two - one) - LOOP_COST) <= 0.001 * LOOP_COST, (one, two)
 
 
@@ -88,11 +91,11 @@ def test_loop_cost_recovered_under_perf(
 ) -> None:
     from icount.backends import perf
 
-    probe = perf.probe()
+    probe = perf.counter_probe()
     if not probe.usable:
         pytest.skip(f"perf cannot count instructions:u on this machine: {probe.why}")
-    one, _ = per_request(make_adapter, tmp_path, K, concurrency, "perf", requests=20000)
-    two, _ = per_request(make_adapter, tmp_path, 2 * K, concurrency, "perf", requests=20000)
+    one, _, _ = per_request(make_adapter, tmp_path, K, concurrency, "perf", requests=20000)
+    two, _, _ = per_request(make_adapter, tmp_path, 2 * K, concurrency, "perf", requests=20000)
     assert abs((two - one) - LOOP_COST) <= 0.001 * LOOP_COST, (one, two)
 
 
@@ -101,19 +104,20 @@ def test_a_failed_ptrace_preflight_switches_to_the_differential_method(
     need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where vgdb cannot reach the idle server, the session falls back and says why."""
-    from icount.serve import window_callgrind
+    from icount.backends import callgrind_server
 
     monkeypatch.setattr(
-        window_callgrind.CallgrindServer,
+        callgrind_server.CallgrindServer,
         "preflight",
         lambda self: "ptrace: Operation not permitted",
     )
-    choice = WindowChoice()
-    value, detail = per_request(make_adapter, tmp_path, K, 1, choice=choice, requests=100)
-    assert detail["method"] == "differential"
-    assert choice.method == "differential"
-    assert choice.why == "ptrace: Operation not permitted: differential method over two lifetimes"
+    value, detail, outcome = per_request(make_adapter, tmp_path, K, 1, requests=100)
+    assert detail.window == "differential"
+    assert outcome.window is not None and outcome.window.name == "differential"
+    assert outcome.window.why == (
+        "ptrace: Operation not permitted: differential method over two lifetimes"
+    )
     monkeypatch.undo()
-    windows, _ = per_request(make_adapter, tmp_path, K, 1, requests=100)
+    windows, _, _ = per_request(make_adapter, tmp_path, K, 1, requests=100)
     # the two methods agree on the same server (the dump windows carry +27 per window)
     assert abs(value - windows) <= 0.001 * windows, (value, windows)

@@ -80,7 +80,7 @@ def test_warmup_auto_records_how_many_requests_it_took(
     cell = cells(out)[("auto", "plaintext")]
     assert cell["params"]["warmup"] == "auto"
     detail = cell["runs"][0]["detail"]
-    windows = detail["warmup_windows"]
+    windows = [per_request for _, per_request in detail["warmup_curve"]]
     assert len(windows) >= 2
     assert abs(windows[-1] - windows[-2]) / windows[-1] < 0.01 / 4
     assert detail["warmup"] == 100 * len(windows)

@@ -1,0 +1,154 @@
+"""What every counting backend provides, and what a server running under one provides.
+
+A backend is an object: its name, whether it can count on this machine and why, its
+version and the exact arguments it runs with (both recorded in the fingerprint), how
+it counts a whole command, and how it starts a server whose instructions can be counted
+in windows. `icount run` and `icount serve` only ever talk to these two protocols, so a
+new backend is one module implementing them plus a line in `icount.backends.REGISTRY`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+ArgvKind = Literal["command", "server"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Can this backend count here? `why` says so in words either way; `hint` how to fix."""
+
+    usable: bool
+    why: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Per-invocation settings of a backend. A backend refuses (UsageError) the ones it
+    does not support, naming the flag."""
+
+    thread: int | None = None  # callgrind: count only this valgrind thread (--thread)
+    keep_profiles: bool = False  # callgrind: keep the profile files (--keep-profiles)
+    event: str | None = None  # perf: the event to count (tests use software events)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What one run of a command under a backend counted."""
+
+    instructions: int | None  # None when nothing could be read
+    returncode: int
+    timed_out: bool
+    problem: str | None  # why `instructions` is None
+    processes: int | None = None  # profiles summed (callgrind); None where not known
+
+
+@dataclass(frozen=True)
+class ProcessCount:
+    """One process's share of a window."""
+
+    pid: int
+    role: str  # "root" (the started process) or "child"
+    instructions: int
+
+
+@dataclass(frozen=True)
+class WindowCount:
+    """What a server executed between two points of its life."""
+
+    # An int for instruction counts; perf's software events (task-clock, which tests use
+    # where no PMU counts) are fractional.
+    instructions: float
+    processes: tuple[ProcessCount, ...] = ()  # empty where the backend counts no parts
+
+
+@dataclass(frozen=True)
+class ServeDefaults:
+    """The serve method's defaults under a backend (native speed differs ~50x)."""
+
+    warmup: int
+    requests: int
+    client_timeout_s: float
+    instrumented: bool  # the server runs under a simulator (~50x slower), not natively
+    window: str  # how windows are taken (results.details.WINDOW_*), and why that works
+    window_why: str
+
+
+class Server(Protocol):
+    """A server process started under a backend, counted in windows."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def run_dir(self) -> Path: ...
+
+    def alive(self) -> bool: ...
+
+    def preflight(self) -> str | None:
+        """None when windows can be taken on this process, else why not (the caller
+        then falls back to whole lifetimes, `lifetime_count`)."""
+        ...
+
+    def open_window(self) -> None: ...
+    def close_window(self) -> WindowCount: ...
+
+    def stop(self) -> int:
+        """Stop the server (SIGTERM, then SIGKILL); its return code."""
+        ...
+
+    def lifetime_count(self) -> WindowCount:
+        """After `stop()`: what the whole life executed."""
+        ...
+
+    def cleanup(self) -> None:
+        """Remove what the backend left in `run_dir` (unless asked to keep it)."""
+        ...
+
+
+class Backend(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def serve_defaults(self) -> ServeDefaults: ...
+
+    def probe(self) -> Probe: ...
+    def version(self) -> str: ...
+
+    def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
+        """The tool's argv with run-specific paths masked, as recorded in the fingerprint."""
+        ...
+
+    def cell_params(self) -> dict[str, object]:
+        """Backend settings that move a cell's count, recorded in its params."""
+        ...
+
+    def count_command(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        timeout: float | None,
+    ) -> Counted:
+        """Run `argv` once to completion, every process it starts counted; the command's
+        stdout and stderr go to `run_dir`."""
+        ...
+
+    def server_problem(self, argv: Sequence[str]) -> str | None:
+        """Why a server started as `argv` could not be measured, or None."""
+        ...
+
+    def start_server(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        cpus: Sequence[int],
+    ) -> Server: ...

@@ -1,0 +1,219 @@
+"""What one run recorded beside its value: the typed payload of `Run.detail`.
+
+`icount run` records a `CommandDetail` (exit status, processes counted); `icount serve`
+a `ServeDetail` (how the windows were taken, the warm-up, every rep's raw count). Each
+field has one name and one meaning; the JSON names are the field names. Derived
+figures (a rep's per-request value) are computed, never stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from icount.results.fields import int_, list_, num, obj, str_
+
+# How a serve run's windows were taken (ServeDetail.window):
+WINDOW_DUMPS = "dump"  # callgrind: between two profile dumps through vgdb
+WINDOW_DIFFERENTIAL = "differential"  # callgrind: two whole lifetimes, N and 2N requests
+WINDOW_FIFO = "fifo"  # perf: enable/disable on perf stat's control fifo
+
+
+class CommandParams(TypedDict):
+    """What an `icount run` cell was measured with."""
+
+    argv: list[str]
+    env: dict[str, str]
+    allowed_exits: list[int]
+
+
+class ServeParams(TypedDict, total=False):
+    """What an `icount serve` cell was measured with: everything that moves its
+    per-request figure (request bytes included)."""
+
+    requests: int
+    warmup: int | str  # a request count, or "auto"
+    concurrency: int
+    load: str
+    reps: int
+    request_target: str  # the path's URL, e.g. "/plaintext"
+    http_method: str
+    server_cpus: list[int]
+    load_cpus: list[int]
+    thread: int | None
+    perf_event: str
+    request_bytes: int | None
+    request_sha256: str | None
+
+
+@dataclass(frozen=True)
+class CommandDetail:
+    exit: int  # the command's exit status (negative: killed by that signal)
+    processes: int | None = None  # profiles summed (callgrind); None where not known
+
+    def to_json(self) -> dict[str, Any]:
+        return {"exit": self.exit, "processes": self.processes}
+
+
+@dataclass(frozen=True)
+class ProcessShare:
+    """One process's instructions in a window. Processes are numbered in the order
+    icount first saw them (0 is the started server), not by pid: pids differ from run
+    to run, and results must not."""
+
+    index: int
+    role: str  # "root" or "child"
+    instructions: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "role": self.role, "instructions": self.instructions}
+
+
+@dataclass(frozen=True)
+class Rep:
+    """One counting window of a server: its raw instructions and completed requests."""
+
+    instructions: float
+    requests: int
+    processes: tuple[ProcessShare, ...] = ()
+
+    @property
+    def per_request(self) -> float:
+        return self.instructions / self.requests
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"instructions": self.instructions, "requests": self.requests}
+        if self.processes:
+            out["processes"] = [p.to_json() for p in self.processes]
+        return out
+
+
+@dataclass(frozen=True)
+class RequestIdentity:
+    """The exact request bytes a run sent: their length and sha256."""
+
+    bytes: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bytes": self.bytes, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    """The differential method's two server lives: requests served and instructions."""
+
+    requests: tuple[int, int]
+    instructions: tuple[float, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"requests": list(self.requests), "instructions": list(self.instructions)}
+
+
+@dataclass(frozen=True)
+class ServeDetail:
+    window: str  # WINDOW_DUMPS, WINDOW_DIFFERENTIAL or WINDOW_FIFO
+    warmup: int  # requests sent before the first counted window
+    reps: tuple[Rep, ...]
+    request: RequestIdentity | None = None
+    # --warmup auto: (requests served by the end of a probe window, its per-request figure)
+    warmup_curve: tuple[tuple[int, float], ...] = ()
+    lifetimes: Lifetimes | None = None
+
+    @property
+    def per_request(self) -> tuple[float, ...]:
+        return tuple(r.per_request for r in self.reps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "warmup": self.warmup,
+            "warmup_curve": [[n, v] for n, v in self.warmup_curve],
+            "reps": [r.to_json() for r in self.reps],
+            "request": self.request.to_json() if self.request else None,
+            "lifetimes": self.lifetimes.to_json() if self.lifetimes else None,
+        }
+
+
+Detail = CommandDetail | ServeDetail | None
+
+
+def detail_to_json(detail: Detail) -> dict[str, Any] | None:
+    return None if detail is None else detail.to_json()
+
+
+def request_params(request: RequestIdentity | None) -> dict[str, Any]:
+    """The request identity as the cell's params record it."""
+    if request is None:
+        return {"request_bytes": None, "request_sha256": None}
+    return {"request_bytes": request.bytes, "request_sha256": request.sha256}
+
+
+# ------------------------------------------------------------------ reading (version 2)
+
+
+def detail_from_json(doc: Any, unit_is_per_request: bool) -> Detail:
+    """A version-2 detail object back into its type (TypeError/KeyError when malformed)."""
+    if doc is None:
+        return None
+    d = obj(doc, "run.detail")
+    if not unit_is_per_request:
+        processes = d.get("processes")
+        return CommandDetail(
+            int_(d["exit"], "detail.exit"),
+            None if processes is None else int_(processes, "detail.processes"),
+        )
+    request = d.get("request")
+    lifetimes = d.get("lifetimes")
+    return ServeDetail(
+        window=str_(d["window"], "detail.window"),
+        warmup=int_(d["warmup"], "detail.warmup"),
+        reps=tuple(_rep(r) for r in list_(d["reps"], "detail.reps")),
+        request=None
+        if request is None
+        else RequestIdentity(
+            int_(obj(request, "detail.request")["bytes"], "request.bytes"),
+            str_(request["sha256"], "request.sha256"),
+        ),
+        warmup_curve=tuple(
+            _curve_point(p) for p in list_(d.get("warmup_curve", []), "detail.warmup_curve")
+        ),
+        lifetimes=None if lifetimes is None else _lifetimes(obj(lifetimes, "detail.lifetimes")),
+    )
+
+
+def _rep(doc: Any) -> Rep:
+    d = obj(doc, "rep")
+    requests = int_(d["requests"], "rep.requests")
+    if requests < 1:
+        raise ValueError("rep.requests must be at least 1")
+    return Rep(
+        num(d["instructions"], "rep.instructions"),
+        requests,
+        tuple(
+            ProcessShare(
+                int_(obj(p, "process")["index"], "process.index"),
+                str_(p["role"], "process.role"),
+                num(p["instructions"], "process.instructions"),
+            )
+            for p in list_(d.get("processes", []), "rep.processes")
+        ),
+    )
+
+
+def _curve_point(doc: Any) -> tuple[int, float]:
+    pair = list_(doc, "warmup_curve point")
+    if len(pair) != 2:
+        raise ValueError("a warmup_curve point is [requests served, per request]")
+    return int_(pair[0], "warmup_curve requests"), num(pair[1], "warmup_curve per request")
+
+
+def _lifetimes(d: dict[str, Any]) -> Lifetimes:
+    req = list_(d["requests"], "lifetimes.requests")
+    ins = list_(d["instructions"], "lifetimes.instructions")
+    if len(req) != 2 or len(ins) != 2:
+        raise ValueError("lifetimes hold two requests and two instructions figures")
+    return Lifetimes(
+        (int_(req[0], "lifetimes.requests"), int_(req[1], "lifetimes.requests")),
+        (num(ins[0], "lifetimes.instructions"), num(ins[1], "lifetimes.instructions")),
+    )

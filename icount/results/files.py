@@ -1,0 +1,214 @@
+"""Results files on disk: bounded reading, loading by format version, atomic writing.
+
+Users keep baselines in CI for months, so every version of the layout stays readable:
+`load` reads the file's `version` and hands the document to that version's reader
+(`format_v1`, `format_v2`), which returns today's model. Files are always written in
+the newest layout.
+
+Format history (bump VERSION and add a line on every change to the layout):
+  1 - first version: {format, version, fingerprint, cells[]}; see docs in README.
+  2 - typed run details (`window`, `warmup_curve`, reps without stored per-request
+      figures, `request` as {bytes, sha256}); cell params `request_target` and
+      `http_method` (were `target` and `method`); `setup_error` (was
+      `invalid_reason`); a cell's `order` in what was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from icount.errors import ResultsFileError, UsageError
+from icount.jsonout import dumps
+from icount.results.model import Results, sort_key
+
+FORMAT = "icount-results"
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
+MAX_RESULTS_BYTES = 256 * 1024 * 1024  # refuse to load absurd files rather than exhaust memory
+MAX_INT = 2**63  # counts beyond int64 are no measurement icount made
+
+
+def to_json(results: Results) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "fingerprint": dict(results.fingerprint),
+        "cells": [c.to_json() for c in sorted(results.cells, key=sort_key)],
+    }
+
+
+def results_json(results: Results) -> str:
+    return dumps(to_json(results))
+
+
+def write_atomic(path: Path, text: str, *, overwrite: bool) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    if path.exists() and not overwrite:
+        raise UsageError(f"{path} exists; refusing to overwrite it", hint="pass --force")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", hint="name a file to write")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def provenance_path(results_path: Path) -> Path:
+    return results_path.with_name(results_path.stem + ".provenance.json")
+
+
+def save(
+    path: Path, results: Results, provenance: Mapping[str, Any] | None, *, overwrite: bool
+) -> None:
+    write_atomic(path, results_json(results), overwrite=overwrite)
+    if provenance is not None:
+        write_atomic(provenance_path(path), dumps(dict(provenance)), overwrite=True)
+
+
+def next_free_path(directory: Path, stem: str) -> Path:
+    """icount-results/run-001.json, -002, ...: a default that never overwrites."""
+    for i in range(1, 100000):
+        candidate = directory / f"{stem}-{i:03d}.json"
+        if not candidate.exists():
+            return candidate
+    raise UsageError(f"too many result files in {directory}", hint="pass --output")
+
+
+def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount-results")) -> Path:
+    """The results file to write, made absolute: measured programs run elsewhere."""
+    path = explicit if explicit is not None else next_free_path(directory, stem)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", hint="give --output a file name")
+    return path.absolute()
+
+
+# ---------------------------------------------------------------- loading
+
+
+def read_bounded(
+    path: Path,
+    limit: int,
+    error: type[ResultsFileError] = ResultsFileError,
+    what: str = "results file",
+) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. A FIFO, a device or a
+    directory is refused before anything is read from it (a FIFO would block, a
+    device never ends)."""
+    src = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise error("no such file", source=src) from None
+    except IsADirectoryError:
+        raise error(f"is a directory, not a {what}", source=src) from None
+    except OSError as e:
+        raise error(f"cannot read: {e.strerror}", source=src) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise error(f"is a directory, not a {what}", source=src)
+        if not stat.S_ISREG(st.st_mode):
+            raise error("is not a regular file (a FIFO, socket or device)", source=src)
+        if st.st_size > limit:
+            raise error(f"{st.st_size} bytes is too large for a {what}", source=src)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # it grew while being read
+        raise error(f"more than {limit} bytes", source=src)
+    return data
+
+
+def load(path: Path) -> Results:
+    src = str(path)
+    data = read_bounded(path, MAX_RESULTS_BYTES)
+    try:
+        doc = json.loads(
+            data.decode("utf-8"),
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
+    except UnicodeDecodeError:
+        raise ResultsFileError("not UTF-8 text; not an icount results file", source=src) from None
+    except json.JSONDecodeError as e:
+        raise ResultsFileError(
+            f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); truncated or corrupt?",
+            source=src,
+        ) from None
+    except RecursionError:
+        raise ResultsFileError("nested too deeply to be a results file", source=src) from None
+    except ValueError as e:  # NaN, infinities, integers beyond int64
+        raise ResultsFileError(f"not a valid results file: {e}", source=src) from None
+    return from_json(doc, src)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number icount writes")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 19:  # before int() parses thousands of digits
+        raise ValueError(f"integer {text[:24]}... is beyond 64 bits")
+    value = int(text)
+    if not -MAX_INT <= value < MAX_INT:
+        raise ValueError(f"integer {value} is beyond 64 bits")
+    return value
+
+
+def from_json(doc: Any, src: str) -> Results:
+    from icount.results import format_v1, format_v2
+
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ResultsFileError(f'not an icount results file (no "format": "{FORMAT}")', source=src)
+    version = doc.get("version")
+    readers = {1: format_v1.from_json, 2: format_v2.from_json}
+    if isinstance(version, bool) or version not in readers:
+        raise ResultsFileError(
+            f"results format version {version!r}; this icount reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))} (a newer icount wrote it?)",
+            source=src,
+        )
+    try:
+        results = readers[version](doc)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ResultsFileError(f"malformed results file: {_describe(e)}", source=src) from None
+    seen: set[tuple[str, str, str]] = set()
+    for cell in results.cells:
+        if cell.key in seen:
+            raise ResultsFileError(f"cell {cell.key_text} appears twice", source=src)
+        seen.add(cell.key)
+    return results
+
+
+def _describe(e: Exception) -> str:
+    if isinstance(e, KeyError):
+        return f"missing field {e.args[0]!r}"
+    return str(e)

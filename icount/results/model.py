@@ -1,0 +1,137 @@
+"""Runs, cells and results: every raw sample, the statistics derived from them, validity.
+
+A cell is one thing measured (a command, or a server's path) under one backend, in
+`runs_wanted` fresh processes. Its statistics are derived from its valid runs, never
+stored apart from them: a results file whose stored statistics disagree with its runs
+is refused on loading.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from icount.results.details import Detail, detail_to_json
+from icount.stats import Summary, spread_reason, summarize
+
+UNIT_INSTRUCTIONS = "instructions"
+UNIT_PER_REQUEST = "instructions/request"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One fresh process. `value` is None when the run produced no figure."""
+
+    value: float | None
+    valid: bool
+    reason: str | None = None
+    detail: Detail = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "valid": self.valid,
+            "reason": self.reason,
+            "detail": detail_to_json(self.detail),
+        }
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured cell. Its statistics are derived from the runs once, on first use
+    (a frozen dataclass keeps them valid)."""
+
+    name: str
+    path: str
+    backend: str
+    unit: str
+    runs: tuple[Run, ...]
+    params: Mapping[str, Any]
+    runs_wanted: int
+    max_spread: float
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    setup_error: str | None = None  # why the cell failed before any run (a failed build)
+    # Where the cell stands in what the user asked for (the order commands and targets
+    # were given): tables list rows in this order, ties by name.
+    order: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.name, self.path, self.backend)
+
+    @property
+    def key_text(self) -> str:
+        return "/".join(p for p in self.key if p)
+
+    @functools.cached_property
+    def values(self) -> list[float]:
+        return [r.value for r in self.runs if r.valid and r.value is not None]
+
+    @functools.cached_property
+    def summary(self) -> Summary | None:
+        vals = self.values
+        return summarize(vals) if vals else None
+
+    @functools.cached_property
+    def reason(self) -> str | None:
+        """Why the cell is invalid, or None if it is valid."""
+        if self.setup_error:
+            return self.setup_error
+        bad = [r for r in self.runs if not r.valid]
+        if bad:
+            first = bad[0].reason or "run failed"
+            more = f" (and {len(bad) - 1} more failed runs)" if len(bad) > 1 else ""
+            return f"run {self.runs.index(bad[0]) + 1} of {self.runs_wanted}: {first}{more}"
+        if len(self.runs) < self.runs_wanted:
+            return f"only {len(self.runs)} of {self.runs_wanted} runs completed"
+        summary = self.summary
+        if summary is None:
+            return "no run produced a value"
+        return spread_reason(summary, self.max_spread)
+
+    @functools.cached_property
+    def valid(self) -> bool:
+        return self.reason is None
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.summary
+        return {
+            "name": self.name,
+            "path": self.path,
+            "backend": self.backend,
+            "unit": self.unit,
+            "params": dict(self.params),
+            "runs_wanted": self.runs_wanted,
+            "max_spread": self.max_spread,
+            "runs": [r.to_json() for r in self.runs],
+            "median": s.median if s else None,
+            "min": s.min if s else None,
+            "max": s.max if s else None,
+            "spread": s.spread if s else None,
+            "valid": self.valid,
+            "reason": self.reason,
+            "setup_error": self.setup_error,
+            "order": self.order,
+            "extra": dict(self.extra),
+        }
+
+
+def sort_key(cell: Cell) -> tuple[int, str, str, str]:
+    """Cells in the order they were asked for, then by key: the order of every file."""
+    return (cell.order, *cell.key)
+
+
+@dataclass(frozen=True)
+class Results:
+    fingerprint: Mapping[str, Any]
+    cells: tuple[Cell, ...]
+
+    def sorted(self) -> Results:
+        return Results(self.fingerprint, tuple(sorted(self.cells, key=sort_key)))
+
+    def with_cell(self, cell: Cell) -> Results:
+        """A copy with `cell` added or replacing the cell of the same key."""
+        kept = tuple(c for c in self.cells if c.key != cell.key)
+        return Results(self.fingerprint, (*kept, cell))

@@ -1,0 +1,262 @@
+"""One run of a cell: a fresh server process, warmed up, counted in windows.
+
+Per run (`measure_run`):
+ 1. start the server and wait until it answers (server.py);
+ 2. verify the cell's path once: a wrong answer makes the run invalid with the
+    difference, before anything is counted;
+ 3. open the load generator's connections, warm up (a fixed count, or `auto`: windows
+    of --requests until two consecutive ones agree within a quarter of --max-spread,
+    capped at AUTO_MAX_WINDOWS);
+ 4. --reps windows of exactly --requests; per-request = window instructions ÷
+    completed requests; any failed request invalidates the run;
+ 5. stop the server whatever happened.
+Run value = median of its reps; cell value = median of runs (results.Cell).
+
+One server process serves one cell (one path), not all the paths of a target: a
+path measured after another would carry the other's warm-up and JIT state, and a
+crash would spread to cells that did not cause it.
+
+Where windows cannot be taken (callgrind without ptrace: the server's preflight says
+so), the run falls back to the differential method over two lifetimes of the same
+server: warm-up + N and warm-up + 2N requests, per-request = (Ir(2N) - Ir(N)) / N (one
+rep per run). The first run's preflight decides for the session (`WindowMethod`).
+Time-driven work (nginx's once-a-second clock refresh, poll timeouts) grows with wall
+time, not with requests, and is counted in whatever window it falls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from icount.backends import Backend
+from icount.backends.protocol import Server
+from icount.results.details import (
+    WINDOW_DIFFERENTIAL,
+    Lifetimes,
+    ProcessShare,
+    Rep,
+    RequestIdentity,
+    ServeDetail,
+)
+from icount.serve.adapter import PathSpec
+from icount.serve.cpus import CpuSplit
+from icount.serve.http_client import LoadResult
+from icount.serve.loadgen import LoadGenerator
+from icount.serve.server import (
+    HOST,
+    Note,
+    RunInvalid,
+    Target,
+    check_alive,
+    running_server,
+    verify,
+    with_server_state,
+)
+
+AUTO_MAX_WINDOWS = 30
+
+
+@dataclass(frozen=True)
+class CellOptions:
+    """How every run of a cell is measured."""
+
+    backend: Backend
+    cpus: CpuSplit
+    runs: int = 3
+    reps: int = 3
+    requests: int = 1000
+    warmup: int | None = None  # None: auto
+    concurrency: int = 1
+    load_kind: str = "builtin"
+    max_spread: float = 0.01
+
+
+@dataclass(frozen=True)
+class WindowMethod:
+    """How a session's windows are taken (results.details.WINDOW_*), and why."""
+
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    value: float | None  # the run's per-request figure, None when invalid
+    reason: str | None  # why it is invalid
+    detail: ServeDetail | None
+    window: WindowMethod | None  # how windows were taken; None if no server got so far
+    # Client throughput varies from run to run: provenance, not a result.
+    client_rps: tuple[float, ...] = ()
+
+
+def request_identity(data: bytes | None) -> RequestIdentity | None:
+    if data is None:
+        return None
+    return RequestIdentity(len(data), hashlib.sha256(data).hexdigest())
+
+
+def _load(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult:
+    result = client.run(n)
+    if not result.ok:
+        why = result.first_error or f"{result.failed} of {result.requested} requests failed"
+        raise RunInvalid(with_server_state(server, f"{what}: {why}"))
+    return result
+
+
+@contextmanager
+def _client(
+    server: Server, opts: CellOptions, port: int, path: PathSpec
+) -> Iterator[LoadGenerator]:
+    """Verify the path's answer, then open the load generator's connections."""
+    from icount.serve import loadgen
+
+    timeout = opts.backend.serve_defaults.client_timeout_s
+    verify(server, port, path, timeout)
+    client = loadgen.make_load_generator(
+        opts.load_kind, HOST, port, path, opts.concurrency, timeout, opts.cpus.load
+    )
+    try:
+        client.open()
+        yield client
+    finally:
+        client.close()
+
+
+def _window(server: Server, client: LoadGenerator, n: int, what: str) -> tuple[Rep, float]:
+    """One counted window of `n` requests: (its rep, the client's req/s)."""
+    server.open_window()
+    result = _load(server, client, n, what)
+    count = server.close_window()
+    shares = tuple(ProcessShare(i, p.role, p.instructions) for i, p in enumerate(count.processes))
+    return Rep(count.instructions, result.completed, shares), result.rps
+
+
+def _auto_warmup(
+    server: Server, client: LoadGenerator, opts: CellOptions, note: Note
+) -> tuple[int, tuple[tuple[int, float], ...]]:
+    """Windows of --requests until two consecutive per-request figures agree.
+    Returns (requests it took, the curve: requests served, per-request figure)."""
+    curve: list[tuple[int, float]] = []
+    limit = opts.max_spread / 4
+    for i in range(AUTO_MAX_WINDOWS):
+        note(f"warm-up auto: window {i + 1}")
+        rep, _ = _window(server, client, opts.requests, f"warm-up window {i + 1}")
+        curve.append(((i + 1) * opts.requests, round(rep.per_request, 3)))
+        values = [v for _, v in curve]
+        if len(values) >= 2 and abs(values[-1] - values[-2]) / values[-1] < limit:
+            return (i + 1) * opts.requests, tuple(curve)
+    last, before = curve[-1][1], curve[-2][1]
+    raise RunInvalid(
+        f"--warmup auto: {AUTO_MAX_WINDOWS} windows of {opts.requests} requests did not settle "
+        f"(last two differ by {abs(last - before) / last * 100:.2f}%); give --warmup N"
+    )
+
+
+def _decide(server: Server, backend: Backend) -> WindowMethod:
+    problem = server.preflight()
+    if problem is None:
+        defaults = backend.serve_defaults
+        return WindowMethod(defaults.window, defaults.window_why)
+    return WindowMethod(WINDOW_DIFFERENTIAL, f"{problem}: differential method over two lifetimes")
+
+
+def _windows(
+    server: Server, port: int, path: PathSpec, opts: CellOptions, window: str, note: Note
+) -> tuple[ServeDetail, tuple[float, ...]]:
+    """Verify, warm up, then --reps windows on a ready server."""
+    curve: tuple[tuple[int, float], ...] = ()
+    with _client(server, opts, port, path) as client:
+        if opts.warmup is None:
+            warmup, curve = _auto_warmup(server, client, opts, note)
+        else:
+            warmup = opts.warmup
+            note(f"warm-up: {warmup} requests")
+            if warmup:
+                _load(server, client, warmup, "warm-up")
+        reps: list[Rep] = []
+        rps: list[float] = []
+        for r in range(opts.reps):
+            note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
+            rep, rate = _window(server, client, opts.requests, f"rep {r + 1}")
+            reps.append(rep)
+            rps.append(round(rate, 1))
+        request = request_identity(client.request_bytes)
+    check_alive(server)
+    detail = ServeDetail(window, warmup, tuple(reps), request, warmup_curve=curve)
+    return detail, tuple(rps)
+
+
+def _lifetime(
+    target: Target, path: PathSpec, opts: CellOptions, run_dir: Path, n: int, note: Note
+) -> tuple[float, LoadResult, bytes | None]:
+    """Instructions of one whole server life serving warm-up + n requests."""
+    with running_server(target, opts.backend, opts.cpus.server, run_dir, note) as (server, port):
+        with _client(server, opts, port, path) as client:
+            note(f"lifetime of {n} requests (differential method)")
+            if opts.warmup:
+                _load(server, client, opts.warmup, "warm-up")
+            result = _load(server, client, n, f"{n} requests")
+            request = client.request_bytes
+        check_alive(server)
+        server.stop()
+        count = server.lifetime_count().instructions
+    return count, result, request
+
+
+def _differential(
+    target: Target, path: PathSpec, opts: CellOptions, run_dir: Path, note: Note
+) -> tuple[ServeDetail, tuple[float, ...]]:
+    if opts.warmup is None:
+        raise RunInvalid("--warmup auto needs counting windows, which this machine cannot take")
+    n = opts.requests
+    one, _, _ = _lifetime(target, path, opts, run_dir / "lifetime-1", n, note)
+    two, result, request = _lifetime(target, path, opts, run_dir / "lifetime-2", 2 * n, note)
+    detail = ServeDetail(
+        WINDOW_DIFFERENTIAL,
+        opts.warmup,
+        (Rep(two - one, n),),
+        request_identity(request),
+        lifetimes=Lifetimes((n, 2 * n), (one, two)),
+    )
+    return detail, (round(result.rps, 1),)
+
+
+def measure_run(
+    target: Target,
+    path: PathSpec,
+    opts: CellOptions,
+    run_dir: Path,
+    window: WindowMethod | None,
+    note: Note,
+) -> RunOutcome:
+    """One fresh server process (two, under the differential method). `window` is the
+    session's decision so far; None lets this run's preflight decide."""
+    decided = window
+    try:
+        if decided is None or decided.name != WINDOW_DIFFERENTIAL:
+            with running_server(target, opts.backend, opts.cpus.server, run_dir, note) as (
+                server,
+                port,
+            ):
+                # Every process is preflighted, not only the first: under callgrind the
+                # forced command makes epoll_wait fail with EINTR once, so the server's
+                # first errno lookup (a lazy PLT binding, ~800 instructions measured on
+                # c-epoll) happens here, not in rep 1.
+                if decided is None:
+                    decided = _decide(server, opts.backend)
+                else:
+                    problem = server.preflight()
+                    if problem is not None:
+                        raise RunInvalid(f"{opts.backend.name} control failed: {problem}")
+                if decided.name != WINDOW_DIFFERENTIAL:
+                    detail, rps = _windows(server, port, path, opts, decided.name, note)
+        if decided.name == WINDOW_DIFFERENTIAL:
+            detail, rps = _differential(target, path, opts, run_dir, note)
+    except RunInvalid as e:
+        return RunOutcome(None, str(e), None, decided)
+    return RunOutcome(float(statistics.median(detail.per_request)), None, detail, decided, rps)

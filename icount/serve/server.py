@@ -1,0 +1,159 @@
+"""One server process of a cell: started under a backend, ready, answering correctly,
+and stopped whatever happens.
+
+The server starts in its own session, pinned to the server CPUs, in icount's cleared
+environment (plus the adapter's), ASLR off, with `LD_BIND_NOW=1`: a lazy symbol binding
+costs hundreds of instructions once, in whichever window first calls the symbol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from icount import environment, procs
+from icount.backends import Backend
+from icount.backends.protocol import Server
+from icount.errors import LaunchError, ParseError, RunFailedError
+from icount.serve.adapter import Adapter, Expect, PathSpec
+
+HOST = "127.0.0.1"
+READY_POLL_S = 0.1
+EXIT_WAIT_S = 3.0
+
+Note = Callable[[str], None]
+
+
+class RunInvalid(Exception):
+    """Ends a run: it produced no value, for the reason given (the cell's reason)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """An adapter and the folder it is built in."""
+
+    adapter: Adapter
+    build_dir: Path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _start(
+    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, workdir: Path, port: int
+) -> Server:
+    from icount.serve import adapter as adapter_mod
+
+    a = target.adapter
+    try:
+        argv = adapter_mod.expand(a.start, port=port, build_dir=target.build_dir, adapter=a)
+        argv[0] = procs.resolve_command(argv[0])
+    except (LaunchError, ParseError) as e:
+        raise RunInvalid(f"cannot start the server: {e}") from None
+    except OSError as e:  # a {render:FILE} that cannot be read or written
+        raise RunInvalid(f"cannot start the server: {e.filename}: {e.strerror}") from None
+    problem = backend.server_problem(argv)
+    if problem is not None:
+        raise RunInvalid(problem)
+    env = environment.clean_env(
+        workdir,
+        {"LD_BIND_NOW": "1", **adapter_mod.expand_env(a, port=port, build_dir=target.build_dir)},
+    )
+    return backend.start_server(argv, run_dir, env=env, cwd=workdir, cpus=cpus)
+
+
+def gone(server: Server) -> str | None:
+    """Why the server is gone ('exited with status 1; stderr: ...'), or None if alive."""
+    if server.alive():
+        return None
+    rc = server.stop()
+    return f"the server {procs.exit_reason(rc, server.run_dir / 'server.stderr')}"
+
+
+def check_alive(server: Server) -> None:
+    why = gone(server)
+    if why:
+        raise RunInvalid(why)
+
+
+def with_server_state(server: Server | None, what: str) -> str:
+    """`what`, with how the server ended if it did."""
+    if server is None:
+        return what
+    # A server that crashed closes its sockets before valgrind has finished writing
+    # its profile and exits: give it a moment, so that the reason names the crash.
+    procs.wait_until(lambda: not server.alive(), timeout=EXIT_WAIT_S)
+    why = gone(server)
+    return f"{what} ({why})" if why else what
+
+
+def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> None:
+    from icount.serve.http_client import fetch
+
+    probe = PathSpec("ready", adapter.ready_target, Expect())
+    deadline = time.monotonic() + adapter.ready_timeout_s
+    note(f"waiting for the server (up to {adapter.ready_timeout_s:g} s)")
+    while True:
+        why = gone(server)
+        if why:
+            raise RunInvalid(f"{why} before it was ready")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RunInvalid(
+                f"the server did not answer {adapter.ready_target} within "
+                f"{adapter.ready_timeout_s:g} s (raise [ready] timeout_s in the adapter)"
+            )
+        try:
+            fetch(HOST, port, probe, timeout_s=max(left, 0.1))
+            return
+        except (OSError, RunFailedError):
+            time.sleep(READY_POLL_S)
+
+
+def verify(server: Server, port: int, path: PathSpec, timeout: float) -> None:
+    """The path's answer is checked before anything is counted: a wrong one ends the run."""
+    from icount.serve.adapter import check_response
+    from icount.serve.http_client import fetch
+
+    try:
+        resp = fetch(HOST, port, path, timeout_s=timeout)
+    except (OSError, RunFailedError) as e:
+        raise RunInvalid(
+            with_server_state(server, f"verifying {path.request_target}: {e}")
+        ) from None
+    diff = check_response(path.expect, resp.status, resp.headers, resp.body)
+    if diff is not None:
+        raise RunInvalid(f"wrong answer from {path.request_target}: {diff}")
+
+
+@contextlib.contextmanager
+def running_server(
+    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, note: Note
+) -> Iterator[tuple[Server, int]]:
+    """A started, ready server: yields (server, port). Stops it and removes its working
+    directory whatever happens; a RunFailedError inside (a window that failed, a client
+    that could not connect) ends the run with the server's state. The caller checks
+    that the server is still alive at the end of its work."""
+    workdir = environment.make_workdir()
+    port = free_port()
+    server: Server | None = None
+    try:
+        server = _start(target, backend, cpus, run_dir, workdir, port)
+        _wait_ready(server, port, target.adapter, note)
+        yield server, port
+    except RunFailedError as e:
+        raise RunInvalid(with_server_state(server, str(e))) from None
+    finally:
+        if server is not None:
+            server.stop()
+            server.cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)

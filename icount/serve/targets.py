@@ -1,0 +1,164 @@
+"""What `icount serve` measures: bundled or named adapters, or a `--cmd` server, and
+the size of each target's binary for the table.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from icount import environment, procs
+from icount.errors import ParseError, ToolMissingError, UsageError
+from icount.serve import adapter as adapter_mod
+from icount.serve.adapter import Adapter
+from icount.serve.server import Target
+
+
+@dataclass(frozen=True)
+class CmdServer:
+    """A server given on the command line (`--cmd` and the flags that describe it)."""
+
+    cmd: str
+    name: str | None = None
+    paths: tuple[str, ...] = ()  # NAME=/TARGET
+    status: int = 200
+    body: str | None = None
+    json_text: str | None = None
+    headers: tuple[str, ...] = ()  # 'Name: value'
+    ready_timeout: float = 60.0
+    env: tuple[str, ...] = ()  # KEY=VALUE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cmd": self.cmd,
+            "name": self.name,
+            "paths": list(self.paths),
+            "status": self.status,
+            "body": self.body,
+            "json": self.json_text,
+            "headers": list(self.headers),
+            "ready_timeout": self.ready_timeout,
+            "env": list(self.env),
+        }
+
+
+@dataclass(frozen=True)
+class Chosen:
+    adapters: tuple[Adapter, ...]
+    skipped: tuple[tuple[str, str], ...] = field(default=())  # (name, why it cannot run here)
+
+
+def choose_targets(names: Sequence[str], cmd: CmdServer | None) -> Chosen:
+    """The adapters to measure: `--cmd`'s, the named ones, or every bundled one that
+    can run here (naming the ones that cannot, and why)."""
+    if cmd is not None:
+        if names:
+            raise UsageError("give either TARGETS or --cmd, not both")
+        return Chosen((cmd_adapter(cmd),))
+    bundled: dict[str, Adapter] = {}
+    for p in adapter_mod.bundled_adapter_paths():
+        a = adapter_mod.load_adapter(p)
+        bundled[a.name] = a
+    if not names:
+        chosen, skipped = [], []
+        for a in bundled.values():
+            why = adapter_mod.unavailable_reason(a)
+            if why is None:
+                chosen.append(a)
+            else:
+                skipped.append((a.name, why))
+        if not chosen:
+            whys = "; ".join(f"{name}: {why}" for name, why in skipped) or "no bundled targets"
+            raise ToolMissingError(f"no target can run here ({whys})")
+        return Chosen(tuple(chosen), tuple(skipped))
+    picked: list[Adapter] = []
+    for n in names:
+        p = Path(n)
+        if p.is_dir():
+            p = p / adapter_mod.ADAPTER_FILE
+        if n in bundled and not p.exists():
+            a = bundled[n]
+        elif p.exists():
+            a = adapter_mod.load_adapter(p)
+        else:
+            known = ", ".join(sorted(bundled)) or "none"
+            raise UsageError(f"no adapter {n!r}: not a file and not a bundled target ({known})")
+        why = adapter_mod.unavailable_reason(a)
+        if why is not None:
+            raise ToolMissingError(f"{a.name} cannot run here: {why}", program=a.name)
+        if any(c.name == a.name for c in picked):
+            raise UsageError(f"target {a.name!r} given twice")
+        picked.append(a)
+    return Chosen(tuple(picked))
+
+
+def cmd_adapter(cmd: CmdServer) -> Adapter:
+    """The adapter `--cmd` and its flags describe, checked like an adapter.toml."""
+    try:
+        argv = shlex.split(cmd.cmd)
+    except ValueError as e:
+        raise UsageError(f"--cmd: {e}") from None
+    if not argv or not any("{port}" in a for a in argv):
+        raise UsageError("--cmd needs a command line with a {port} placeholder")
+    expect: dict[str, Any] = {"status": cmd.status}
+    if cmd.body is not None and cmd.json_text is not None:
+        raise UsageError("give either --expect-body or --expect-json, not both")
+    if cmd.body is not None:
+        expect["body"] = cmd.body
+    if cmd.json_text is not None:
+        try:
+            expect["json"] = json.loads(cmd.json_text)
+        except ValueError as e:
+            raise UsageError(f"--expect-json is not JSON: {e}") from None
+    headers: dict[str, str] = {}
+    for h in cmd.headers:
+        k, sep, v = h.partition(":")
+        if not sep or not k.strip():
+            raise UsageError(f"--expect-header takes 'Name: value', got {h!r}")
+        headers[k.strip()] = v.strip()
+    expect["headers"] = headers
+    paths = []
+    for item in cmd.paths or ("root=/",):
+        label, sep, target = item.partition("=")
+        if not sep or not label or not target.startswith("/"):
+            raise UsageError(f"--path takes NAME=/TARGET, got {item!r}")
+        paths.append({"name": label, "target": target, "expect": expect})
+    # Servers run in a fresh directory: find the program and file arguments from here,
+    # and fail now (exit 4) for a program that is not there, not once per cell.
+    argv = [procs.resolve_command(argv[0]), *environment.absolute_file_args(argv[1:], Path.cwd())]
+    table = {
+        "name": cmd.name or Path(argv[0]).name,
+        "start": argv,
+        "binary": argv[0],
+        "env": environment.parse_env_assignments(cmd.env),
+        "ready": {"target": paths[0]["target"], "timeout_s": cmd.ready_timeout},
+        "paths": paths,
+    }
+    try:
+        return adapter_mod.adapter_from_table(table, Path.cwd(), "--cmd")
+    except ParseError as e:  # the same rules as an adapter.toml, reported as flags
+        raise UsageError(str(e)) from None
+
+
+def binary_sizes(target: Target) -> dict[str, Any]:
+    """The target binary's sizes for the table: `icount size`'s figures for an ELF or
+    Mach-O file (file bytes and executable bytes), the file's size for anything else
+    (a script)."""
+    from icount.errors import IcountError
+    from icount.size import summarize
+
+    p = adapter_mod.binary_path(target.adapter, target.build_dir)
+    if p is None:
+        return {}
+    extra: dict[str, Any] = {"binary": p.name, "binary_bytes": p.stat().st_size}
+    try:
+        sizes = summarize(p)
+    except IcountError:
+        return extra  # not an executable image: the file size is all there is
+    extra["binary_bytes"] = sizes["file_bytes"]
+    extra["binary_text_bytes"] = sizes["text_bytes"]
+    return extra

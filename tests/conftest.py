@@ -1,0 +1,51 @@
+"""Fixtures every test folder may use: the CLI run as a user runs it, C programs built
+on the fly, and a skip (naming what is missing) where valgrind is not installed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_icount
+
+Icount = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def _icount(
+    *args: str, cwd: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    return run_icount(args, cwd, timeout)
+
+
+@pytest.fixture(scope="session")
+def icount() -> Icount:
+    """Run the real CLI in a subprocess, as a user would: icount("run", "--", ...)."""
+    return _icount
+
+
+@pytest.fixture(scope="session")
+def compile_c(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Path]:
+    """Compile a C source with gcc -O2 into a session temp dir; returns the binary."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed (scripts/setup.sh installs it)")
+    out_dir = tmp_path_factory.mktemp("cbin")
+
+    def build(name: str, source: str) -> Path:
+        src = out_dir / f"{name}.c"
+        src.write_text(source)
+        exe = out_dir / name
+        subprocess.run(["gcc", "-O2", "-o", str(exe), str(src)], check=True)
+        return exe
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def need_valgrind() -> None:
+    for tool in ("valgrind", "vgdb"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (scripts/setup.sh installs valgrind)")

@@ -1,0 +1,64 @@
+"""Renderers against golden files. The numbers are constructed, not measured: these tests
+check layout and byte-stability, not counting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icount import report, results
+from icount.results import Cell, Results, Run
+from icount.results.details import WINDOW_DUMPS, CommandDetail, Rep, ServeDetail
+from tests.support.golden import assert_golden
+
+GOLDEN = Path(__file__).parent / "golden"
+FP = {"backend": "callgrind", "tool_version": "valgrind 3.19.0", "arch": "x86_64"}
+
+
+def _cell(name: str, path: str, values: list[float], reason: str | None = None) -> Cell:
+    runs = tuple(
+        Run(v, reason is None, reason, ServeDetail(WINDOW_DUMPS, 100, (Rep(int(v * 1000), 1000),)))
+        for v in values
+    )
+    return Cell(
+        name, path, "callgrind", results.UNIT_PER_REQUEST, runs, {"requests": 1000}, 3, 0.01
+    )
+
+
+def sample() -> Results:
+    return Results(
+        FP,
+        (
+            _cell("nginx", "plaintext", [13012.4, 13012.1, 13012.9]),
+            _cell("nginx", "json", [13240.0, 13241.5, 13239.2]),
+            _cell("c-epoll", "plaintext", [3102.2, 3101.9, 3102.5]),
+            _cell("c-epoll", "json", [3180.0], reason="status 500, expected 200"),
+            _cell("python-asyncio", "plaintext", [312930.0, 318000.0, 309000.0]),
+            _cell("python-asyncio", "json", [402000.0, 402100.0, 401900.0]),
+        ),
+    )
+
+
+def single() -> Results:
+    runs = tuple(Run(float(v), True, None, CommandDetail(0)) for v in (407921, 407921, 407923))
+    cell = Cell(
+        "loop", "", "callgrind", results.UNIT_INSTRUCTIONS, runs, {"argv": ["loop"]}, 3, 0.01
+    )
+    return Results(FP, (cell,))
+
+
+CASES = [(name, fmt) for name in ("serve", "run") for fmt in ("table", "md", "csv", "json")]
+
+
+@pytest.mark.parametrize(("name", "fmt"), CASES)
+def test_golden(name: str, fmt: str) -> None:
+    res = sample() if name == "serve" else single()
+    extra = (
+        [report.ExtraColumn("binary size", lambda n: f"{len(n)} KiB")] if name == "serve" else []
+    )
+    text = report.render_results(res, fmt, 100, extra)
+    assert_golden(GOLDEN / f"{name}.{fmt}", text)
+    # Same input in another order renders the same bytes.
+    shuffled = Results(res.fingerprint, tuple(reversed(res.cells)))
+    assert report.render_results(shuffled, fmt, 100, extra) == text
