@@ -2,7 +2,7 @@
  * `icount serve`. It answers GET /plaintext and GET /json with fixed bytes (no Date
  * header, so every answer is identical and its cost does not drift with the clock).
  *
- *   c-epoll --port P [--loop K] [--crash-after N] [--status CODE] [--body TEXT] [--vary]
+ *   c-epoll --port P [--loop K] [--crash-after N] [--status CODE] [--body TEXT] [--vary FILE]
  *
  * Test flags (used by icount's own tests):
  *   --loop K         run K iterations of a loop of known cost per request. The loop body is
@@ -12,10 +12,10 @@
  *   --crash-after N  abort() on request N+1 (a server that dies mid-run).
  *   --status CODE    answer every request with this status code (a wrong answer).
  *   --body TEXT      answer every request with this body (a wrong answer).
- *   --vary           add a per-process cost drawn from the pid: (pid % 32 + 1) * 1000 loop
- *                    iterations per request, i.e. 2,000..64,000 extra instructions, so that
- *                    two processes whose pids differ modulo 32 differ by >= 2,000 instructions
- *                    per request (> 1% of any possible total).
+ *   --vary FILE      make each process cost more than the one before: FILE counts the
+ *                    processes started with it (n = 1, 2, ...), and process n runs n * 1000
+ *                    more loop iterations per request, i.e. 2,000 more instructions per
+ *                    request than process n - 1 (> 1% of any total below 200,000).
  * SIGTERM keeps its default action, so callgrind writes its profile when stopped.
  */
 #define _GNU_SOURCE
@@ -200,19 +200,15 @@ static int handle_requests(int ep, struct conn *c) {
 
 static void usage(void) {
     fprintf(stderr, "usage: c-epoll --port P [--loop K] [--crash-after N] [--status CODE] "
-                    "[--body TEXT] [--vary]\n");
+                    "[--body TEXT] [--vary FILE]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     int port = -1;
-    int vary = 0;
+    const char *vary_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--vary") == 0) {
-            vary = 1;
-            continue;
-        }
         if (i + 1 >= argc)
             usage();
         const char *v = argv[++i];
@@ -226,13 +222,30 @@ int main(int argc, char **argv) {
             status_code = atoi(v);
         else if (strcmp(a, "--body") == 0)
             body_override = v;
+        else if (strcmp(a, "--vary") == 0)
+            vary_file = v;
         else
             usage();
     }
     if (port < 0 || port > 65535)
         usage();
-    if (vary)
-        loop_iterations += ((long)getpid() % 32 + 1) * 1000;
+    if (vary_file) {
+        long n = 0;
+        FILE *f = fopen(vary_file, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &n) != 1)
+                n = 0;
+            fclose(f);
+        }
+        f = fopen(vary_file, "w");
+        if (!f) {
+            perror(vary_file);
+            exit(2);
+        }
+        fprintf(f, "%ld\n", n + 1);
+        fclose(f);
+        loop_iterations += (n + 1) * 1000;
+    }
 
     resp_plain = make_response(status_code, "text/plain",
                                body_override ? body_override : "Hello, World!", &resp_plain_len);

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,3 +181,105 @@ def test_two_invocations_give_byte_identical_results_and_tables(
     prov = json.loads((tmp_path / "r1.provenance.json").read_text())
     assert "same/plaintext/callgrind" in prov["client_rps_per_run_and_rep"]
     assert "client_rps" not in outputs[0][0]
+
+
+# ------------------------------------------------------- the same logic, fake backend
+
+
+FAKE_ADAPTER = """
+name = "fake"
+start = ["true", "--port", "{port}"]
+[[paths]]
+name = "plaintext"
+target = "/plaintext"
+[paths.expect]
+body = "Hello, World!"
+[[paths]]
+name = "json"
+target = "/json"
+[paths.expect]
+json = { message = "Hello, World!" }
+"""
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The fake backend registered as `--backend fake`; returns its adapter file."""
+    from icount import backends
+    from tests.support import fake_backend
+
+    monkeypatch.setitem(backends.REGISTRY, "fake", "tests.support.fake_backend")
+    monkeypatch.setattr(fake_backend, "CONFIG", fake_backend.FakeConfig(cost=lambda i, p: 800.0))
+    (tmp_path / "fake").mkdir()
+    (tmp_path / "fake" / "adapter.toml").write_text(FAKE_ADAPTER)
+    return tmp_path / "fake" / "adapter.toml"
+
+
+def _session(request: Any, out: Path | None, resume: Path | None = None) -> results.Results:
+    from icount import environment
+    from icount.serve import plan as plan_mod
+    from icount.serve import session
+
+    plan = plan_mod.prepare(request, output=out, resume=resume, force=False)
+    recorder = environment.ProvenanceRecorder(["icount", "serve"])
+    return session.run_session(plan, lambda text, done, total: None, recorder)
+
+
+def test_resume_measures_only_the_missing_cells_fake(fake: Path, tmp_path: Path) -> None:
+    from icount.errors import UsageError
+    from icount.serve.plan import ServeRequest, resume_request
+    from tests.support import fake_backend
+
+    request = ServeRequest(
+        targets=(str(fake),), backend="fake", runs=2, reps=2, requests=50, warmup="5"
+    )
+    full = tmp_path / "full.json"
+    res = _session(request, full)
+    # 50 requests of 800 and the window's 27, per request: exact, in both cells
+    assert {c.path: (c.valid, c.summary and c.summary.median) for c in res.cells} == {
+        "plaintext": (True, 800.54),
+        "json": (True, 800.54),
+    }
+    assert results.load(full).sorted() == res.sorted()
+    assert len(fake_backend.CONFIG.started) == 4  # 2 cells x 2 runs
+
+    # an interrupted session: only the first cell made it to the file
+    kept = next(c for c in res.cells if c.path == "plaintext")
+    partial = tmp_path / "partial.json"
+    results.save(partial, results.Results(res.fingerprint, (kept,)), None, overwrite=False)
+    results.provenance_path(partial).write_text(results.provenance_path(full).read_text())
+    resumed = resume_request(ServeRequest(), partial, frozenset())
+    assert (resumed.targets, resumed.backend, resumed.requests) == ((str(fake),), "fake", 50)
+    again = _session(resumed, None, resume=partial)
+    assert len(fake_backend.CONFIG.started) == 6  # the json cell's 2 runs, nothing else
+    assert sorted(c.path for c in again.cells) == ["json", "plaintext"]
+    assert next(c for c in again.cells if c.path == "plaintext") == kept
+    prov = json.loads(results.provenance_path(partial).read_text())
+    assert prov["resumed_cells"] == ["fake/plaintext/fake"]
+
+    # options given again win over the file's, and must match what it measured
+    other = resume_request(ServeRequest(requests=60), partial, frozenset({"requests"}))
+    with pytest.raises(
+        UsageError, match=r"measured with other parameters \(requests 50 there, 60 now\)"
+    ):
+        _session(other, None, resume=partial)
+    # a file without provenance cannot say what it was measuring
+    bare = tmp_path / "bare.json"
+    results.save(bare, results.Results(res.fingerprint, (kept,)), None, overwrite=False)
+    with pytest.raises(UsageError, match="no record of what"):
+        resume_request(ServeRequest(), bare, frozenset())
+
+
+def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> None:
+    """--resume restores a --cmd server from the provenance, flags and all."""
+    from icount.serve.plan import ServeRequest, resume_request
+    from icount.serve.targets import CmdServer
+
+    cmd = CmdServer("true --port {port}", name="viacmd", paths=("a=/plaintext", "b=/json"),
+                    body="Hello, World!")  # fmt: skip
+    out = tmp_path / "cmd.json"
+    first = _session(ServeRequest(cmd=cmd, backend="fake", runs=1, reps=1), out)
+    by_path = {c.path: c for c in first.cells}
+    assert by_path["a"].valid and not by_path["b"].valid  # /json does not answer that body
+    resumed = resume_request(ServeRequest(), out, frozenset())
+    assert resumed.cmd == cmd and resumed.runs == 1

@@ -1,0 +1,211 @@
+"""A backend that counts by construction, for testing icount's logic in milliseconds.
+
+`FakeBackend` implements `icount.backends.protocol.Backend`. Its servers are real HTTP
+servers on real ports (a thread in the test process, answering the bundled targets'
+`/plaintext` and `/json`), so the load generator, verification and every decision of
+the serve method run as they do for real; only the count is synthetic: request number
+i of a process (from 0, readiness probes included) costs `cost(i)` instructions, and
+every window adds `window_cost` (vgdb's forced command adds 27 under callgrind).
+
+Register it for code that resolves backends by name (`plan.prepare`):
+    monkeypatch.setitem(icount.backends.REGISTRY, "fake", "tests.support.fake_backend")
+and set `fake_backend.CONFIG` for what `create()` builds.
+"""
+
+from __future__ import annotations
+
+import socketserver
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from icount.backends.protocol import (
+    ArgvKind,
+    BackendOptions,
+    Counted,
+    Probe,
+    ProcessCount,
+    ServeDefaults,
+    Server,
+    WindowCount,
+)
+from icount.errors import RunFailedError
+
+BODIES = {
+    b"/plaintext": (b"text/plain", b"Hello, World!"),
+    b"/json": (b"application/json", b'{"message":"Hello, World!"}'),
+}
+
+
+@dataclass
+class FakeConfig:
+    """How the fake counts. `cost(i, process)`: instructions of request i of the
+    `process`-th server started (0, 1, ...)."""
+
+    cost: Callable[[int, int], float] = lambda i, process: 1000.0
+    window_cost: float = 27.0
+    preflight_problem: str | None = None
+    started: list[FakeServer] = field(default_factory=list)
+
+
+CONFIG = FakeConfig()
+
+
+def probe() -> Probe:
+    return Probe(True, "the fake backend counts by construction")
+
+
+def create(options: BackendOptions) -> FakeBackend:
+    return FakeBackend(CONFIG)
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: _HTTP
+
+    def handle(self) -> None:
+        data = b""
+        while True:
+            end = data.find(b"\r\n\r\n")
+            while end < 0:
+                try:
+                    chunk = self.request.recv(65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                data += chunk
+                end = data.find(b"\r\n\r\n")
+            head, data = data[:end], data[end + 4 :]
+            target = head.split(b" ", 2)[1]
+            ctype, body = BODIES.get(target, (b"text/plain", b"not found"))
+            status = b"200 OK" if target in BODIES else b"404 Not Found"
+            self.server.owner.served()
+            self.request.sendall(
+                b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
+                + b"\r\nContent-Length: " + str(len(body)).encode()
+                + b"\r\nConnection: keep-alive\r\nKeep-Alive: timeout=600\r\n\r\n" + body
+            )  # fmt: skip
+
+
+class _HTTP(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, port: int, owner: FakeServer) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", port), _Handler)
+
+
+class FakeServer:
+    """A server whose count is the sum of its requests' constructed costs."""
+
+    def __init__(self, argv: Sequence[str], run_dir: Path, config: FakeConfig) -> None:
+        self.run_dir = run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.config = config
+        self.index = len(config.started)
+        config.started.append(self)
+        self.pid = 100000 + self.index
+        port = int(argv[argv.index("--port") + 1])
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.total = 0.0
+        self._window_start: float | None = None
+        self.windows = 0
+        self._http: _HTTP | None = _HTTP(port, self)
+        # a short poll: shutdown() waits for it, and tests start many servers
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.005,), daemon=True)
+        self._thread.start()
+
+    def served(self) -> None:
+        with self._lock:
+            self.total += self.config.cost(self.requests, self.index)
+            self.requests += 1
+
+    def alive(self) -> bool:
+        return self._http is not None
+
+    def preflight(self) -> str | None:
+        return self.config.preflight_problem
+
+    def open_window(self) -> None:
+        if self.config.preflight_problem is not None:
+            raise RunFailedError(f"fake: {self.config.preflight_problem}")
+        with self._lock:
+            self._window_start = self.total
+
+    def close_window(self) -> WindowCount:
+        with self._lock:
+            if self._window_start is None:
+                raise RunFailedError("fake: close_window without open_window")
+            count = self.total - self._window_start + self.config.window_cost
+            self._window_start = None
+            self.windows += 1
+        return WindowCount(count, (ProcessCount(self.pid, "root", count),))
+
+    def stop(self) -> int:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+        return 0
+
+    def lifetime_count(self) -> WindowCount:
+        return WindowCount(self.total, (ProcessCount(self.pid, "root", self.total),))
+
+    def cleanup(self) -> None:
+        pass
+
+
+class FakeBackend:
+    name = "fake"
+    serve_defaults = ServeDefaults(
+        warmup=20,
+        requests=100,
+        client_timeout_s=10.0,
+        instrumented=True,
+        window="dump",
+        window_why="the fake backend takes windows",
+    )
+
+    def __init__(self, config: FakeConfig | None = None) -> None:
+        self.config = config or CONFIG
+
+    def probe(self) -> Probe:
+        return probe()
+
+    def version(self) -> str:
+        return "fake 1"
+
+    def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
+        return ["fake", kind]
+
+    def cell_params(self) -> dict[str, object]:
+        return {"thread": None}
+
+    def count_command(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        timeout: float | None,
+    ) -> Counted:
+        # The count is the command's argument count times 1000: known by construction.
+        return Counted(1000 * len(argv), 0, False, None, 1)
+
+    def server_problem(self, argv: Sequence[str]) -> str | None:
+        return None
+
+    def start_server(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        cpus: Sequence[int],
+    ) -> Server:
+        return FakeServer(argv, run_dir, self.config)
