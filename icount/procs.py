@@ -5,12 +5,20 @@ optionally pinned to a CPU set, with its output sent to files or pipes, never to
 icount's terminal. Every child is tracked until reaped: on timeout, on any exception
 and on Ctrl-C the group gets SIGTERM, then SIGKILL after a grace period, and any
 descendants that escaped the group (psutil finds them) are killed as well.
+
+A process that leaves its session and is orphaned (a daemon's double fork, `setsid
+cmd &` in a script) would be re-parented to init and escape all that: icount makes
+itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so such orphans become
+icount's own children, where `adopted()` finds them until they are stopped and
+reaped: any child of icount's process that icount did not start itself is one. This
+assumes no other code starts processes in icount's process while it cleans up.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -26,8 +34,78 @@ import psutil
 from icount.errors import LaunchError, ToolMissingError, UsageError
 
 _LIVE: dict[int, Child] = {}
+_SUBREAPER: list[bool] = []  # set once: [True] when the prctl succeeded
 
 DEFAULT_GRACE_S = 5.0
+PIPE_GRACE_S = 5.0  # how long output pipes may stay open after a command exited
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    if _SUBREAPER:
+        return
+    ok = False
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    _SUBREAPER.append(ok)
+
+
+def adopted(since: float = 0.0) -> list[psutil.Process]:
+    """Orphans of icount's children re-parented to icount (see the module docstring),
+    started at `since` (time.time()) or later; exited ones are reaped on the way."""
+    found: list[psutil.Process] = []
+    try:
+        kids = psutil.Process().children()
+    except psutil.Error:
+        return found
+    for proc in kids:
+        if proc.pid in _LIVE:
+            continue
+        try:
+            created = proc.create_time()
+            zombie = proc.status() == psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            continue
+        if zombie:
+            _reap(proc.pid)
+        elif created >= since - 1.0:  # create_time has a clock tick's resolution
+            found.append(proc)
+    return found
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def describe(procs: Sequence[psutil.Process]) -> str:
+    """'1234 (sleep 3013), 1240 (nginx: worker)': processes as a user recognises them."""
+    parts = []
+    for p in procs:
+        try:
+            argv = p.cmdline() or [p.name()]
+        except psutil.Error:
+            argv = ["?"]
+        if Path(argv[0]).name.startswith("valgrind"):  # name the program, not valgrind
+            first = next((i for i, a in enumerate(argv) if i and not a.startswith("-")), None)
+            argv = argv[first:] if first is not None else argv
+        parts.append(f"{p.pid} ({' '.join(argv)[:60]})")
+    return ", ".join(parts)
+
+
+def stop_processes(procs: Sequence[psutil.Process], grace_s: float) -> None:
+    """SIGTERM, then SIGKILL after `grace_s`, and reap those that are icount's children."""
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(list(procs), timeout=grace_s)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=grace_s)
+    for p in procs:
+        _reap(p.pid)
 
 
 def which(name: str) -> str | None:
@@ -104,6 +182,7 @@ class Child:
         self.popen = popen
         self.argv = list(argv)
         self.pid = popen.pid
+        self.started = time.time()
         _LIVE[self.pid] = self
 
     def __enter__(self) -> Child:
@@ -129,19 +208,30 @@ class Child:
             os.killpg(self.pid, sig)
 
     def stop(self, grace_s: float = DEFAULT_GRACE_S, sig: int = signal.SIGTERM) -> int:
-        """Signal the group, wait up to `grace_s`, then SIGKILL. Returns the return code."""
-        escaped = self._descendants()
+        """Signal the group and every descendant, wait up to `grace_s` for all of them
+        (a worker under valgrind writes its profile on SIGTERM, after its parent may
+        have exited), then SIGKILL what is left. Returns the leader's return code."""
+        deadline = time.monotonic() + grace_s
+        others = [*self._descendants(), *adopted(self.started)]
         if self.popen.poll() is None:
             self.send_signal(sig)
-            try:
-                self.popen.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                self.send_signal(signal.SIGKILL)
-                self.popen.wait()
-        self._reap_group()
-        for proc in escaped:  # descendants that left the group (setsid daemons)
+        for proc in others:  # descendants outside the group (setsid) get it too
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+        try:
+            self.popen.wait(max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            self.send_signal(signal.SIGKILL)
+            self.popen.wait()
+        _, alive = psutil.wait_procs(others, timeout=max(deadline - time.monotonic(), 0))
+        for proc in alive:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
+        self._reap_group()
+        for proc in [*others, *adopted(self.started)]:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+            _reap(proc.pid)
         rc = self.popen.returncode
         assert rc is not None
         return rc
@@ -172,6 +262,7 @@ def spawn(
     """Start `argv` in a new session. Paths given for stdout/stderr are created."""
     if not argv:
         raise UsageError("empty command")
+    _become_subreaper()
     exe = argv[0]
     if os.sep not in exe and shutil.which(exe, path=(env or os.environ).get("PATH")) is None:
         raise LaunchError(f"command not found: {exe}", program=exe, hint="check the name and PATH")
@@ -206,6 +297,8 @@ class Completed:
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
+    # processes the command left running when it exited (then stopped by icount)
+    leftovers: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -240,18 +333,49 @@ def run(
         cpus=cpus,
     )
     timed_out = False
+    leftovers: str | None = None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    exited_at: float | None = None
+    o = e = b""
     try:
-        try:
-            o, e = child.popen.communicate(input_bytes, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            child.stop(grace_s=1.0, sig=signal.SIGKILL)
-            o, e = child.popen.communicate()
+        while True:
+            left_s = None if deadline is None else max(deadline - time.monotonic(), 0)
+            try:
+                # Short slices: a process the command left behind may hold its pipes open.
+                o, e = child.popen.communicate(input_bytes, timeout=_slice(left_s))
+                break
+            except subprocess.TimeoutExpired:
+                input_bytes = None  # sent with the first slice
+                if child.popen.poll() is not None:
+                    leftovers = _stop_leftovers(child) or leftovers
+                    exited_at = exited_at or time.monotonic()
+                    if time.monotonic() - exited_at > PIPE_GRACE_S:
+                        break  # something icount cannot see holds the pipes: stop reading
+                elif deadline is not None and time.monotonic() >= deadline and not timed_out:
+                    timed_out = True
+                    child.stop(grace_s=1.0, sig=signal.SIGKILL)
     except BaseException:
         child.stop(grace_s=1.0)
         raise
+    leftovers = _stop_leftovers(child) or leftovers
+    rc = child.popen.returncode
+    return Completed(list(argv), rc, o or b"", e or b"", timed_out, leftovers)
+
+
+def _slice(left_s: float | None) -> float:
+    # never 0: communicate() raises before reading anything when its time is up
+    return 0.5 if left_s is None else min(max(left_s, 0.05), 0.5)
+
+
+def _stop_leftovers(child: Child) -> str | None:
+    """Stop whatever `child` started and did not wait for (its own group, and orphans
+    that left the session: adopted by icount, the subreaper); say which they were."""
+    left = [p for p in adopted(child.started) if p.pid != child.pid]
+    text = describe(left) if left else None  # while their command lines can be read
     child._reap_group()
-    return Completed(list(argv), child.popen.returncode, o or b"", e or b"", timed_out)
+    if left:
+        stop_processes(left, grace_s=1.0)
+    return text
 
 
 def capture(argv: Sequence[str], timeout: float = 30.0) -> str | None:
@@ -270,9 +394,13 @@ def live() -> list[Child]:
 
 
 def kill_all(grace_s: float = 2.0) -> None:
-    """Stop every child still tracked (and their descendants)."""
+    """Stop every child still tracked (and their descendants), and every orphan of
+    theirs icount adopted."""
     for child in list(_LIVE.values()):
         child.stop(grace_s=grace_s)
+    orphans = adopted()
+    if orphans:
+        stop_processes(orphans, grace_s)
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
  * header, so every answer is identical and its cost does not drift with the clock).
  *
  *   c-epoll --port P [--loop K] [--crash-after N] [--status CODE] [--body TEXT] [--vary FILE]
+ *           [--workers N | --threads N | --fork-per-connection]
  *
  * Test flags (used by icount's own tests):
  *   --loop K         run K iterations of a loop of known cost per request. The loop body is
@@ -16,6 +17,12 @@
  *                    processes started with it (n = 1, 2, ...), and process n runs n * 1000
  *                    more loop iterations per request, i.e. 2,000 more instructions per
  *                    request than process n - 1 (> 1% of any total below 200,000).
+ * Server shapes (how real servers spread their work; the same request path in each):
+ *   --workers N      pre-fork: the started process forks N workers that share the listen
+ *                    socket (EPOLLEXCLUSIVE), then only waits for them;
+ *   --threads N      N threads in one process, each with its own epoll on the socket;
+ *   --fork-per-connection  the started process accepts, and forks a child that serves
+ *                    one connection (blocking I/O) until the client closes it.
  * SIGTERM keeps its default action, so callgrind writes its profile when stopped.
  */
 #define _GNU_SOURCE
@@ -24,12 +31,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 256
@@ -107,8 +116,22 @@ static void close_conn(int ep, struct conn *c) {
     free(c);
 }
 
-/* Queue bytes for writing; returns -1 if the connection must be closed. */
+/* Queue bytes for writing; returns -1 if the connection must be closed. Without an
+ * epoll set (ep < 0: a blocking connection of --fork-per-connection) it writes all. */
 static int send_bytes(int ep, struct conn *c, const char *data, size_t len) {
+    if (ep < 0) {
+        while (len > 0) {
+            ssize_t w = write(c->fd, data, len);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                return -1;
+            }
+            data += w;
+            len -= (size_t)w;
+        }
+        return 0;
+    }
     if (c->out_len == 0) {
         ssize_t w = write(c->fd, data, len);
         if (w < 0) {
@@ -171,9 +194,9 @@ static int handle_requests(int ep, struct conn *c) {
                 return -1;
             break;
         }
-        if (crash_after >= 0 && handled >= crash_after)
+        if (crash_after >= 0 && __atomic_load_n(&handled, __ATOMIC_RELAXED) >= crash_after)
             abort();
-        handled++;
+        __atomic_add_fetch(&handled, 1, __ATOMIC_RELAXED);
         spin(loop_iterations);
 
         const char *resp = resp_404;
@@ -200,72 +223,17 @@ static int handle_requests(int ep, struct conn *c) {
 
 static void usage(void) {
     fprintf(stderr, "usage: c-epoll --port P [--loop K] [--crash-after N] [--status CODE] "
-                    "[--body TEXT] [--vary FILE]\n");
+                    "[--body TEXT] [--vary FILE] [--workers N | --threads N | "
+                    "--fork-per-connection]\n");
     exit(2);
 }
 
-int main(int argc, char **argv) {
-    int port = -1;
-    const char *vary_file = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc)
-            usage();
-        const char *v = argv[++i];
-        if (strcmp(a, "--port") == 0)
-            port = atoi(v);
-        else if (strcmp(a, "--loop") == 0)
-            loop_iterations = atol(v);
-        else if (strcmp(a, "--crash-after") == 0)
-            crash_after = atol(v);
-        else if (strcmp(a, "--status") == 0)
-            status_code = atoi(v);
-        else if (strcmp(a, "--body") == 0)
-            body_override = v;
-        else if (strcmp(a, "--vary") == 0)
-            vary_file = v;
-        else
-            usage();
-    }
-    if (port < 0 || port > 65535)
-        usage();
-    if (vary_file) {
-        long n = 0;
-        FILE *f = fopen(vary_file, "r");
-        if (f) {
-            if (fscanf(f, "%ld", &n) != 1)
-                n = 0;
-            fclose(f);
-        }
-        f = fopen(vary_file, "w");
-        if (!f) {
-            perror(vary_file);
-            exit(2);
-        }
-        fprintf(f, "%ld\n", n + 1);
-        fclose(f);
-        loop_iterations += (n + 1) * 1000;
-    }
-
-    resp_plain = make_response(status_code, "text/plain",
-                               body_override ? body_override : "Hello, World!", &resp_plain_len);
-    resp_json = make_response(status_code, "application/json",
-                              body_override ? body_override : "{\"message\":\"Hello, World!\"}",
-                              &resp_json_len);
-    resp_404 = make_response(404, "text/plain", "Not Found", &resp_404_len);
-    signal(SIGPIPE, SIG_IGN);
-
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+/* The epoll loop of one process or thread. `shared`: other loops wait on the same listen
+ * socket, and EPOLLEXCLUSIVE wakes one of them per connection, not all. */
+static int serve_loop(int lfd, int shared) {
     int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1024) < 0) {
-        perror("c-epoll: bind/listen");
-        return 1;
-    }
     int ep = epoll_create1(0);
-    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
+    struct epoll_event lev = {.events = EPOLLIN | (shared ? EPOLLEXCLUSIVE : 0), .data.ptr = NULL};
     epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
 
     struct epoll_event events[MAX_EVENTS];
@@ -314,4 +282,151 @@ int main(int argc, char **argv) {
             }
         }
     }
+}
+
+static void *serve_thread(void *arg) {
+    serve_loop((int)(long)arg, 1);
+    return NULL;
+}
+
+/* --fork-per-connection: one child per accepted connection, blocking I/O until EOF. */
+static int fork_loop(int lfd) {
+    int one = 1;
+    signal(SIGCHLD, SIG_IGN); /* children are reaped by the kernel */
+    int flags = fcntl(lfd, F_GETFL);
+    fcntl(lfd, F_SETFL, flags & ~O_NONBLOCK);
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("c-epoll: accept");
+            return 1;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("c-epoll: fork");
+            close(fd);
+            continue;
+        }
+        if (pid > 0) {
+            close(fd);
+            continue;
+        }
+        close(lfd);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c)
+            _exit(1);
+        c->fd = fd;
+        for (;;) {
+            ssize_t r = read(fd, c->in + c->len, BUF_SIZE - c->len);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                _exit(0);
+            c->len += (size_t)r;
+            if (handle_requests(-1, c) < 0)
+                _exit(0);
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    int port = -1;
+    const char *vary_file = NULL;
+    int workers = 0, threads = 0, fork_per_connection = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--fork-per-connection") == 0) {
+            fork_per_connection = 1;
+            continue;
+        }
+        if (i + 1 >= argc)
+            usage();
+        const char *v = argv[++i];
+        if (strcmp(a, "--port") == 0)
+            port = atoi(v);
+        else if (strcmp(a, "--loop") == 0)
+            loop_iterations = atol(v);
+        else if (strcmp(a, "--crash-after") == 0)
+            crash_after = atol(v);
+        else if (strcmp(a, "--status") == 0)
+            status_code = atoi(v);
+        else if (strcmp(a, "--body") == 0)
+            body_override = v;
+        else if (strcmp(a, "--vary") == 0)
+            vary_file = v;
+        else if (strcmp(a, "--workers") == 0)
+            workers = atoi(v);
+        else if (strcmp(a, "--threads") == 0)
+            threads = atoi(v);
+        else
+            usage();
+    }
+    if (port < 0 || port > 65535 || workers < 0 || threads < 0 ||
+        (workers > 0) + (threads > 1) + fork_per_connection > 1)
+        usage();
+    if (vary_file) {
+        long n = 0;
+        FILE *f = fopen(vary_file, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &n) != 1)
+                n = 0;
+            fclose(f);
+        }
+        f = fopen(vary_file, "w");
+        if (!f) {
+            perror(vary_file);
+            exit(2);
+        }
+        fprintf(f, "%ld\n", n + 1);
+        fclose(f);
+        loop_iterations += (n + 1) * 1000;
+    }
+
+    resp_plain = make_response(status_code, "text/plain",
+                               body_override ? body_override : "Hello, World!", &resp_plain_len);
+    resp_json = make_response(status_code, "application/json",
+                              body_override ? body_override : "{\"message\":\"Hello, World!\"}",
+                              &resp_json_len);
+    resp_404 = make_response(404, "text/plain", "Not Found", &resp_404_len);
+    signal(SIGPIPE, SIG_IGN);
+
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1024) < 0) {
+        perror("c-epoll: bind/listen");
+        return 1;
+    }
+    if (workers > 0) {
+        for (int w = 0; w < workers; w++) {
+            pid_t pid = fork();
+            if (pid < 0) {
+                perror("c-epoll: fork");
+                return 1;
+            }
+            if (pid == 0)
+                return serve_loop(lfd, 1);
+        }
+        while (wait(NULL) > 0) {
+        }
+        return 1; /* every worker is gone */
+    }
+    if (threads > 1) {
+        for (int t = 1; t < threads; t++) {
+            pthread_t tid;
+            if (pthread_create(&tid, NULL, serve_thread, (void *)(long)lfd) != 0) {
+                perror("c-epoll: pthread_create");
+                return 1;
+            }
+        }
+        return serve_loop(lfd, 1);
+    }
+    if (fork_per_connection)
+        return fork_loop(lfd);
+    return serve_loop(lfd, 0);
 }

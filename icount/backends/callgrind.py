@@ -156,6 +156,8 @@ class CallgrindBackend:
                     f.unlink()
         if done.timed_out:
             problem = f"timed out after {timeout:g} s"
+        elif done.leftovers:
+            problem = left_running(done.leftovers)
         elif not profiles:
             problem = valgrind_failure(run_dir / "valgrind.log") or "callgrind wrote no profile"
         value = total if problem is None else None
@@ -191,6 +193,13 @@ class CallgrindBackend:
             thread=self.thread,
             keep_profiles=self.keep_profiles,
         )
+
+
+def left_running(leftovers: str) -> str:
+    return (
+        f"the command left processes running when it exited: {leftovers}; icount stopped "
+        "them, and a count that misses their work is no count (wait for children)"
+    )
 
 
 def _is_script(path: str) -> bool:

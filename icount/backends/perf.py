@@ -167,6 +167,10 @@ class PerfBackend:
         )
         if done.timed_out:
             return Counted(None, done.returncode, True, f"timed out after {timeout:g} s")
+        if done.leftovers:
+            from icount.backends.callgrind import left_running
+
+            return Counted(None, done.returncode, False, left_running(done.leftovers))
         try:
             text = out_file.read_text(errors="replace")
             count = find_event(parse_csv(text, str(out_file)), self.event)

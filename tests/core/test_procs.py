@@ -70,3 +70,53 @@ def test_missing_program(tmp_path: Path) -> None:
         procs.resolve_command(str(data))
     with pytest.raises(LaunchError, match="not an executable file"):
         procs.resolve_command(str(tmp_path))
+
+
+def _running(marker: str) -> list[int]:
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        if marker in " ".join(p.info["cmdline"] or []) and p.info["status"] != "zombie":
+            found.append(p.info["pid"])
+    return found
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "setsid sleep 3013 & sleep 0.3",  # left the session, orphaned when sh exits
+        "(setsid sh -c 'sleep 3013 & sleep 0.1' &); sleep 0.5",  # a double fork
+        "sleep 3013 & sleep 0.3",  # stayed in the group
+    ],
+)
+def test_processes_a_command_leaves_behind_are_named_and_stopped(script: str) -> None:
+    """icount is a child subreaper: an orphan that left the session is re-parented to it
+    instead of init, so it is found, stopped and reaped, and the run says so."""
+    done = procs.run(["sh", "-c", script], timeout=10)
+    assert done.returncode == 0 and not done.timed_out
+    assert done.leftovers is not None and "sleep 3013" in done.leftovers, done.leftovers
+    assert _running("sleep 3013") == []
+
+
+def test_a_command_that_waits_for_its_children_leaves_nothing_behind() -> None:
+    done = procs.run(["sh", "-c", "sleep 0.1 & wait"], timeout=10)
+    assert done.returncode == 0 and done.leftovers is None
+
+
+def test_a_daemon_whose_starter_exited_is_stopped_with_it() -> None:
+    """A server that daemonizes: the started process exits 0, its daemon lives on."""
+    child = procs.spawn(["sh", "-c", "setsid sh -c 'exec sleep 3014' & sleep 0.2; exit 0"])
+    assert child.wait(10) == 0
+    assert procs.wait_until(lambda: _running("sleep 3014"), timeout=5)
+    left = procs.adopted(child.started)
+    assert [p.pid for p in left] == _running("sleep 3014")
+    child.stop(grace_s=2)
+    assert _running("sleep 3014") == []
+    assert procs.adopted(child.started) == []
+
+
+def test_kill_all_stops_adopted_orphans_too() -> None:
+    done = procs.spawn(["sh", "-c", "setsid sleep 3015 & sleep 0.2; exit 0"])
+    done.wait(10)
+    assert procs.wait_until(lambda: _running("sleep 3015"), timeout=5)
+    procs.kill_all()
+    assert _running("sleep 3015") == []
