@@ -135,9 +135,7 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
         out.append(svg.fill_overlay(prefix, "hatch", left, mid - BAR_H / 2, width, BAR_H))
     lo, hi = scale(s.min), scale(s.max)
     whisker = f"{key}: min {svg.exact(s.min)}, max {svg.exact(s.max)} ({spread} of the median)"
-    out.append(svg.line(lo, mid, hi, mid, "wh", whisker))
-    out.append(svg.line(lo, mid - 4, lo, mid + 4, "wh", whisker))
-    out.append(svg.line(hi, mid - 4, hi, mid + 4, "wh", whisker))
+    out.append(svg.whisker(lo, hi, mid, 4, whisker))
     # Runs are spread over the bar's height, so equal values still show as separate dots.
     runs = [(i, r.value) for i, r in enumerate(cell.runs, 1) if r.valid and r.value is not None]
     for k, (i, value) in enumerate(runs):
@@ -145,10 +143,10 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
         run_tip = f"{key} run {i} of {cell.runs_wanted}: {svg.exact(value)}"
         out.append(svg.circle(scale(value), mid + dy, 2.4, "dot", run_tip))
     if cell.valid:  # an invalid cell's figures are not printed as if they held
-        out.append(svg.text(MEDIAN_RIGHT, mid + 4, numfmt.si(s.median), "", "end", tip))
-        out.append(svg.text(SPREAD_RIGHT, mid + 4, numfmt.percent(s.spread), "m", "end", tip))
+        out.append(svg.text(MEDIAN_RIGHT, mid + 4, numfmt.si(s.median), "", "end"))
+        out.append(svg.text(SPREAD_RIGHT, mid + 4, numfmt.percent(s.spread), "m", "end"))
     else:
-        out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end", tip))
+        out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end"))
     return out
 
 
@@ -161,7 +159,7 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     lo, hi = _extent(cells)
     scale = axis.linear(lo, hi, BAR_X0, BAR_X1)
     out = [svg.text(LABEL_X, 15, heading, "t")]
-    out += _legend(prefix, 34)
+    out.append(svg.legend(_legend(prefix, 34)))
     out.append(svg.text(MEDIAN_RIGHT, TOP - 10, "median", "m b", "end"))
     out.append(svg.text(SPREAD_RIGHT, TOP - 10, "spread", "m b", "end"))
     out += axis.vertical_grid(scale, TOP - 6, height - 8, axis.si_labels(scale), WIDTH)
@@ -171,7 +169,7 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
         x = LABEL_X + (12 if r.indent else 0)
         room = LABEL_X + LABEL_W - x
         cls = "b" if r.cell is None else ""
-        out.append(svg.text(x, mid + 4, svg.clip(r.label, room), cls, tip=r.label))
+        out.append(svg.label(x, mid + 4, r.label, room, cls))
         if r.cell is not None:
             out += _cell_marks(r.cell, scale, y, prefix)
         y += r.height
@@ -224,19 +222,20 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
     height = TOP + ROW * len(sizes) + 8
     scale = axis.bytes_scale(max(s.file_bytes for s in sizes), BAR_X0, BAR_X1)
     out = [svg.text(LABEL_X, 15, "binary size: each target's binary, in bytes of the file", "t")]
-    out += [
+    key = [
         svg.rect(LABEL_X, 25, 14, 10, "bar2", None),
         svg.text(LABEL_X + 19, 34, "whole file", "m"),
         svg.rect(LABEL_X + 96, 27, 14, 6, "bar", None),
         svg.text(LABEL_X + 115, 34, "of which text (code)", "m"),
     ]
+    out.append(svg.legend(key))
     out.append(svg.text(FILE_RIGHT, TOP - 10, "file", "m b", "end"))
     out.append(svg.text(TEXT_RIGHT, TOP - 10, "text", "m b", "end"))
     out += axis.vertical_grid(scale, TOP - 6, height - 8, axis.bytes_labels(scale), WIDTH)
     y = TOP
     for s in sizes:
         mid = y + ROW / 2
-        out.append(svg.text(LABEL_X, mid + 4, svg.clip(s.name, FILE_RIGHT - 80), tip=s.name))
+        out.append(svg.label(LABEL_X, mid + 4, s.name, FILE_RIGHT - 80))
         of = f" ({s.binary})" if s.binary else ""
         tip = f"{s.name}{of}: {svg.exact(s.file_bytes)} bytes"
         w = max(scale(s.file_bytes) - BAR_X0, 1.0)

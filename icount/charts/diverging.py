@@ -92,7 +92,7 @@ def diverging_figure(
     tick = ticks(scale)
     out = [svg.text(LABEL_X, 15, heading, "t")]
     if legend:
-        out += _legend(prefix, 33)
+        out.append(svg.legend(_legend(prefix, 33)))
     hy = TOP - 10  # column heads on the line of the tick labels (which are over the bars)
     out.append(svg.text(cols.col_right[0], hy, col_titles[0], "m b", "end"))
     out.append(svg.text(cols.col_right[1], hy, col_titles[1], "m b", "end"))
@@ -103,11 +103,7 @@ def diverging_figure(
     y = TOP
     for r in rows:
         mid = y + ROW / 2
-        out.append(
-            svg.text(
-                LABEL_X, mid + 4, svg.clip(r.label, cols.label_w, middle=middle_clip), tip=r.label
-            )
-        )
+        out.append(svg.label(LABEL_X, mid + 4, r.label, cols.label_w, middle=middle_clip))
         out.append(svg.text(cols.col_right[0], mid + 4, r.cols[0], anchor="end"))
         out.append(svg.text(cols.col_right[1], mid + 4, r.cols[1], anchor="end"))
         if r.band is not None:
@@ -122,7 +118,7 @@ def diverging_figure(
             out.append(svg.rect(left, mid - BAR_H / 2, w, BAR_H, r.cls, r.tip))
             if r.pattern:
                 out.append(svg.fill_overlay(prefix, r.pattern, left, mid - BAR_H / 2, w, BAR_H))
-        out.append(svg.text(cols.change_right, mid + 4, r.change, anchor="end", tip=r.tip))
+        out.append(svg.text(cols.change_right, mid + 4, r.change, anchor="end"))
         cls = "b" if r.cls in ("reg", "imp") else "m"
         verdict = svg.clip(r.verdict, cols.verdict_w)
         out.append(svg.text(cols.verdict_x, mid + 4, verdict, cls, tip=r.verdict_tip))

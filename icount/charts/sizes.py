@@ -99,14 +99,15 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
         )
         y += ROW
     labels = [*named, *([f"others ({len(others)})"] if others else [])]
+    key: list[str] = []
     for k, lb in enumerate(labels):
         col, row = k % per_row, k // per_row
         lx = LABEL_X + col * LEGEND_COL
         ly = bars_bottom + 14 + 20 * row + 10
         cls = f"c{k}" if k < NAMED else "c9"
-        out.append(svg.rect(lx, ly - 10, 14, 12, cls, None))
-        text = f"{k + 1} {lb}"
-        out.append(svg.text(lx + 19, ly, svg.clip(text, LEGEND_COL - 24, middle=True), tip=lb))
+        key.append(svg.rect(lx, ly - 10, 14, 12, cls, None))
+        key.append(svg.label(lx + 19, ly, f"{k + 1} {lb}", LEGEND_COL - 24, middle=True))
+    out.append(svg.legend(key))
     label = f"{heading} of {len(images)} binaries"
     return Figure("".join(out), WIDTH, height, label, prefix)
 
@@ -116,7 +117,7 @@ def _segment(x: float, mid: float, w: float, cls: str, tip: str, name: str, num:
     # Inside the segment: its label where it fits, else its legend number.
     for text in (name, num):
         if svg.text_px(text) + 8 <= w:
-            out.append(svg.text(x + w / 2, mid + 4, text, "in", "middle", tip=tip))
+            out.append(svg.text(x + w / 2, mid + 4, text, "in", "middle"))
             break
     return out
 
@@ -193,11 +194,13 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
             f"({_pct(r.file_bytes, img.file_bytes)})"
         )
         out.append(svg.rect(x, y, w, h, f"{cls} seg", tip))
-        if w >= 34 and h >= 16:
-            out.append(svg.text(x + 4, y + 14, svg.clip(r.label, w - 8), "in", tip=tip))
-            if h >= 32:
-                size = numfmt.human_bytes(r.file_bytes)
-                out.append(svg.text(x + 4, y + 28, svg.clip(size, w - 8), "in", tip=tip))
+        # A label only where at least a few characters fit; the size only where whole.
+        room = w - 8
+        if h >= 16 and room >= svg.text_px("abcde"):
+            out.append(svg.text(x + 4, y + 14, svg.clip(r.label, room), "in"))
+            size = numfmt.human_bytes(r.file_bytes)
+            if h >= 32 and svg.text_px(size) <= room:
+                out.append(svg.text(x + 4, y + 28, size, "in"))
     label = f"{heading} ({len(shown)} largest of {len(rows)} rows)"
     return Figure("".join(out), WIDTH, height, label, prefix)
 

@@ -38,7 +38,7 @@ font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;f
 .ic .bar{fill:var(--bar)}
 .ic .bar2{fill:var(--bar2)}
 .ic .bad{fill:var(--bad)}
-.ic .wh{stroke:var(--fg);stroke-width:1.2}
+.ic .wh{fill:none;stroke:var(--fg);stroke-width:1.2}
 .ic .dot{fill:var(--dot);stroke:var(--edge);stroke-width:.8}
 .ic .band{fill:var(--band)}
 .ic .thr{stroke:var(--muted);stroke-width:1;stroke-dasharray:3 2}
@@ -60,7 +60,7 @@ font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;f
 .ic .c7{fill:var(--c7)}
 .ic .c8{fill:var(--c8)}
 .ic .c9{fill:var(--c9)}
-.ic text.in{fill:#fff;font-weight:600}
+.ic text.in{fill:#fff;font-weight:600;pointer-events:none}
 @media (prefers-color-scheme:dark){.ic text.in{fill:#0d1117}}
 """
 PALETTE = 10  # --c0 .. --c9
@@ -118,6 +118,23 @@ def line(x1: float, y1: float, x2: float, y2: float, cls: str, tip: str | None =
     return f"{head}>{title(tip)}</line>" if tip is not None else f"{head}/>"
 
 
+def whisker(lo: float, hi: float, y: float, cap: float, tip: str) -> str:
+    """A min-max range: a line from lo to hi with a cap at each end, as one mark."""
+    d = (
+        f"M{n(lo)} {n(y)}H{n(hi)}M{n(lo)} {n(y - cap)}V{n(y + cap)}"
+        f"M{n(hi)} {n(y - cap)}V{n(y + cap)}"
+    )
+    return f'<path class="wh" d="{d}">{title(tip)}</path>'
+
+
+def label(
+    x: float, y: float, content: str, width_px: float, cls: str = "", middle: bool = False
+) -> str:
+    """A text shortened to `width_px`; only a shortened one carries the whole as title."""
+    short = clip(content, width_px, middle=middle)
+    return text(x, y, short, cls, tip=content if short != content else None)
+
+
 def circle(cx: float, cy: float, r: float, cls: str, tip: str) -> str:
     return f'<circle class="{cls}" cx="{n(cx)}" cy="{n(cy)}" r="{n(r)}">{title(tip)}</circle>'
 
@@ -135,6 +152,12 @@ def text(
         attrs += f' text-anchor="{anchor}"'
     body = esc(content) + (title(tip) if tip is not None else "")
     return f'<text x="{n(x)}" y="{n(y)}"{attrs}>{body}</text>'
+
+
+def legend(parts: list[str]) -> str:
+    """Legend swatches are not data: grouped, so that tests and readers can tell them
+    from the marks (which all carry titles)."""
+    return f'<g class="legend">{"".join(parts)}</g>'
 
 
 def patterns(prefix: str) -> str:
@@ -159,7 +182,7 @@ def fill_overlay(prefix: str, kind: str, x: float, y: float, w: float, h: float)
 def document(body: str, width: float, height: float, label: str, prefix: str) -> str:
     """An <svg> element for inline use in the report page (the page holds the style)."""
     return (
-        f'<svg class="ic" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {n(width)} {n(height)}" '
+        f'<svg class="ic" viewBox="0 0 {n(width)} {n(height)}" '
         f'width="{n(width)}" height="{n(height)}" role="img" aria-labelledby="{prefix}-title">'
         f'<title id="{prefix}-title">{esc(label)}</title><defs>{patterns(prefix)}</defs>'
         f"{body}</svg>"
@@ -167,6 +190,8 @@ def document(body: str, width: float, height: float, label: str, prefix: str) ->
 
 
 def standalone(svg_element: str) -> str:
-    """A chart as its own .svg file: the XML declaration and the style sheet inside."""
+    """A chart as its own .svg file: the XML declaration, the namespace (which HTML does
+    not need) and the style sheet inside."""
     head, rest = svg_element.split(">", 1)
+    head = head.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{head}><style>{STYLE}</style>{rest}\n'

@@ -99,21 +99,23 @@ def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -
     # Runs differ by dash pattern, named in the legend, not by colour.
     dashes = ("", "6 3", "2 2", "8 2 2 2")
     lx = 8.0
+    legend: list[str] = []
     for k, (run, _) in enumerate(curves):
         dash = dashes[k % len(dashes)]
         style = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(
+        legend.append(
             f'<line class="line" x1="{svg.n(lx)}" y1="28" x2="{svg.n(lx + 20)}" y2="28"{style}/>'
         )
         name = f"run {run}"
-        out.append(svg.text(lx + 24, 32, name, "m r"))
+        legend.append(svg.text(lx + 24, 32, name, "m r"))
         lx += svg.text_px(name, 11) + 36
     if median is not None:
         ym = yscale(median)
         tip = f"{key}: measured median {svg.exact(median)} per request"
         out.append(svg.line(X0, ym, X1, ym, "thr", tip))
-        out.append(svg.line(lx, 28, lx + 20, 28, "thr"))
-        out.append(svg.text(lx + 24, 32, f"measured median {numfmt.si(median)}", "m r"))
+        legend.append(svg.line(lx, 28, lx + 20, 28, "thr"))
+        legend.append(svg.text(lx + 24, 32, f"measured median {numfmt.si(median)}", "m r"))
+    out.append(svg.legend(legend))
     for k, (run, curve) in enumerate(curves):
         pts = " ".join(f"{svg.n(xscale(x))},{svg.n(yscale(y))}" for x, y in curve)
         dash = dashes[k % len(dashes)]
@@ -125,5 +127,6 @@ def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -
         for x, y in curve:
             tip = f"{key} run {run}: {svg.exact(y)} per request after {svg.exact(x)} requests"
             out.append(svg.circle(xscale(x), yscale(y), 2.6, "pt", tip))
-    label = f"{key}: warm-up curve of {len(curves)} runs"
+    runs = f"{len(curves)} run" + ("s" if len(curves) != 1 else "")
+    label = f"{key}: warm-up curves of {runs}"
     return Figure("".join(out), WIDTH, HEIGHT, label, prefix)
