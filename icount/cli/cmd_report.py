@@ -28,7 +28,8 @@ compare --format json` (the change of each cell on a diverging scale, by
 verdict, with its threshold), or `icount size --format json` (stacked bars of
 sections or segments, treemaps of symbols, the changes of a --diff).
 --compare BASE NEW compares two results files as `icount compare` does, with
-the same --threshold, --min-delta and --force.
+the same --threshold, --min-delta and --force. The report exits 0 whatever
+the verdicts: the gate is `icount compare`.
 
 \b
 The page has no scripts and loads nothing: charts are inline SVG, every mark
@@ -45,7 +46,7 @@ def register(app: typer.Typer) -> None:
 
 def report_command(
     files: list[Path] = typer.Argument(
-        None, help="Results, compare or size JSON files.", show_default=False, metavar="FILE..."
+        None, help="Results, compare or size JSON files.", show_default=False, metavar="FILE"
     ),
     output: str = typer.Option(
         "icount-report.html", "--output", "-o", help="The HTML file to write; - for stdout."

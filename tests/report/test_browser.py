@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -198,7 +198,7 @@ def test_500_cells(browser: Any, tmp_path: Path) -> None:
     assert len(medians) == sum(1 for c in res.cells if c.valid) == 490
     # Render time is measured by scripts/bench_report.py, not asserted here.
     timing = browser.timing()
-    assert timing["frame_after_load"] > 0
+    assert 0 < timing["dom_content_loaded"] <= timing["load"] <= timing["painted"]
 
 
 def test_the_checks_catch_a_page_that_reaches_out(browser: Any, tmp_path: Path) -> None:
@@ -214,11 +214,8 @@ def test_the_checks_catch_a_page_that_reaches_out(browser: Any, tmp_path: Path) 
     assert any("Content Security Policy" in p for p in load.problems), load.problems
 
 
-def test_chromium_is_what_setup_installs() -> None:
-    from .browser import find_chromium
-
+def test_setup_installs_chromium() -> None:
+    """A fresh CI machine gets the browser from the project's own set-up."""
     setup = (Path(__file__).resolve().parents[2] / "scripts" / "setup.sh").read_text()
-    assert " chromium)" in setup or " chromium " in setup
-    if find_chromium() is None:
-        pytest.skip("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
-    assert shutil.which(Path(find_chromium() or "").name) is not None
+    packages = re.search(r"APT_PACKAGES=\(([^)]*)\)", setup)
+    assert packages is not None and "chromium" in packages.group(1).split()
