@@ -68,7 +68,7 @@ def _extent(cells: Sequence[Cell]) -> tuple[float, float]:
     return min(0.0, *values), max(0.0, *values)
 
 
-def _legend(prefix: str, y: float) -> list[str]:
+def _legend(prefix: str, y: float, invalid: bool) -> list[str]:
     def key(x: float, text: str) -> tuple[str, float]:
         return svg.text(x, y, text, "m"), x + svg.text_px(text) + 18
 
@@ -84,12 +84,13 @@ def _legend(prefix: str, y: float) -> list[str]:
     label, x = key(x + 22, "min to max")
     out += [label, f'<circle class="dot" cx="{svg.n(x + 4)}" cy="{svg.n(y - 4)}" r="3"/>']
     label, x = key(x + 12, "each run (a fresh process)")
-    out += [
-        label,
-        svg.rect(x, y - 9, 14, 10, "bad", None),
-        svg.fill_overlay(prefix, "hatch", x, y - 9, 14, 10),
-        svg.text(x + 19, y, "not valid (reason below)", "m"),
-    ]
+    out.append(label)
+    if invalid:
+        out += [
+            svg.rect(x, y - 9, 14, 10, "bad", None),
+            svg.fill_overlay(prefix, "hatch", x, y - 9, 14, 10),
+            svg.text(x + 19, y, "not valid (reason below)", "m"),
+        ]
     return out
 
 
@@ -159,7 +160,7 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     lo, hi = _extent(cells)
     scale = axis.linear(lo, hi, BAR_X0, BAR_X1)
     out = [svg.text(LABEL_X, 15, heading, "t")]
-    out.append(svg.legend(_legend(prefix, 34)))
+    out.append(svg.legend(_legend(prefix, 34, any(not c.valid for c in cells))))
     out.append(svg.text(MEDIAN_RIGHT, TOP - 10, "median", "m b", "end"))
     out.append(svg.text(SPREAD_RIGHT, TOP - 10, "spread", "m b", "end"))
     out += axis.vertical_grid(scale, TOP - 6, height - 8, axis.si_labels(scale), WIDTH)
@@ -240,16 +241,13 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
         tip = f"{s.name}{of}: {svg.exact(s.file_bytes)} bytes"
         w = max(scale(s.file_bytes) - BAR_X0, 1.0)
         out.append(svg.rect(BAR_X0, mid - BAR_H / 2, w, BAR_H, "bar2", tip))
-        out.append(svg.text(FILE_RIGHT, mid + 4, numfmt.human_bytes(s.file_bytes), "", "end", tip))
+        out.append(svg.text(FILE_RIGHT, mid + 4, numfmt.human_bytes(s.file_bytes), "", "end"))
         if s.text_bytes is not None:
             text_tip = f"{s.name}: text {svg.exact(s.text_bytes)} bytes"
             w = max(scale(s.text_bytes) - BAR_X0, 1.0)
             out.append(svg.rect(BAR_X0, mid - 3, w, 6, "bar", text_tip))
-            out.append(
-                svg.text(
-                    TEXT_RIGHT, mid + 4, numfmt.human_bytes(s.text_bytes), "m", "end", text_tip
-                )
-            )
+            text = numfmt.human_bytes(s.text_bytes)
+            out.append(svg.text(TEXT_RIGHT, mid + 4, text, "m", "end"))
         y += ROW
     label = f"binary size of {len(sizes)} targets, whole file and text"
     return Figure("".join(out), WIDTH, height, label, prefix)

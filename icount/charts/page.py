@@ -14,7 +14,7 @@ from typing import Any
 from icount import numfmt
 from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
-from icount.charts.inputs import ComparisonDoc, SizeDoc
+from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
 from icount.results import Results
 
 PAGE_STYLE = """\
@@ -280,6 +280,10 @@ def _sizes_numbers(doc: SizeDoc) -> str:
     return _table(head, rows) + note
 
 
+def _file_rows(img: SizeImage) -> dict[str, int]:
+    return {r.label: r.file_bytes for r in img.rows if r.file_bytes}
+
+
 def sizes_section(item: SizesInput, sid: str) -> str:
     doc = item.doc
     kind = "Size diff" if doc.diff else "Sizes"
@@ -294,6 +298,11 @@ def sizes_section(item: SizesInput, sid: str) -> str:
     )
     for fig in sizes.size_figures(doc, f"{sid}-"):
         out.append(_chart(fig))
+    for old, new in zip(doc.images[::2], doc.images[1::2], strict=True) if doc.diff else ():
+        if _file_rows(old) == _file_rows(new):
+            out.append(
+                f"<p>{e(old.name)} to {e(new.name)}: no {e(doc.view)} changed in file bytes.</p>"
+            )
     out.append(_details("Numbers (bytes)", _sizes_numbers(doc)))
     return "".join(out)
 

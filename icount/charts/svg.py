@@ -33,6 +33,7 @@ font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;f
 .ic .m{fill:var(--muted)}
 .ic .b{font-weight:600}
 .ic .r{font-size:11px}
+.ic .halo{paint-order:stroke;stroke:var(--edge);stroke-width:3px;stroke-linejoin:round}
 .ic .grid{stroke:var(--grid);stroke-width:1}
 .ic .axis{stroke:var(--muted);stroke-width:1}
 .ic .bar{fill:var(--bar)}

@@ -17,6 +17,7 @@ WIDTH = 360.0
 HEIGHT = 214.0
 X0, X1 = 58.0, 344.0
 Y0, Y1 = 48.0, 174.0  # plot top and bottom
+LEGEND_RUNS = 5  # runs named in the legend; more would not fit its line
 
 
 def warmup_curves(cell: Cell) -> list[tuple[int, Curve]]:
@@ -101,20 +102,24 @@ def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -
     lx = 8.0
     legend: list[str] = []
     for k, (run, _) in enumerate(curves):
+        name = f"run {run}"
+        if k == LEGEND_RUNS and len(curves) > LEGEND_RUNS + 1:
+            legend.append(svg.text(lx, 32, f"and {len(curves) - k} more", "m r"))
+            break
         dash = dashes[k % len(dashes)]
         style = f' stroke-dasharray="{dash}"' if dash else ""
         legend.append(
             f'<line class="line" x1="{svg.n(lx)}" y1="28" x2="{svg.n(lx + 20)}" y2="28"{style}/>'
         )
-        name = f"run {run}"
         legend.append(svg.text(lx + 24, 32, name, "m r"))
-        lx += svg.text_px(name, 11) + 36
+        lx += svg.text_px(name, 11) + 30
+    named = ""  # drawn last, over the curves
     if median is not None:
+        # Named on the line, at its left end: warm-up curves start high there.
         ym = yscale(median)
         tip = f"{key}: measured median {svg.exact(median)} per request"
         out.append(svg.line(X0, ym, X1, ym, "thr", tip))
-        legend.append(svg.line(lx, 28, lx + 20, 28, "thr"))
-        legend.append(svg.text(lx + 24, 32, f"measured median {numfmt.si(median)}", "m r"))
+        named = svg.text(X0 + 4, ym - 4, f"measured median {numfmt.si(median)}", "m r halo")
     out.append(svg.legend(legend))
     for k, (run, curve) in enumerate(curves):
         pts = " ".join(f"{svg.n(xscale(x))},{svg.n(yscale(y))}" for x, y in curve)
@@ -127,6 +132,7 @@ def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -
         for x, y in curve:
             tip = f"{key} run {run}: {svg.exact(y)} per request after {svg.exact(x)} requests"
             out.append(svg.circle(xscale(x), yscale(y), 2.6, "pt", tip))
+    out.append(named)
     runs = f"{len(curves)} run" + ("s" if len(curves) != 1 else "")
     label = f"{key}: warm-up curves of {runs}"
     return Figure("".join(out), WIDTH, HEIGHT, label, prefix)

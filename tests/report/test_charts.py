@@ -332,3 +332,142 @@ def test_fixtures_exist() -> None:
     for name in ("serve.json", "serve.provenance.json", "node-warmup.json", "record.sh"):
         assert (FIXTURES / name).is_file()
     assert Path(COMPARE_FIXTURES / "loop-base.json").is_file()
+
+
+# ---------------------------------------------------------------- reading the inputs
+
+
+def _warm_cell(detail: dict[str, object], requests: object = 500) -> results.Cell:
+    from .conftest import cell
+
+    c = cell("node", [55000.0], "json", detail=detail)
+    return results.Cell(c.name, c.path, c.backend, c.unit, c.runs, {"requests": requests}, 1, 0.01)
+
+
+def test_warmup_curve_is_read_from_the_new_key_first() -> None:
+    from icount.charts.warmup import warmup_curves
+
+    both = {"warmup_curve": [[100, 900.0], [600, 400.5]], "warmup_windows": [1.0, 2.0]}
+    assert warmup_curves(_warm_cell(both)) == [(1, [(100.0, 900.0), (600.0, 400.5)])]
+
+
+def test_warmup_windows_end_after_k_times_requests() -> None:
+    from icount.charts.warmup import warmup_curves
+
+    curves = warmup_curves(_warm_cell({"warmup_windows": [463153.46, 398387.548, 55510.3]}))
+    assert curves == [(1, [(500.0, 463153.46), (1000.0, 398387.548), (1500.0, 55510.3)])]
+
+
+@pytest.mark.parametrize(
+    ("detail", "requests"),
+    [
+        ({}, 500),
+        ({"warmup_windows": [1.0, "x"]}, 500),
+        ({"warmup_windows": [1.0, 2.0]}, None),
+        ({"warmup_windows": [1.0, 2.0]}, 0),
+        ({"warmup_curve": [[1, 2, 3]]}, 500),
+        ({"warmup_curve": [[1, float("nan")]]}, 500),
+        ({"warmup_curve": "no"}, None),
+    ],
+)
+def test_malformed_warmup_details_draw_nothing(detail: dict[str, object], requests: object) -> None:
+    from icount.charts.warmup import warmup_curves
+
+    assert warmup_curves(_warm_cell(detail, requests)) == []
+
+
+def test_size_documents_are_read_by_their_documented_keys_only() -> None:
+    """Another view, another file format and unknown keys (as `icount size` grows)."""
+    doc = {
+        "format": "icount-size",
+        "version": 2,
+        "view": "compile_units",
+        "future": {"anything": 1},
+        "images": [
+            {
+                "file": "/build/app.wasm",
+                "arch": "wasm32",
+                "format": "Wasm",
+                "kind": "module",
+                "file_bytes": 300,
+                "vm_bytes": 0,
+                "rows": [
+                    {"label": "src/a.rs", "file_bytes": 200, "vm_bytes": 0, "lines": 9},
+                    {"label": "src/b.rs", "file_bytes": 100, "vm_bytes": 0},
+                ],
+            }
+        ],
+    }
+    size = charts.sizes_from_json(doc, "app.json")
+    assert size.view == "compile_units" and size.images[0].name == "app.wasm"
+    root = parse(charts.sizes_svg(size))
+    assert sorted(_bytes_in(tip(s)) for s in marks(root, "seg")) == [100, 200]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"format": "icount-sizes"}, 'not an icount size document (no "format": "icount-size")'),
+        ({"view": 3}, "the size document: 'view' is missing or not a string"),
+        ({"images": [{"file": "a"}]}, "image 1: 'rows' is missing or not a list"),
+        (
+            {"images": [{"file": "a", "rows": []}]},
+            "image 1: 'file_bytes' is missing or not a byte count",
+        ),
+        (
+            {"images": [{"file": "a", "file_bytes": 1, "vm_bytes": -1, "rows": []}]},
+            "image 1: 'vm_bytes' is missing or not a byte count",
+        ),
+        (
+            {"images": [{"file": "a", "file_bytes": 1, "vm_bytes": 1, "rows": [{"label": 1}]}]},
+            "image 1 row 1: 'label' is missing or not a string",
+        ),
+    ],
+)
+def test_bad_size_documents_name_the_key(change: dict[str, object], message: str) -> None:
+    from icount.errors import ParseError
+
+    doc = {"format": "icount-size", "view": "sections", "images": [], **change}
+    with pytest.raises(ParseError) as err:
+        charts.sizes_from_json(doc, "s.json")
+    assert str(err.value) == f"s.json: {message}"
+
+
+def test_comparison_of_another_version_is_refused() -> None:
+    from icount.errors import ParseError
+
+    doc = {**mixed_comparison_json(), "version": 2}
+    with pytest.raises(
+        ParseError, match=r"^c\.json: comparison format version 2; this icount reads version 1$"
+    ):
+        charts.comparison_from_json(doc, "c.json")
+
+
+def test_a_diff_without_changes_says_so() -> None:
+    img = {
+        "file": "a/srv",
+        "arch": "x86_64",
+        "format": "ELF64",
+        "kind": "executable",
+        "file_bytes": 10,
+        "vm_bytes": 10,
+    }
+    rows = [
+        {
+            "label": ".text",
+            "old_file_bytes": 10,
+            "new_file_bytes": 10,
+            "old_vm_bytes": 10,
+            "new_vm_bytes": 10,
+        }
+    ]
+    doc = {
+        "format": "icount-size",
+        "view": "sections",
+        "diff": [{"old": img, "new": {**img, "file": "b/srv"}, "rows": rows}],
+    }
+    size = charts.sizes_from_json(doc, "d.json")
+    assert [i.name for i in size.images] == ["old srv", "new srv"]
+    page = charts.report_html([charts.SizesInput("d.json", size)])
+    assert "old srv to new srv: no sections changed in file bytes." in page
+    assert "file bytes +" not in page and "file bytes -" not in page  # no diff chart
