@@ -39,6 +39,18 @@ class _Row:
         return ROW + (REASON if self.cell is not None and not self.cell.valid else 0.0)
 
 
+def cell_key(c: Cell) -> tuple[str, str, str]:
+    """The order of the tables: name, path, backend. (Charts read cells only through
+    the fields results files promise to keep: name, path, backend, unit, valid, reason,
+    summary, values, runs, params, extra.)"""
+    return (c.name, c.path, c.backend)
+
+
+def cell_label(c: Cell) -> str:
+    """'nginx/json/callgrind': how titles name a cell."""
+    return "/".join(p for p in cell_key(c) if p)
+
+
 def unit_title(unit: str, backends: Sequence[str]) -> str:
     what = "instructions per request" if unit == UNIT_PER_REQUEST else unit
     return f"{what} ({', '.join(sorted(set(backends)))})"
@@ -49,7 +61,7 @@ def _rows(cells: Sequence[Cell]) -> list[_Row]:
     flat = all(not c.path for c in cells) and len({c.name for c in cells}) == len(cells)
     rows: list[_Row] = []
     for name in sorted({c.name for c in cells}):
-        own = sorted((c for c in cells if c.name == name), key=lambda c: c.key)
+        own = sorted((c for c in cells if c.name == name), key=cell_key)
         if flat:
             c = own[0]
             rows.append(_Row(f"{name} [{c.backend}]" if multi_backend else name, False, c))
@@ -95,12 +107,12 @@ def _legend(prefix: str, y: float, invalid: bool) -> list[str]:
 
 
 def _runs_text(cell: Cell) -> str:
-    return f"{len(cell.values)} of {cell.runs_wanted} runs"
+    return f"{len(cell.values)} valid of {len(cell.runs)} runs"
 
 
 def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[str]:
     s = cell.summary
-    key = cell.key_text
+    key = cell_label(cell)
     mid = y + ROW / 2
     out: list[str] = []
     if not cell.valid:
@@ -141,7 +153,7 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
     runs = [(i, r.value) for i, r in enumerate(cell.runs, 1) if r.valid and r.value is not None]
     for k, (i, value) in enumerate(runs):
         dy = 0.0 if len(runs) == 1 else (k / (len(runs) - 1) - 0.5) * (BAR_H - 4)
-        run_tip = f"{key} run {i} of {cell.runs_wanted}: {svg.exact(value)}"
+        run_tip = f"{key} run {i}: {svg.exact(value)}"
         out.append(svg.circle(scale(value), mid + dy, 2.4, "dot", run_tip))
     if cell.valid:  # an invalid cell's figures are not printed as if they held
         out.append(svg.text(MEDIAN_RIGHT, mid + 4, numfmt.si(s.median), "", "end"))
@@ -181,7 +193,7 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
 
 def results_figures(results: Results, prefix: str) -> list[Figure]:
     """A bar chart per unit, then the binary sizes when the cells recorded them."""
-    cells = sorted(results.cells, key=lambda c: c.key)
+    cells = sorted(results.cells, key=cell_key)
     figs = [
         counts_figure([c for c in cells if c.unit == unit], f"{prefix}u{i}")
         for i, unit in enumerate(sorted({c.unit for c in cells}))
@@ -203,7 +215,7 @@ class BinarySize:
 def binary_sizes(results: Results) -> list[BinarySize]:
     """The binary size `icount serve` recorded per target (the first cell's, by key)."""
     out: dict[str, BinarySize] = {}
-    for c in sorted(results.cells, key=lambda c: c.key):
+    for c in sorted(results.cells, key=cell_key):
         if c.name in out or not isinstance(c.extra.get("binary_bytes"), int):
             continue
         text = c.extra.get("binary_text_bytes")

@@ -119,9 +119,9 @@ def _details(summary: str, body: str) -> str:
 
 
 def _results_numbers(res: Results) -> str:
-    head = ["name", "path", "backend", "median", "min", "max", "spread", "runs", "valid"]
+    head = ["name", "path", "backend", "median", "min", "max", "spread", "valid runs", "valid"]
     rows = []
-    for c in sorted(res.cells, key=lambda c: c.key):
+    for c in sorted(res.cells, key=bars.cell_key):
         s = c.summary
         figures = (
             [svg.exact(s.median), svg.exact(s.min), svg.exact(s.max), numfmt.percent(s.spread, 3)]
@@ -134,7 +134,7 @@ def _results_numbers(res: Results) -> str:
                 c.path,
                 c.backend,
                 *figures,
-                f"{len(c.values)}/{c.runs_wanted}",
+                f"{len(c.values)}/{len(c.runs)}",
                 "yes" if c.valid else f"no: {c.reason}",
             ]
         )
@@ -159,9 +159,7 @@ def results_section(item: ResultsInput, sid: str) -> str:
         out.append("<p>No cells.</p>")
     for fig in bars.results_figures(res, f"{sid}-"):
         out.append(_chart(fig))
-    curves = [
-        (c, cs) for c in sorted(cells, key=lambda c: c.key) if (cs := warmup.warmup_curves(c))
-    ]
+    curves = [(c, cs) for c in sorted(cells, key=bars.cell_key) if (cs := warmup.warmup_curves(c))]
     if curves:
         out.append("<h3>Warm-up</h3>")
         out.append(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from icount import numfmt
 from icount.charts import axis, svg
+from icount.charts.bars import cell_label
 from icount.charts.figure import Figure
 from icount.results import Cell
 
@@ -73,7 +74,7 @@ def _windows(raw: object, requests: object) -> Curve | None:
 def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -> Figure:
     """One cell's curves on one plot. The y axis spans the data (a line is read by its
     slope, not by its length), so the subtitle says where it starts."""
-    key = cell.key_text
+    key = cell_label(cell)
     xs = [x for _, c in curves for x, _ in c]
     ys = [y for _, c in curves for _, y in c]
     # The cell's measured median, drawn across: did the warm-up reach it?

@@ -13,6 +13,7 @@ import pytest
 
 from icount import charts, results
 from icount.charts import axis, inputs, sizes, svg
+from icount.charts.bars import cell_label
 from icount.compare import model, render
 from icount.compare.thresholds import parse_thresholds
 from icount.results import Results
@@ -118,14 +119,14 @@ def test_results_bars_whiskers_and_dots_carry_the_exact_figures() -> None:
     for c in counted:
         s = c.summary
         assert s is not None
-        t = bars[c.key_text]
+        t = bars[cell_label(c)]
         assert f"median {svg.exact(s.median)} instructions/request" in t
         assert f"min {svg.exact(s.min)}, max {svg.exact(s.max)}" in t
     dots = [tip(d) for d in marks(root, "dot")]
     assert len(dots) == sum(len(c.values) for c in counted)
     for c in counted:
         for i, r in enumerate(c.runs, 1):
-            assert f"{c.key_text} run {i} of {c.runs_wanted}: {svg.exact(r.value or 0)}" in dots
+            assert f"{cell_label(c)} run {i}: {svg.exact(r.value or 0)}" in dots
     assert len(marks(root, "wh")) == len(counted)
 
 
@@ -150,7 +151,7 @@ def test_invalid_cells_are_hatched_with_their_reason_and_print_no_figure() -> No
     bad = marks(root, "bad")
     assert len(bad) == len(invalid)
     for c in invalid:
-        assert any(c.key_text in tip(b) and "not valid" in tip(b) for b in bad)
+        assert any(cell_label(c) in tip(b) and "not valid" in tip(b) for b in bad)
         assert f"not valid: {c.reason}"[:40] in text
     legend = {id(e) for g in root.iter(f"{NS}g") if g.get("class") == "legend" for e in g.iter()}
     overlays = [
@@ -160,7 +161,7 @@ def test_invalid_cells_are_hatched_with_their_reason_and_print_no_figure() -> No
     ]
     assert len(overlays) == len(invalid)
     # The spread-too-large cell has a median, but the chart prints "-" as the table does.
-    nginx_json = next(c for c in res.cells if c.key_text == "nginx/json/callgrind")
+    nginx_json = next(c for c in res.cells if cell_label(c) == "nginx/json/callgrind")
     assert nginx_json.summary is not None
     medians = [t.text for t in root.iter(f"{NS}text")]
     assert "13.24k" not in medians and "-" in medians
