@@ -47,7 +47,7 @@ class DivRow:
     value: float | None  # the change, in axis units; None draws no bar
     band: float | None  # +- this is drawn as the threshold
     cls: str  # reg, imp, same or bad
-    pattern: str | None  # hatch or dots over the bar, or None
+    pattern: str | None  # 'hatch' over the bar, or None
     tip: str  # the bar's title: the exact figures
     change: str
     verdict: str

@@ -126,6 +126,7 @@ def _results_numbers(res: Results) -> str:
         figures = (
             [svg.exact(s.median), svg.exact(s.min), svg.exact(s.max), numfmt.percent(s.spread, 3)]
             if s
+            and c.valid  # as the tables: an invalid cell's figures are not shown as if they held
             else ["-", "-", "-", "-"]
         )
         rows.append(
@@ -163,8 +164,8 @@ def results_section(item: ResultsInput, sid: str) -> str:
     if curves:
         out.append("<h3>Warm-up</h3>")
         out.append(
-            '<p class="muted">Instructions per request of each warm-up window, '
-            "against the requests served when it ended.</p>"
+            '<p class="muted">Instructions per request during the warm-up, against the '
+            "requests served so far (for --warmup auto: each window, where it ended).</p>"
         )
         figs = [warmup.curve_figure(c, cs, f"{sid}-w{k}") for k, (c, cs) in enumerate(curves)]
         out.append(f'<div class="curves">{"".join(inline(f) for f in figs)}</div>')

@@ -50,7 +50,6 @@ font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;f
 .ic .line{fill:none;stroke:var(--bar);stroke-width:1.8}
 .ic .pt{fill:var(--bar);stroke:var(--edge);stroke-width:1}
 .ic .hs{stroke:var(--edge);stroke-width:1.6}
-.ic .hd{fill:var(--edge)}
 .ic .c0{fill:var(--c0)}
 .ic .c1{fill:var(--c1)}
 .ic .c2{fill:var(--c2)}
@@ -64,7 +63,6 @@ font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;f
 .ic text.in{fill:#fff;font-weight:600;pointer-events:none}
 @media (prefers-color-scheme:dark){.ic text.in{fill:#0d1117}}
 """
-PALETTE = 10  # --c0 .. --c9
 
 
 def esc(text: str) -> str:
@@ -107,10 +105,8 @@ def title(text: str) -> str:
     return f"<title>{esc(text)}</title>"
 
 
-def rect(x: float, y: float, w: float, h: float, cls: str, tip: str | None, attrs: str = "") -> str:
-    head = (
-        f'<rect class="{cls}" x="{n(x)}" y="{n(y)}" width="{n(max(w, 0))}" height="{n(h)}"{attrs}'
-    )
+def rect(x: float, y: float, w: float, h: float, cls: str, tip: str | None) -> str:
+    head = f'<rect class="{cls}" x="{n(x)}" y="{n(y)}" width="{n(max(w, 0))}" height="{n(h)}"'
     return f"{head}>{title(tip)}</rect>" if tip is not None else f"{head}/>"
 
 
@@ -162,17 +158,15 @@ def legend(parts: list[str]) -> str:
 
 
 def patterns(prefix: str) -> str:
-    """Fills that tell marks apart without colour: hatch (invalid, regressed) and dots."""
+    """The fill that tells marks apart without colour: a hatch (invalid, regressed)."""
     return (
         f'<pattern id="{prefix}-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><line class="hs" x1="0" y1="0" x2="0" y2="6"/></pattern>'
-        f'<pattern id="{prefix}-dots" width="5" height="5" patternUnits="userSpaceOnUse">'
-        '<circle class="hd" cx="2.5" cy="2.5" r="1"/></pattern>'
     )
 
 
 def fill_overlay(prefix: str, kind: str, x: float, y: float, w: float, h: float) -> str:
-    """A pattern drawn over a coloured mark (kind 'hatch' or 'dots'); it has no title of
+    """A pattern drawn over a coloured mark (kind 'hatch'); it has no title of
     its own and lets pointer events through to the mark under it."""
     return (
         f'<rect x="{n(x)}" y="{n(y)}" width="{n(max(w, 0))}" height="{n(h)}" '
