@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "icount.cli.cmd_compare",
         "Compare two results files cell by cell and fail on regressions.",
     ),
+    "report": (
+        "icount.cli.cmd_report",
+        "Draw results, comparisons and sizes as one self-contained HTML page.",
+    ),
     "doctor": ("icount.cli.cmd_doctor", "Say what works on this machine for icount, and why."),
     "size": ("icount.cli.cmd_size", "Break down the size of ELF and Mach-O files."),
     "inline": (

@@ -22,6 +22,7 @@ Examples:
   icount compare base.json new.json
   icount compare base.json new.json --threshold 1% --threshold 'nginx/*=2%' -f md
   icount compare base.json new.json -f benchmark-json -o bench.json
+  icount compare base.json new.json -f svg -o change.svg
   icount compare --interleave --base-cmd './fib-old 30' --new-cmd './fib 30' --pairs 5
 
 \b
@@ -51,7 +52,8 @@ side of 1.
 \b
 Formats: table, md (verdict line first, the table in <details>), json,
 csv, benchmark-json (github-action-benchmark customSmallerIsBetter, new
-medians). With $GITHUB_STEP_SUMMARY set, the md is appended to that file.
+medians), svg (the change of each cell as a chart). With
+$GITHUB_STEP_SUMMARY set, the md is appended to that file.
 
 \b
 Exit codes: 0 no regression; 3 a cell regressed; 5 with --fail-on-invalid,
@@ -60,7 +62,7 @@ a cell is invalid or missing on either side (and none regressed), and with
 command cannot be launched; 6 a results file is unreadable or not icount's.
 """
 
-FORMAT_HELP = "table, md, json, csv or benchmark-json."
+FORMAT_HELP = "table, md, json, csv, benchmark-json or svg."
 
 
 def register(app: typer.Typer) -> None:
@@ -102,7 +104,7 @@ def compare_command(
     from icount.compare import model, render
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 
-    check_format(fmt, render.FORMATS)
+    check_format(fmt, (*render.FORMATS, "svg"))
     if output is not None and any(output.resolve() == f.resolve() for f in files or []):
         raise UsageError(f"--output {output} is one of the files to compare")
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
@@ -133,11 +135,22 @@ def compare_command(
             "--name or --cmd NAME=...)",
             err=True,
         )
-    _emit(render.render_comparison(comparison, fmt, width), output, quiet, comparison, width)
+    _emit(_render(comparison, fmt, width), output, quiet, comparison, width)
     # A failed measurement fails --interleave always, as it fails `icount run`.
     failure = model.gate(comparison, fail_on_invalid or interleave)
     if failure is not None:
         raise failure
+
+
+def _render(comparison: Comparison, fmt: str, width: int) -> str:
+    from icount.compare import render
+
+    if fmt == "svg":
+        from icount import charts
+
+        doc = charts.comparison_from_json(render.to_json(comparison), "comparison")
+        return charts.comparison_svg(doc)
+    return render.render_comparison(comparison, fmt, width)
 
 
 def _from_files(base_path: Path, new_path: Path, limits: Thresholds, force: bool) -> Comparison:

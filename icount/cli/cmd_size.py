@@ -25,6 +25,7 @@ class Format(StrEnum):
     md = "md"
     csv = "csv"
     json = "json"
+    svg = "svg"
 
 
 HELP = """Break down the size of ELF and Mach-O files (executables, shared libraries,
@@ -40,6 +41,7 @@ Examples:
   icount size --by symbols --top 20 libfoo.so
   icount size --gzip hello_c hello_rust hello_go
   icount size --diff --format md old/server new/server
+  icount size --format svg ./server > size.svg    # a chart for a README
 """
 
 
@@ -172,8 +174,9 @@ def size(
     if diff:
         old, new = (breakdowns(p, imgs) for p, imgs in loaded)
         pairs = _pair(old, new, str(files[0]), str(files[1]))
-        if fmt is Format.json:
-            typer.echo(render.diff_json(pairs, by.value), nl=False)
+        if fmt in (Format.json, Format.svg):
+            text = render.diff_json(pairs, by.value)
+            typer.echo(_svg(text) if fmt is Format.svg else text, nl=False)
         elif fmt is Format.csv:
             typer.echo(render.diff_csv(pairs, by.value), nl=False)
         else:
@@ -182,13 +185,23 @@ def size(
         return
 
     items = [b for p, imgs in loaded for b in breakdowns(p, imgs)]
-    if fmt is Format.json:
-        typer.echo(render.to_json(items, by.value), nl=False)
+    if fmt in (Format.json, Format.svg):
+        text = render.to_json(items, by.value)
+        typer.echo(_svg(text) if fmt is Format.svg else text, nl=False)
     elif fmt is Format.csv:
         typer.echo(render.to_csv(items, by.value), nl=False)
     else:
         t = render.table(items, by.value, limit)
         typer.echo(render.text([t], fmt.value, width), nl=False)
+
+
+def _svg(size_json: str) -> str:
+    """The chart of what --format json prints (icount.charts reads that document)."""
+    import json
+
+    from icount import charts
+
+    return charts.sizes_svg(charts.sizes_from_json(json.loads(size_json), "icount size"))
 
 
 def _import_numpy_without_blas_threads() -> None:

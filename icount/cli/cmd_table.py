@@ -12,6 +12,7 @@ HELP = """Re-render saved results files as one table.
 Examples:
   icount table icount-results/run-001.json
   icount table c.json nginx.json --format md > RESULTS.md
+  icount table serve-001.json --format svg > results.svg   # a chart for a README
 
 Files are merged when their cells do not collide (same name, path and backend)
 and their environment fingerprints agree on what moves counts.
@@ -24,14 +25,15 @@ def register(app: typer.Typer) -> None:
 
 def table_command(
     files: list[Path] = typer.Argument(..., help="Results JSON files."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv, json or svg."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
     from icount import environment, report, results
     from icount.cli.options import check_format
     from icount.errors import UsageError
+    from icount.tables import FORMATS
 
-    check_format(fmt)
+    check_format(fmt, (*FORMATS, "svg"))
     loaded = [(str(f), results.load(f)) for f in files]
     first_src, first = loaded[0]
     for src, res in loaded[1:]:
@@ -44,4 +46,9 @@ def table_command(
                 f"(differs in {', '.join(diff)}); its counts are not comparable"
             )
     merged = results.merge(loaded)
+    if fmt == "svg":
+        from icount import charts
+
+        typer.echo(charts.results_svg(merged), nl=False)
+        return
     typer.echo(report.render_results(merged, fmt, width), nl=False)

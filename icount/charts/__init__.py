@@ -1,0 +1,60 @@
+"""Pictures of icount's outputs: SVG charts and the self-contained HTML report.
+
+Pure functions: results, comparisons and size documents in, SVG or HTML text out;
+no files, no clock, no environment, so the same inputs give the same bytes.
+
+  report_html(items)        the `icount report` page
+  results_svg(results)      `icount table --format svg`
+  comparison_svg(doc)       `icount compare --format svg`
+  sizes_svg(doc)            `icount size --format svg`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from icount.charts import bars, diverging, sizes
+from icount.charts.figure import standalone
+from icount.charts.inputs import (
+    COMPARE_FORMAT,
+    SIZE_FORMAT,
+    ComparisonDoc,
+    SizeDoc,
+    comparison_from_json,
+    sizes_from_json,
+)
+from icount.charts.page import ComparisonInput, Input, ResultsInput, SizesInput, render
+from icount.results import Results
+
+__all__ = [
+    "COMPARE_FORMAT",
+    "SIZE_FORMAT",
+    "ComparisonDoc",
+    "ComparisonInput",
+    "Input",
+    "ResultsInput",
+    "SizeDoc",
+    "SizesInput",
+    "comparison_from_json",
+    "comparison_svg",
+    "report_html",
+    "results_svg",
+    "sizes_from_json",
+    "sizes_svg",
+]
+
+
+def report_html(items: Sequence[Input]) -> str:
+    return render(items)
+
+
+def results_svg(results: Results) -> str:
+    return standalone(bars.results_figures(results, "ic"), "ic")
+
+
+def comparison_svg(doc: ComparisonDoc) -> str:
+    return standalone([diverging.comparison_figure(doc, "ic")], "ic")
+
+
+def sizes_svg(doc: SizeDoc) -> str:
+    return standalone(sizes.size_figures(doc, "ic"), "ic")

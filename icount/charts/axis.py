@@ -1,0 +1,147 @@
+"""Linear scales with round tick values, and the axis drawn from them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from icount.charts import svg
+
+
+def nice_step(span: float, target: int) -> float:
+    """A step of 1, 2 or 5 times a power of ten giving about `target` intervals."""
+    if span <= 0 or not math.isfinite(span):
+        return 1.0
+    raw = span / max(1, target)
+    power = 10.0 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if raw <= m * power * (1 + 1e-9):
+            return m * power
+    return 10 * power
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Maps [lo, hi] onto [x0, x1] pixels; `ticks` are the round values in between."""
+
+    lo: float
+    hi: float
+    x0: float
+    x1: float
+    ticks: tuple[float, ...]
+
+    def __call__(self, v: float) -> float:
+        if self.hi == self.lo:
+            return self.x0
+        v = min(max(v, self.lo), self.hi)
+        return self.x0 + (v - self.lo) / (self.hi - self.lo) * (self.x1 - self.x0)
+
+
+def linear(lo: float, hi: float, x0: float, x1: float, target: int = 5, base: float = 1.0) -> Scale:
+    """A scale over at least [lo, hi], widened to round ticks (round in units of
+    `base`: 1024**k gives ticks of whole KiB or MiB)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        lo, hi = 0.0, 1.0
+    if hi <= lo:
+        hi = lo + (abs(lo) or 1.0)
+    step = nice_step((hi - lo) / base, target) * base
+    start = math.floor(lo / step + 1e-9) * step
+    stop = math.ceil(hi / step - 1e-9) * step
+    count = round((stop - start) / step)
+    ticks = tuple(_clean(start + i * step) for i in range(count + 1))
+    return Scale(ticks[0], ticks[-1], x0, x1, ticks)
+
+
+def bytes_scale(hi: float, x0: float, x1: float, target: int = 4) -> Scale:
+    """0 to at least `hi` bytes, ticks at round numbers of the largest binary unit."""
+    return linear(0.0, hi, x0, x1, target, _binary_unit(hi)[0])
+
+
+_BINARY = ((1024.0**4, "TiB"), (1024.0**3, "GiB"), (1024.0**2, "MiB"), (1024.0, "KiB"))
+_DECIMAL = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def _binary_unit(v: float) -> tuple[float, str]:
+    for size, name in _BINARY:
+        if abs(v) >= size:
+            return size, name
+    return 1.0, "B"
+
+
+def _decimals(scale: Scale, unit: float) -> int:
+    if len(scale.ticks) < 2:
+        return 0
+    step = (scale.ticks[1] - scale.ticks[0]) / unit
+    for d in range(7):  # the fewest decimals that write every tick exactly
+        if abs(step * 10**d - round(step * 10**d)) < 1e-6:
+            return d
+    return 6
+
+
+def si_labels(scale: Scale) -> Callable[[float], str]:
+    """Tick labels with a k/M/G suffix and as many decimals as the step needs: 7.81k, 40k."""
+    top = max(abs(scale.lo), abs(scale.hi))
+    unit, suffix = next(((u, s) for u, s in _DECIMAL if top >= u), (1.0, ""))
+    decimals = _decimals(scale, unit)
+    return lambda v: "0" if v == 0 else f"{v / unit:.{decimals}f}{suffix}"
+
+
+def bytes_labels(scale: Scale, signed: bool = False) -> Callable[[float], str]:
+    """Tick labels in the largest binary unit: 0, 256 KiB, 1.5 MiB (+2 KiB if signed)."""
+    unit, name = _binary_unit(max(abs(scale.lo), abs(scale.hi)))
+    decimals = _decimals(scale, unit)
+    sign = "+" if signed else ""
+    return lambda v: "0" if v == 0 else f"{v / unit:{sign}.{decimals}f} {name}"
+
+
+def binary_unit(v: float) -> float:
+    """1024**k for the largest binary unit not above |v| (1 below 1 KiB)."""
+    return _binary_unit(v)[0]
+
+
+def percent_labels(scale: Scale) -> Callable[[float], str]:
+    """Signed percent tick labels for a scale of fractions: -10%, 0%, +2.5%."""
+    decimals = max(0, _decimals(scale, 0.01))
+    return lambda v: "0%" if v == 0 else f"{v * 100:+.{decimals}f}%"
+
+
+def symmetric(limit: float, x0: float, x1: float, target: int = 4, base: float = 1.0) -> Scale:
+    """A scale over [-m, m] with 0 in the middle, m the first round tick >= limit
+    (round in units of `base`, as for `linear`)."""
+    limit = limit if limit > 0 and math.isfinite(limit) else base
+    step = nice_step(limit / base, target) * base
+    m = math.ceil(limit / step - 1e-9) * step
+    count = round(m / step)
+    ticks = tuple(_clean(i * step) for i in range(-count, count + 1))
+    return Scale(-m, m, x0, x1, ticks)
+
+
+def _clean(v: float) -> float:
+    """Tick values without float dust (0.30000000000000004 -> 0.3)."""
+    return 0.0 if abs(v) < 1e-12 else float(f"{v:.12g}")
+
+
+def vertical_grid(
+    scale: Scale, y_top: float, y_bottom: float, label: Callable[[float], str], right: float
+) -> list[str]:
+    """Tick labels above `y_top` and grid lines down to `y_bottom`. A label that would
+    cross the chart's `right` edge ends at its line instead, and one that would touch
+    the label before it is left out (its grid line stays)."""
+    out: list[str] = []
+    last_right = -math.inf
+    for t in scale.ticks:
+        x = scale(t)
+        text = label(t)
+        width = svg.text_px(text)
+        out.append(svg.line(x, y_top, x, y_bottom, "grid"))
+        anchor, left = "middle", x - width / 2
+        if x + width / 2 > right - 2:
+            anchor, left = "end", x - width
+        elif left < scale.x0 - 8:  # into the text columns left of the plot
+            anchor, left = "start", x
+        if left < last_right + 6:
+            continue
+        out.append(svg.text(x, y_top - 4, text, "m", anchor))
+        last_right = left + width
+    return out

@@ -1,0 +1,265 @@
+"""Results as horizontal bars: each cell's median, a min-max whisker and every run as
+a dot; invalid cells hatched grey with their reason; binary sizes as bars of their own.
+
+Rows follow the tables' order (name, then path and backend); one chart per unit, so a
+bar's length is only ever compared with bars of the same unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from icount import numfmt
+from icount.charts import axis, svg
+from icount.charts.figure import Figure
+from icount.results import UNIT_PER_REQUEST, Cell, Results
+
+WIDTH = 760.0
+LABEL_X = 8.0
+LABEL_W = 180.0
+MEDIAN_RIGHT = 258.0  # figures first, so that a phone shows them before it scrolls
+SPREAD_RIGHT = 318.0
+BAR_X0 = 334.0
+BAR_X1 = 744.0
+ROW = 20.0
+REASON = 14.0  # the second line of an invalid cell: its reason
+BAR_H = 12.0
+TOP = 62.0  # title, legend and tick labels above the first row
+
+
+@dataclass(frozen=True)
+class _Row:
+    label: str
+    indent: bool
+    cell: Cell | None  # None: a name heading over its paths
+
+    @property
+    def height(self) -> float:
+        return ROW + (REASON if self.cell is not None and not self.cell.valid else 0.0)
+
+
+def cell_key(c: Cell) -> tuple[str, str, str]:
+    """The order of the tables: name, path, backend. (Charts read cells only through
+    the fields results files promise to keep: name, path, backend, unit, valid, reason,
+    summary, values, runs, params, extra.)"""
+    return (c.name, c.path, c.backend)
+
+
+def cell_label(c: Cell) -> str:
+    """'nginx/json/callgrind': how titles name a cell."""
+    return "/".join(p for p in cell_key(c) if p)
+
+
+def unit_title(unit: str, backends: Sequence[str]) -> str:
+    what = "instructions per request" if unit == UNIT_PER_REQUEST else unit
+    return f"{what} ({', '.join(sorted(set(backends)))})"
+
+
+def _rows(cells: Sequence[Cell]) -> list[_Row]:
+    multi_backend = len({c.backend for c in cells}) > 1
+    flat = all(not c.path for c in cells) and len({c.name for c in cells}) == len(cells)
+    rows: list[_Row] = []
+    for name in sorted({c.name for c in cells}):
+        own = sorted((c for c in cells if c.name == name), key=cell_key)
+        if flat:
+            c = own[0]
+            rows.append(_Row(f"{name} [{c.backend}]" if multi_backend else name, False, c))
+            continue
+        rows.append(_Row(name, False, None))
+        for c in own:
+            label = c.path or "(command)"
+            rows.append(_Row(f"{label} [{c.backend}]" if multi_backend else label, True, c))
+    return rows
+
+
+def _extent(cells: Sequence[Cell]) -> tuple[float, float]:
+    values = [v for c in cells for v in c.values]
+    if not values:
+        return 0.0, 1.0
+    return min(0.0, *values), max(0.0, *values)
+
+
+def _legend(prefix: str, y: float, invalid: bool) -> list[str]:
+    def key(x: float, text: str) -> tuple[str, float]:
+        return svg.text(x, y, text, "m"), x + svg.text_px(text) + 18
+
+    x = LABEL_X
+    out = [svg.rect(x, y - 9, 14, 10, "bar", None)]
+    label, x = key(x + 19, "median")
+    out += [
+        label,
+        svg.line(x, y - 4, x + 16, y - 4, "wh"),
+        svg.line(x, y - 8, x, y, "wh"),
+        svg.line(x + 16, y - 8, x + 16, y, "wh"),
+    ]
+    label, x = key(x + 22, "min to max")
+    out += [label, f'<circle class="dot" cx="{svg.n(x + 4)}" cy="{svg.n(y - 4)}" r="3"/>']
+    label, x = key(x + 12, "each run (a fresh process)")
+    out.append(label)
+    if invalid:
+        out += [
+            svg.rect(x, y - 9, 14, 10, "bad", None),
+            svg.fill_overlay(prefix, "hatch", x, y - 9, 14, 10),
+            svg.text(x + 19, y, "not valid (reason below)", "m"),
+        ]
+    return out
+
+
+def _runs_text(cell: Cell) -> str:
+    return f"{len(cell.values)} valid of {len(cell.runs)} runs"
+
+
+def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[str]:
+    s = cell.summary
+    key = cell_label(cell)
+    mid = y + ROW / 2
+    out: list[str] = []
+    if not cell.valid:
+        reason = f"not valid: {cell.reason}"
+        out.append(
+            svg.text(
+                LABEL_X + 12,
+                y + ROW + 9,
+                svg.clip(reason, WIDTH - LABEL_X - 16, 11),
+                "m r",
+                tip=f"{key}: {reason}",
+            )
+        )
+    if s is None:  # nothing measured: a hatched stub, and the reason under it
+        out.append(
+            svg.rect(BAR_X0, mid - BAR_H / 2, 10, BAR_H, "bad", f"{key}: not valid: {cell.reason}")
+        )
+        out.append(svg.fill_overlay(prefix, "hatch", BAR_X0, mid - BAR_H / 2, 10, BAR_H))
+        out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end"))
+        return out
+    x0 = scale(0.0)
+    xm = scale(s.median)
+    spread = numfmt.percent(s.spread, 3)
+    tip = (
+        f"{key}: median {svg.exact(s.median)} {cell.unit} over {_runs_text(cell)} "
+        f"(min {svg.exact(s.min)}, max {svg.exact(s.max)}, spread {spread})"
+    )
+    if not cell.valid:
+        tip += f"; not valid: {cell.reason}"
+    left, width = min(x0, xm), max(abs(xm - x0), 1.0)
+    out.append(svg.rect(left, mid - BAR_H / 2, width, BAR_H, "bar" if cell.valid else "bad", tip))
+    if not cell.valid:
+        out.append(svg.fill_overlay(prefix, "hatch", left, mid - BAR_H / 2, width, BAR_H))
+    lo, hi = scale(s.min), scale(s.max)
+    whisker = f"{key}: min {svg.exact(s.min)}, max {svg.exact(s.max)} ({spread} of the median)"
+    out.append(svg.whisker(lo, hi, mid, 4, whisker))
+    # Runs are spread over the bar's height, so equal values still show as separate dots.
+    runs = [(i, r.value) for i, r in enumerate(cell.runs, 1) if r.valid and r.value is not None]
+    for k, (i, value) in enumerate(runs):
+        dy = 0.0 if len(runs) == 1 else (k / (len(runs) - 1) - 0.5) * (BAR_H - 4)
+        run_tip = f"{key} run {i}: {svg.exact(value)}"
+        out.append(svg.circle(scale(value), mid + dy, 2.4, "dot", run_tip))
+    if cell.valid:  # an invalid cell's figures are not printed as if they held
+        out.append(svg.text(MEDIAN_RIGHT, mid + 4, numfmt.si(s.median), "", "end"))
+        out.append(svg.text(SPREAD_RIGHT, mid + 4, numfmt.percent(s.spread), "m", "end"))
+    else:
+        out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end"))
+    return out
+
+
+def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
+    """One unit's cells as bars on one axis."""
+    unit = cells[0].unit
+    heading = unit_title(unit, [c.backend for c in cells])
+    rows = _rows(cells)
+    height = TOP + sum(r.height for r in rows) + 8
+    lo, hi = _extent(cells)
+    scale = axis.linear(lo, hi, BAR_X0, BAR_X1)
+    out = [svg.text(LABEL_X, 15, heading, "t")]
+    out.append(svg.legend(_legend(prefix, 34, any(not c.valid for c in cells))))
+    out.append(svg.text(MEDIAN_RIGHT, TOP - 10, "median", "m b", "end"))
+    out.append(svg.text(SPREAD_RIGHT, TOP - 10, "spread", "m b", "end"))
+    out += axis.vertical_grid(scale, TOP - 6, height - 8, axis.si_labels(scale), WIDTH)
+    y = TOP
+    for r in rows:
+        mid = y + ROW / 2
+        x = LABEL_X + (12 if r.indent else 0)
+        room = LABEL_X + LABEL_W - x
+        cls = "b" if r.cell is None else ""
+        out.append(svg.label(x, mid + 4, r.label, room, cls))
+        if r.cell is not None:
+            out += _cell_marks(r.cell, scale, y, prefix)
+        y += r.height
+    valid = sum(1 for c in cells if c.valid)
+    label = f"{heading}: {len(cells)} cells, {valid} valid; median, min to max and each run"
+    return Figure("".join(out), WIDTH, height, label, prefix)
+
+
+def results_figures(results: Results, prefix: str) -> list[Figure]:
+    """A bar chart per unit, then the binary sizes when the cells recorded them."""
+    cells = sorted(results.cells, key=cell_key)
+    figs = [
+        counts_figure([c for c in cells if c.unit == unit], f"{prefix}u{i}")
+        for i, unit in enumerate(sorted({c.unit for c in cells}))
+    ]
+    sizes = binary_sizes(results)
+    if sizes:
+        figs.append(binary_size_figure(sizes, f"{prefix}b"))
+    return figs
+
+
+@dataclass(frozen=True)
+class BinarySize:
+    name: str
+    binary: str
+    file_bytes: int
+    text_bytes: int | None
+
+
+def binary_sizes(results: Results) -> list[BinarySize]:
+    """The binary size `icount serve` recorded per target (the first cell's, by key)."""
+    out: dict[str, BinarySize] = {}
+    for c in sorted(results.cells, key=cell_key):
+        if c.name in out or not isinstance(c.extra.get("binary_bytes"), int):
+            continue
+        text = c.extra.get("binary_text_bytes")
+        out[c.name] = BinarySize(
+            c.name,
+            str(c.extra.get("binary", "")),
+            int(c.extra["binary_bytes"]),
+            text if isinstance(text, int) else None,
+        )
+    return [out[k] for k in sorted(out)]
+
+
+FILE_RIGHT, TEXT_RIGHT = 238.0, 318.0  # "765.09 KiB" needs more room than a count
+
+
+def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
+    height = TOP + ROW * len(sizes) + 8
+    scale = axis.bytes_scale(max(s.file_bytes for s in sizes), BAR_X0, BAR_X1)
+    out = [svg.text(LABEL_X, 15, "binary size: each target's binary, in bytes of the file", "t")]
+    key = [
+        svg.rect(LABEL_X, 25, 14, 10, "bar2", None),
+        svg.text(LABEL_X + 19, 34, "whole file", "m"),
+        svg.rect(LABEL_X + 96, 27, 14, 6, "bar", None),
+        svg.text(LABEL_X + 115, 34, "of which text (code)", "m"),
+    ]
+    out.append(svg.legend(key))
+    out.append(svg.text(FILE_RIGHT, TOP - 10, "file", "m b", "end"))
+    out.append(svg.text(TEXT_RIGHT, TOP - 10, "text", "m b", "end"))
+    out += axis.vertical_grid(scale, TOP - 6, height - 8, axis.bytes_labels(scale), WIDTH)
+    y = TOP
+    for s in sizes:
+        mid = y + ROW / 2
+        out.append(svg.label(LABEL_X, mid + 4, s.name, FILE_RIGHT - 80))
+        of = f" ({s.binary})" if s.binary else ""
+        tip = f"{s.name}{of}: {svg.exact(s.file_bytes)} bytes"
+        w = max(scale(s.file_bytes) - BAR_X0, 1.0)
+        out.append(svg.rect(BAR_X0, mid - BAR_H / 2, w, BAR_H, "bar2", tip))
+        out.append(svg.text(FILE_RIGHT, mid + 4, numfmt.human_bytes(s.file_bytes), "", "end"))
+        if s.text_bytes is not None:
+            text_tip = f"{s.name}: text {svg.exact(s.text_bytes)} bytes"
+            w = max(scale(s.text_bytes) - BAR_X0, 1.0)
+            out.append(svg.rect(BAR_X0, mid - 3, w, 6, "bar", text_tip))
+            text = numfmt.human_bytes(s.text_bytes)
+            out.append(svg.text(TEXT_RIGHT, mid + 4, text, "m", "end"))
+        y += ROW
+    label = f"binary size of {len(sizes)} targets, whole file and text"
+    return Figure("".join(out), WIDTH, height, label, prefix)

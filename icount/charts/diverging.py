@@ -1,0 +1,192 @@
+"""Changes on a diverging scale: one row per cell, a bar from 0 to the change, the
+threshold as a band around 0, and the figures and the verdict as text beside it.
+
+Used for comparisons (the change of the median in percent, coloured by verdict) and
+for size diffs (the change in bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from icount import numfmt
+from icount.charts import axis, svg
+from icount.charts.figure import Figure
+from icount.charts.inputs import CompareRow, ComparisonDoc
+
+# Figures and verdict first, bars last: a phone shows the words before it scrolls.
+WIDTH = 780.0
+LABEL_X = 8.0
+BAR_X1 = 750.0
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where the text columns end and the bars begin."""
+
+    label_w: float
+    col_right: tuple[float, float]  # right edges of the two figure columns (base, new)
+    change_right: float
+    verdict_x: float
+    verdict_w: float
+    bar_x0: float
+
+
+COUNTS = Columns(160.0, (236.0, 300.0), 364.0, 374.0, 122.0, 504.0)
+BYTES = Columns(150.0, (244.0, 330.0), 414.0, 424.0, 72.0, 504.0)  # "1023.99 KiB" is wide
+ROW = 20.0
+BAR_H = 12.0
+TOP = 60.0
+
+
+@dataclass(frozen=True)
+class DivRow:
+    label: str
+    cols: tuple[str, str]  # the two figures before the bars
+    value: float | None  # the change, in axis units; None draws no bar
+    band: float | None  # +- this is drawn as the threshold
+    cls: str  # reg, imp, same or bad
+    pattern: str | None  # 'hatch' over the bar, or None
+    tip: str  # the bar's title: the exact figures
+    change: str
+    verdict: str
+    verdict_tip: str
+
+
+# Verdict -> (class, pattern). Regressions are also hatched: told apart from
+# improvements without colour, as the verdict text beside them does too.
+_STYLE = {
+    "regressed": ("reg", "hatch"),
+    "improved": ("imp", None),
+    "unchanged": ("same", None),
+}
+
+
+def diverging_figure(
+    rows: Sequence[DivRow],
+    heading: str,
+    col_titles: tuple[str, str],
+    ticks: Callable[[axis.Scale], Callable[[float], str]],
+    prefix: str,
+    legend: bool,
+    base: Callable[[float], float] = lambda extent: 1.0,
+    middle_clip: bool = False,
+    cols: Columns = COUNTS,
+    symmetric: bool = True,
+) -> Figure:
+    """`ticks` makes the tick labeller of the scale; `base(extent)` the unit its ticks
+    are round in (1024**k for bytes); `middle_clip` shortens long labels in the middle."""
+    height = TOP + ROW * len(rows) + 8
+    extent = max(
+        [abs(r.value) for r in rows if r.value is not None]
+        + [r.band for r in rows if r.band is not None]
+        + [0.0]
+    )
+    if symmetric:  # 0 in the middle: growth and shrinkage look alike
+        scale = axis.symmetric(extent * 1.1, cols.bar_x0, BAR_X1, 2, base(extent * 1.1))
+    else:  # 0 where the data put it: all-growth diffs use the whole width
+        values = [r.value for r in rows if r.value is not None]
+        lo, hi = min(0.0, *values), max(0.0, *values)
+        scale = axis.linear(lo, hi, cols.bar_x0, BAR_X1, 3, base(extent))
+    tick = ticks(scale)
+    out = [svg.text(LABEL_X, 15, heading, "t")]
+    if legend:
+        out.append(svg.legend(_legend(prefix, 33)))
+    hy = TOP - 10  # column heads on the line of the tick labels (which are over the bars)
+    out.append(svg.text(cols.col_right[0], hy, col_titles[0], "m b", "end"))
+    out.append(svg.text(cols.col_right[1], hy, col_titles[1], "m b", "end"))
+    out.append(svg.text(cols.change_right, hy, "change", "m b", "end"))
+    out.append(svg.text(cols.verdict_x, hy, "verdict", "m b"))
+    out += axis.vertical_grid(scale, TOP - 6, height - 8, tick, WIDTH)
+    x0 = scale(0.0)
+    y = TOP
+    for r in rows:
+        mid = y + ROW / 2
+        out.append(svg.label(LABEL_X, mid + 4, r.label, cols.label_w, middle=middle_clip))
+        out.append(svg.text(cols.col_right[0], mid + 4, r.cols[0], anchor="end"))
+        out.append(svg.text(cols.col_right[1], mid + 4, r.cols[1], anchor="end"))
+        if r.band is not None:
+            lo, hi = scale(-r.band), scale(r.band)
+            band_tip = f"{r.label}: threshold {r.band * 100:.6g}% either way"
+            out.append(svg.rect(lo, y + 1, hi - lo, ROW - 2, "band", band_tip))
+            out.append(svg.line(lo, y + 1, lo, y + ROW - 1, "thr"))
+            out.append(svg.line(hi, y + 1, hi, y + ROW - 1, "thr"))
+        if r.value is not None:
+            xv = scale(r.value)
+            left, w = min(x0, xv), max(abs(xv - x0), 1.0)
+            out.append(svg.rect(left, mid - BAR_H / 2, w, BAR_H, r.cls, r.tip))
+            if r.pattern:
+                out.append(svg.fill_overlay(prefix, r.pattern, left, mid - BAR_H / 2, w, BAR_H))
+        out.append(svg.text(cols.change_right, mid + 4, r.change, anchor="end"))
+        cls = "b" if r.cls in ("reg", "imp") else "m"
+        verdict = svg.clip(r.verdict, cols.verdict_w)
+        out.append(svg.text(cols.verdict_x, mid + 4, verdict, cls, tip=r.verdict_tip))
+        y += ROW
+    out.append(svg.line(x0, TOP - 2, x0, height - 8, "axis"))
+    return Figure("".join(out), WIDTH, height, heading, prefix)
+
+
+def _legend(prefix: str, y: float) -> list[str]:
+    out: list[str] = []
+    x = LABEL_X
+    for cls, pattern, text in (
+        ("reg", "hatch", "regressed"),
+        ("imp", None, "improved"),
+        ("same", None, "unchanged"),
+        ("band", None, "within the threshold"),
+    ):
+        out.append(svg.rect(x, y - 9, 14, 10, cls, None))
+        if pattern:
+            out.append(svg.fill_overlay(prefix, pattern, x, y - 9, 14, 10))
+        out.append(svg.text(x + 19, y, text, "m"))
+        x += 26 + svg.text_px(text)
+    return out
+
+
+def _median(side: object) -> str:
+    median = getattr(side, "median", None)
+    return numfmt.si(median) if isinstance(median, float) else "-"
+
+
+def _compare_row(r: CompareRow) -> DivRow:
+    cls, pattern = _STYLE.get(r.verdict, ("bad", "hatch"))
+    parts = [r.label]
+    if r.base is not None:
+        parts.append(f"base median {svg.exact(r.base.median)}")
+    if r.new is not None:
+        parts.append(f"new median {svg.exact(r.new.median)}")
+    if r.delta is not None:
+        parts.append(f"delta {'+' if r.delta > 0 else ''}{svg.exact(r.delta)} {r.unit}".rstrip())
+    if r.delta_pct is not None:
+        parts.append(f"change {r.delta_pct * 100:+.4f}%")
+    parts.append(f"threshold {r.threshold * 100:.6g}%")
+    if r.delta_pct is not None:
+        change = numfmt.signed_percent(r.delta_pct)
+    elif r.delta:
+        change = "new from 0"
+    else:
+        change = ""
+    verdict_tip = f"{r.label}: {r.verdict}" + (f": {r.why}" if r.why else "")
+    return DivRow(
+        label=r.label,
+        cols=(_median(r.base), _median(r.new)),
+        value=r.delta_pct,
+        band=r.threshold,
+        cls=cls,
+        pattern=pattern,
+        tip=", ".join(parts),
+        change=change,
+        verdict=r.verdict,
+        verdict_tip=verdict_tip,
+    )
+
+
+def comparison_figure(doc: ComparisonDoc, prefix: str) -> Figure:
+    units = sorted({r.unit for r in doc.rows if r.unit}) or ["instructions"]
+    backends = sorted({r.backend for r in doc.rows if r.backend})
+    heading = f"{', '.join(units)} ({', '.join(backends)}): change of the median, base to new"
+    rows = [_compare_row(r) for r in doc.rows]
+    return diverging_figure(
+        rows, heading, ("base", "new"), axis.percent_labels, prefix, legend=True
+    )

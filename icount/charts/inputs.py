@@ -1,0 +1,263 @@
+"""The JSON documents of `icount compare --format json` and `icount size --format json`
+read into what the charts draw, by their documented keys only (others are ignored, so
+fields added later do not break the report). Pure: a parsed document in, objects out;
+a document that lacks what the charts need raises ParseError naming the file."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from icount.errors import ParseError
+
+COMPARE_FORMAT = "icount-compare"
+COMPARE_VERSIONS = (1,)
+SIZE_FORMAT = "icount-size"
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+@dataclass(frozen=True)
+class Side:
+    median: float
+    min: float
+    max: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    name: str
+    path: str
+    backend: str
+    unit: str
+    base: Side | None
+    new: Side | None
+    delta: float | None
+    delta_pct: float | None
+    threshold: float
+    verdict: str
+    why: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}/{self.path}" if self.path else self.name
+
+
+@dataclass(frozen=True)
+class ComparisonDoc:
+    verdict_line: str
+    forced: tuple[str, ...]  # "field: base X, new Y" per environment difference
+    rows: tuple[CompareRow, ...]
+    summary: tuple[tuple[str, int], ...]  # verdict -> count, in the document's order
+    median_ratio: float | None
+    pairs: int | None
+
+
+class _Reader:
+    """Typed access to one JSON document, failing with the file's name and the key."""
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+
+    def fail(self, what: str) -> ParseError:
+        return ParseError(what, source=self.src)
+
+    def obj(self, doc: Any, what: str) -> Mapping[str, Any]:
+        if not isinstance(doc, dict):
+            raise self.fail(f"{what} is not an object")
+        return doc
+
+    def items(self, doc: Mapping[str, Any], key: str, what: str) -> list[Any]:
+        v = doc.get(key)
+        if not isinstance(v, list):
+            raise self.fail(f"{what}: {key!r} is missing or not a list")
+        return v
+
+    def text(self, doc: Mapping[str, Any], key: str, what: str, default: str | None = None) -> str:
+        v = doc.get(key, default)
+        if not isinstance(v, str):
+            raise self.fail(f"{what}: {key!r} is missing or not a string")
+        return v
+
+    def num(self, doc: Mapping[str, Any], key: str, what: str) -> float:
+        v = self.opt_num(doc, key, what)
+        if v is None:
+            raise self.fail(f"{what}: {key!r} is missing or not a number")
+        return v
+
+    def opt_num(self, doc: Mapping[str, Any], key: str, what: str) -> float | None:
+        v = doc.get(key)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise self.fail(f"{what}: {key!r} is not a number")
+        return float(v)
+
+    def count(self, doc: Mapping[str, Any], key: str, what: str) -> int:
+        v = doc.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise self.fail(f"{what}: {key!r} is missing or not a byte count")
+        return v
+
+
+def _side(r: _Reader, doc: Any, what: str) -> Side | None:
+    if doc is None:
+        return None
+    d = r.obj(doc, what)
+    runs = d.get("runs", 0)
+    return Side(
+        r.num(d, "median", what),
+        r.num(d, "min", what),
+        r.num(d, "max", what),
+        runs if isinstance(runs, int) and not isinstance(runs, bool) else 0,
+    )
+
+
+def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
+    r = _Reader(src)
+    d = r.obj(doc, "the document")
+    if d.get("format") != COMPARE_FORMAT:
+        raise r.fail(f'not an icount comparison (no "format": "{COMPARE_FORMAT}")')
+    if d.get("version") not in COMPARE_VERSIONS:
+        raise r.fail(
+            f"comparison format version {d.get('version')!r}; this icount reads version "
+            + ", ".join(map(str, COMPARE_VERSIONS))
+        )
+    rows = []
+    for i, raw in enumerate(r.items(d, "cells", "the comparison"), 1):
+        what = f"cell {i}"
+        c = r.obj(raw, what)
+        rows.append(
+            CompareRow(
+                name=r.text(c, "name", what),
+                path=r.text(c, "path", what, ""),
+                backend=r.text(c, "backend", what, ""),
+                unit=r.text(c, "unit", what, ""),
+                base=_side(r, c.get("base"), f"{what} base"),
+                new=_side(r, c.get("new"), f"{what} new"),
+                delta=r.opt_num(c, "delta", what),
+                delta_pct=r.opt_num(c, "delta_pct", what),
+                threshold=r.num(c, "threshold", what),
+                verdict=r.text(c, "verdict", what),
+                why=r.text(c, "why", what, ""),
+            )
+        )
+    forced = []
+    for f in d.get("forced") or []:
+        if isinstance(f, dict):
+            forced.append(f"{f.get('field')}: base {f.get('base')!r}, new {f.get('new')!r}")
+    summary_raw = d.get("summary")
+    summary = (
+        tuple((k, v) for k, v in summary_raw.items() if isinstance(v, int) and v)
+        if isinstance(summary_raw, dict)
+        else ()
+    )
+    pairs = d.get("pairs")
+    return ComparisonDoc(
+        verdict_line=r.text(d, "verdict_line", "the comparison"),
+        forced=tuple(forced),
+        rows=tuple(rows),
+        summary=summary,
+        median_ratio=r.opt_num(d, "median_ratio", "the comparison"),
+        pairs=len(pairs) if isinstance(pairs, list) else None,
+    )
+
+
+# ---------------------------------------------------------------- sizes
+
+
+@dataclass(frozen=True)
+class SizeRow:
+    label: str
+    file_bytes: int
+    vm_bytes: int
+
+
+@dataclass(frozen=True)
+class SizeImage:
+    name: str  # the file's base name, with the architecture for fat slices and diffs
+    arch: str
+    fmt: str
+    kind: str
+    file_bytes: int
+    vm_bytes: int
+    rows: tuple[SizeRow, ...]
+
+
+@dataclass(frozen=True)
+class SizeDoc:
+    view: str  # sections, segments, symbols (or a view added later)
+    images: tuple[SizeImage, ...]
+    diff: bool  # images come in (old, new) pairs
+
+
+def _image(r: _Reader, d: Mapping[str, Any], what: str, rows: tuple[SizeRow, ...]) -> SizeImage:
+    return SizeImage(
+        name=os.path.basename(r.text(d, "file", what)) or r.text(d, "file", what),
+        arch=r.text(d, "arch", what, ""),
+        fmt=r.text(d, "format", what, ""),
+        kind=r.text(d, "kind", what, ""),
+        file_bytes=r.count(d, "file_bytes", what),
+        vm_bytes=r.count(d, "vm_bytes", what),
+        rows=rows,
+    )
+
+
+def _rows(r: _Reader, raw: list[Any], what: str, prefix: str = "") -> tuple[SizeRow, ...]:
+    out = []
+    for k, row in enumerate(raw, 1):
+        rw = r.obj(row, f"{what} row {k}")
+        out.append(
+            SizeRow(
+                r.text(rw, "label", f"{what} row {k}"),
+                r.count(rw, f"{prefix}file_bytes", f"{what} row {k}"),
+                r.count(rw, f"{prefix}vm_bytes", f"{what} row {k}"),
+            )
+        )
+    return tuple(out)
+
+
+def sizes_from_json(doc: Any, src: str) -> SizeDoc:
+    r = _Reader(src)
+    d = r.obj(doc, "the document")
+    if d.get("format") != SIZE_FORMAT:
+        raise r.fail(f'not an icount size document (no "format": "{SIZE_FORMAT}")')
+    view = r.text(d, "view", "the size document")
+    images: list[SizeImage] = []
+    if "diff" in d:
+        for i, raw in enumerate(r.items(d, "diff", "the size diff"), 1):
+            e = r.obj(raw, f"diff {i}")
+            rows = r.items(e, "rows", f"diff {i}")
+            pair = []
+            for side in ("old", "new"):
+                what = f"diff {i} {side}"
+                pair.append(
+                    _image(r, r.obj(e.get(side), what), what, _rows(r, rows, what, f"{side}_"))
+                )
+            if pair[0].name == pair[1].name:  # old/server new/server: say which is which
+                pair = [
+                    _renamed(img, f"{side} {img.name}")
+                    for side, img in zip(("old", "new"), pair, strict=True)
+                ]
+            images += pair
+        return SizeDoc(view, tuple(images), True)
+    for i, raw in enumerate(r.items(d, "images", "the size document"), 1):
+        what = f"image {i}"
+        img = r.obj(raw, what)
+        images.append(_image(r, img, what, _rows(r, r.items(img, "rows", what), what)))
+    return SizeDoc(view, tuple(_distinct_names(images)), False)
+
+
+def _distinct_names(images: list[SizeImage]) -> list[SizeImage]:
+    """Fat slices share a file name: add the architecture where names repeat."""
+    names = [i.name for i in images]
+    return [_renamed(i, f"{i.name} [{i.arch}]") if names.count(i.name) > 1 else i for i in images]
+
+
+def _renamed(img: SizeImage, name: str) -> SizeImage:
+    return SizeImage(name, img.arch, img.fmt, img.kind, img.file_bytes, img.vm_bytes, img.rows)

@@ -1,0 +1,284 @@
+"""Size breakdowns: stacked bars of sections (or segments) per binary on one scale,
+treemaps of the largest symbols, and the changes of a size diff.
+
+Every bar segment and treemap tile is numbered or labelled, with the exact bytes in
+its title; the same label gets the same colour and number in every binary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from icount import numfmt
+from icount.charts import axis, svg
+from icount.charts.diverging import BYTES, DivRow, diverging_figure
+from icount.charts.figure import Figure
+from icount.charts.inputs import SizeDoc, SizeImage, SizeRow
+
+WIDTH = 760.0
+LABEL_X = 8.0
+LABEL_W = 150.0
+TOTAL_RIGHT = 228.0  # the total before the bar: a phone shows it before it scrolls
+BAR_X0, BAR_X1 = 240.0, 748.0
+ROW = 30.0
+BAR_H = 18.0
+TOP = 58.0
+NAMED = 9  # labels with a colour of their own; the rest are summed as "others"
+LEGEND_COL = 186.0
+TILES = 40  # treemap tiles per binary; the rest is one tile
+TREE_W, TREE_H = 744.0, 380.0
+DIFF_ROWS = 30
+
+
+def _pct(part: int, whole: int) -> str:
+    return numfmt.percent(part / whole, 1) if whole else "-"
+
+
+def _categories(images: Sequence[SizeImage]) -> tuple[list[str], list[str]]:
+    """(named, others): labels holding file bytes, largest first, the same for every image."""
+    biggest: dict[str, int] = {}
+    for img in images:
+        for r in img.rows:
+            if r.file_bytes > 0:
+                biggest[r.label] = max(biggest.get(r.label, 0), r.file_bytes)
+    ranked = sorted(biggest, key=lambda lb: (-biggest[lb], lb))
+    if len(ranked) <= NAMED + 1:
+        return ranked, []
+    return ranked[:NAMED], ranked[NAMED:]
+
+
+def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
+    images = doc.images
+    named, others = _categories(images)
+    what = {"sections": "section", "segments": "segment"}.get(doc.view, doc.view)
+    per_row = int((WIDTH - LABEL_X) // LEGEND_COL)
+    entries = len(named) + (1 if others else 0)
+    legend_rows = -(-entries // per_row)
+    bars_bottom = TOP + ROW * len(images)
+    height = bars_bottom + 14 + 20 * legend_rows + 8
+    scale = axis.bytes_scale(max((i.file_bytes for i in images), default=1), BAR_X0, BAR_X1)
+    heading = f"file bytes by {what}"
+    out = [svg.text(LABEL_X, 15, heading + (" (old and new)" if doc.diff else ""), "t")]
+    out.append(svg.text(TOTAL_RIGHT, TOP - 10, "file", "m b", "end"))
+    out += axis.vertical_grid(scale, TOP - 6, bars_bottom, axis.bytes_labels(scale), WIDTH)
+    y = TOP
+    for img in images:
+        mid = y + ROW / 2
+        name = f"{img.name}: {img.fmt} {img.kind}, {img.arch}"
+        out.append(svg.text(LABEL_X, mid + 4, svg.clip(img.name, LABEL_W), tip=name))
+        rows = {r.label: r for r in img.rows}
+        x = BAR_X0
+        for k, lb in enumerate(named):
+            r = rows.get(lb)
+            if r is None or r.file_bytes == 0:
+                continue
+            w = scale(r.file_bytes) - BAR_X0
+            tip = (
+                f"{img.name}: {lb}: {svg.exact(r.file_bytes)} bytes in the file "
+                f"({_pct(r.file_bytes, img.file_bytes)}), {svg.exact(r.vm_bytes)} bytes of VM"
+            )
+            out += _segment(x, mid, w, f"c{k}", tip, lb, str(k + 1))
+            x += w
+        rest = [rows[lb] for lb in others if lb in rows and rows[lb].file_bytes > 0]
+        if rest:
+            total = sum(r.file_bytes for r in rest)
+            tip = (
+                f"{img.name}: {len(rest)} other {what}s: {svg.exact(total)} bytes in the file "
+                f"({_pct(total, img.file_bytes)})"
+            )
+            out += _segment(x, mid, scale(total) - BAR_X0, "c9", tip, "others", str(NAMED + 1))
+        out.append(
+            svg.text(
+                TOTAL_RIGHT,
+                mid + 4,
+                numfmt.human_bytes(img.file_bytes),
+                anchor="end",
+                tip=f"{img.name}: {svg.exact(img.file_bytes)} bytes in the file, "
+                f"{svg.exact(img.vm_bytes)} bytes of VM",
+            )
+        )
+        y += ROW
+    labels = [*named, *([f"others ({len(others)})"] if others else [])]
+    key: list[str] = []
+    for k, lb in enumerate(labels):
+        col, row = k % per_row, k // per_row
+        lx = LABEL_X + col * LEGEND_COL
+        ly = bars_bottom + 14 + 20 * row + 10
+        cls = f"c{k}" if k < NAMED else "c9"
+        key.append(svg.rect(lx, ly - 10, 14, 12, cls, None))
+        key.append(svg.label(lx + 19, ly, f"{k + 1} {lb}", LEGEND_COL - 24, middle=True))
+    out.append(svg.legend(key))
+    label = f"{heading} of {len(images)} binaries"
+    return Figure("".join(out), WIDTH, height, label, prefix)
+
+
+def _segment(x: float, mid: float, w: float, cls: str, tip: str, name: str, num: str) -> list[str]:
+    out = [svg.rect(x, mid - BAR_H / 2, w, BAR_H, f"{cls} seg", tip)]
+    # Inside the segment: its label where it fits, else its legend number.
+    for text in (name, num):
+        if svg.text_px(text) + 8 <= w:
+            out.append(svg.text(x + w / 2, mid + 4, text, "in", "middle"))
+            break
+    return out
+
+
+# ---------------------------------------------------------------- treemap
+
+
+def squarify(
+    values: Sequence[float], x: float, y: float, w: float, h: float
+) -> list[tuple[float, float, float, float]]:
+    """Squarified treemap (Bruls, Huizing, van Wijk): rectangles of areas proportional
+    to `values` (largest first) tiling (x, y, w, h), each as close to square as a
+    greedy row layout allows."""
+    total = sum(values)
+    if total <= 0 or w <= 0 or h <= 0:
+        return [(x, y, 0.0, 0.0) for _ in values]
+    areas = [v * w * h / total for v in values]
+    out: list[tuple[float, float, float, float]] = []
+    i = 0
+    while i < len(areas):
+        short = min(w, h)
+        row = [areas[i]]
+        j = i + 1
+        while j < len(areas) and _worst([*row, areas[j]], short) <= _worst(row, short):
+            row.append(areas[j])
+            j += 1
+        s = sum(row)
+        if w >= h:  # a column along the left edge
+            cw = s / h if h else 0.0
+            yy = y
+            for a in row:
+                rh = a / cw if cw else 0.0
+                out.append((x, yy, cw, rh))
+                yy += rh
+            x, w = x + cw, w - cw
+        else:  # a row along the top edge
+            rh = s / w if w else 0.0
+            xx = x
+            for a in row:
+                cw = a / rh if rh else 0.0
+                out.append((xx, y, cw, rh))
+                xx += cw
+            y, h = y + rh, h - rh
+        i = j
+    return out
+
+
+def _worst(row: Sequence[float], short: float) -> float:
+    s = sum(row)
+    if s <= 0 or short <= 0:
+        return float("inf")
+    return max(max(short * short * a / (s * s), s * s / (short * short * a)) for a in row if a)
+
+
+def treemap_figure(img: SizeImage, prefix: str) -> Figure:
+    rows = sorted((r for r in img.rows if r.file_bytes > 0), key=lambda r: (-r.file_bytes, r.label))
+    shown, rest = rows[:TILES], rows[TILES:]
+    tiles: list[tuple[SizeRow, int]] = [(r, 0) for r in shown]
+    if rest:
+        tiles.append(
+            (SizeRow(f"{len(rest)} others", sum(r.file_bytes for r in rest), 0), len(rest))
+        )
+    top = 30.0
+    height = top + TREE_H + 8
+    name = f"{img.name} ({img.arch})" if img.arch else img.name
+    heading = f"{name}: largest symbols by file bytes"
+    out = [svg.text(LABEL_X, 17, svg.clip(heading, WIDTH - 16, 13), "t", tip=heading)]
+    rects = squarify([float(r.file_bytes) for r, _ in tiles], LABEL_X, top, TREE_W, TREE_H)
+    for k, ((r, merged), (x, y, w, h)) in enumerate(zip(tiles, rects, strict=True)):
+        cls = "c9" if merged else f"c{k % (NAMED)}"
+        what = f"{merged} smaller rows, " if merged else ""
+        tip = (
+            f"{img.name}: {r.label}: {what}{svg.exact(r.file_bytes)} bytes in the file "
+            f"({_pct(r.file_bytes, img.file_bytes)})"
+        )
+        out.append(svg.rect(x, y, w, h, f"{cls} seg", tip))
+        # A label only where at least a few characters fit; the size only where whole.
+        room = w - 8
+        if h >= 16 and room >= svg.text_px("abcde"):
+            out.append(svg.text(x + 4, y + 14, svg.clip(r.label, room), "in"))
+            size = numfmt.human_bytes(r.file_bytes)
+            if h >= 32 and svg.text_px(size) <= room:
+                out.append(svg.text(x + 4, y + 28, size, "in"))
+    label = f"{heading} ({len(shown)} largest of {len(rows)} rows)"
+    return Figure("".join(out), WIDTH, height, label, prefix)
+
+
+# ---------------------------------------------------------------- diffs
+
+
+def _signed_bytes(v: float) -> str:
+    if v == 0:
+        return "0 B"
+    return ("+" if v > 0 else "-") + numfmt.human_bytes(int(abs(v)))
+
+
+def diff_figure(doc: SizeDoc, old: SizeImage, new: SizeImage, prefix: str) -> Figure | None:
+    """The rows whose file bytes changed, largest change first (None when none did)."""
+    olds = {r.label: r for r in old.rows}
+    news = {r.label: r for r in new.rows}
+    changed = []
+    for lb in sorted(set(olds) | set(news)):
+        a = olds[lb].file_bytes if lb in olds else 0
+        b = news[lb].file_bytes if lb in news else 0
+        if a != b:
+            changed.append((lb, a, b))
+    if not changed:
+        return None
+    changed.sort(key=lambda t: (-abs(t[2] - t[1]), t[0]))
+    rows = []
+    for lb, a, b in changed[:DIFF_ROWS]:
+        d = b - a
+        rows.append(
+            DivRow(
+                label=lb,
+                cols=(numfmt.human_bytes(a), numfmt.human_bytes(b)),
+                value=float(d),
+                band=None,
+                cls="reg" if d > 0 else "imp",
+                pattern="hatch" if d > 0 else None,
+                tip=f"{lb}: {svg.exact(a)} -> {svg.exact(b)} bytes in the file "
+                f"({'+' if d > 0 else ''}{svg.exact(d)})",
+                change=_signed_bytes(d),
+                verdict=(
+                    "new" if a == 0 else "removed" if b == 0 else numfmt.signed_percent(d / a)
+                ),
+                verdict_tip=f"{lb}: {'grew' if d > 0 else 'shrank'}",
+            )
+        )
+    more = f", {len(changed) - DIFF_ROWS} more not shown" if len(changed) > DIFF_ROWS else ""
+    total = new.file_bytes - old.file_bytes
+    heading = (
+        f"{old.name} to {new.name}: file bytes {_signed_bytes(total)}; "
+        f"{len(changed)} {doc.view} changed{more}"
+    )
+    return diverging_figure(
+        rows,
+        heading,
+        ("old", "new"),
+        lambda scale: axis.bytes_labels(scale, signed=True),
+        prefix,
+        legend=False,
+        base=axis.binary_unit,
+        middle_clip=True,
+        cols=BYTES,
+        symmetric=False,
+    )
+
+
+def size_figures(doc: SizeDoc, prefix: str) -> list[Figure]:
+    """Stacked bars for section and segment views, treemaps for symbols; a diff adds
+    its changes."""
+    figs: list[Figure] = []
+    if doc.view != "symbols" and doc.images:
+        figs.append(stacked_figure(doc, f"{prefix}s"))
+    if doc.diff:
+        pairs = zip(doc.images[::2], doc.images[1::2], strict=True)
+        for k, (old, new) in enumerate(pairs):
+            fig = diff_figure(doc, old, new, f"{prefix}d{k}")
+            if fig is not None:
+                figs.append(fig)
+    elif doc.view == "symbols":
+        figs += [treemap_figure(img, f"{prefix}t{k}") for k, img in enumerate(doc.images)]
+    return figs

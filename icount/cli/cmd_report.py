@@ -1,0 +1,192 @@
+"""`icount report`: results, comparisons and sizes as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from icount.charts import Input
+
+HELP = """Draw results, comparisons and sizes as one self-contained HTML page.
+
+\b
+Examples:
+  icount report icount-results/serve-001.json -o report.html
+  icount report --compare base.json new.json -o report.html
+  icount compare base.json new.json -f json -o cmp.json && icount report cmp.json
+  icount size --format json ./server > size.json && icount report size.json new.json
+
+\b
+Each FILE is recognised by its "format": results of `icount run` or `icount
+serve` (bars of each cell's median with its min-max range and every run;
+warm-up curves where --warmup auto recorded them; binary sizes), `icount
+compare --format json` (the change of each cell on a diverging scale, by
+verdict, with its threshold), or `icount size --format json` (stacked bars of
+sections or segments, treemaps of symbols, the changes of a --diff).
+--compare BASE NEW compares two results files as `icount compare` does, with
+the same --threshold, --min-delta and --force. The report exits 0 whatever
+the verdicts: the gate is `icount compare`.
+
+\b
+The page has no scripts and loads nothing: charts are inline SVG, every mark
+has a title with the exact figure, it follows the reader's light or dark
+setting, and the same inputs give the same bytes. A results file's
+.provenance.json beside it (date, host, load) is shown folded; --no-provenance
+leaves it out, so that the page of a repeated measurement is the same too.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report", help=HELP)(report_command)
+
+
+def report_command(
+    files: list[Path] = typer.Argument(
+        None, help="Results, compare or size JSON files.", show_default=False, metavar="FILE"
+    ),
+    output: str = typer.Option(
+        "icount-report.html", "--output", "-o", help="The HTML file to write; - for stdout."
+    ),
+    compare: tuple[Path, Path] | None = typer.Option(
+        None, "--compare", metavar="BASE NEW", help="Compare two results files (first section)."
+    ),
+    threshold: list[str] = typer.Option(
+        [], "--threshold", "-t", help="With --compare: PCT or 'GLOB=PCT', as icount compare."
+    ),
+    min_delta: float | None = typer.Option(
+        None,
+        "--min-delta",
+        help="With --compare: smallest |delta| for a verdict [10].",
+        show_default=False,
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="With --compare: compare despite environment differences."
+    ),
+    no_provenance: bool = typer.Option(
+        False, "--no-provenance", help="Leave out the results files' provenance."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
+) -> None:
+    from icount import charts
+    from icount.errors import UsageError
+    from icount.results import write_atomic
+
+    inputs = [*(compare or ()), *(files or [])]
+    if not inputs:
+        raise UsageError("report takes results, compare or size JSON files (or --compare BASE NEW)")
+    if not compare and (threshold or min_delta is not None or force):
+        raise UsageError("--threshold, --min-delta and --force need --compare BASE NEW")
+    if output != "-" and any(Path(output).resolve() == f.resolve() for f in inputs):
+        raise UsageError(f"--output {output} is one of the input files")
+    names = _names(inputs)
+    items: list[Input] = []
+    if compare:
+        items.append(_comparison(compare, threshold, min_delta, force, names))
+    for path in files or []:
+        items.append(_load(path, names[path], not no_provenance))
+    page = charts.report_html(items)
+    if output == "-":
+        typer.echo(page, nl=False)
+        return
+    write_atomic(Path(output), page, overwrite=True)
+    if not quiet:
+        kib = len(page.encode()) / 1024
+        typer.echo(f"icount: report in {output} ({len(items)} sections, {kib:.0f} KiB)", err=True)
+
+
+def _names(paths: list[Path]) -> dict[Path, str]:
+    """Section names: base names, or the paths as given where base names repeat."""
+    bases = [p.name for p in paths]
+    return {p: p.name if bases.count(p.name) == 1 else str(p) for p in paths}
+
+
+def _read_json(path: Path) -> Any:
+    from icount.errors import ParseError
+    from icount.results import MAX_RESULTS_BYTES
+
+    src = str(path)
+    try:
+        if path.is_dir():
+            raise ParseError("is a directory, not a JSON file", source=src)
+        if path.stat().st_size > MAX_RESULTS_BYTES:
+            raise ParseError("too large for an icount JSON file", source=src)
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise ParseError("no such file", source=src) from None
+    except OSError as e:
+        raise ParseError(f"cannot read: {e.strerror or e}", source=src) from None
+    except UnicodeDecodeError:
+        raise ParseError("not UTF-8 text; not an icount JSON file", source=src) from None
+    except json.JSONDecodeError as e:
+        raise ParseError(
+            f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg})", source=src
+        ) from None
+
+
+def _load(path: Path, name: str, with_provenance: bool) -> Input:
+    from icount import charts, results
+    from icount.errors import ParseError
+
+    doc = _read_json(path)
+    kind = doc.get("format") if isinstance(doc, dict) else None
+    if kind == results.FORMAT:
+        res = results.load(path)
+        provenance = _provenance(path) if with_provenance else None
+        return charts.ResultsInput(name, res, provenance)
+    if kind == charts.COMPARE_FORMAT:
+        return charts.ComparisonInput(name, charts.comparison_from_json(doc, str(path)))
+    if kind == charts.SIZE_FORMAT:
+        return charts.SizesInput(name, charts.sizes_from_json(doc, str(path)))
+    raise ParseError(
+        f"not an icount results, compare or size document (format {kind!r})",
+        source=str(path),
+        hint="make one with icount run/serve, icount compare -f json or icount size -f json",
+    )
+
+
+def _provenance(path: Path) -> dict[str, Any] | None:
+    from icount.results import provenance_path
+
+    prov = provenance_path(path)
+    if not prov.exists():
+        return None
+    try:
+        doc = json.loads(prov.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        typer.echo(f"icount: warning: {prov}: unreadable ({e}); the report leaves it out", err=True)
+        return None
+    if not isinstance(doc, dict):
+        typer.echo(
+            f"icount: warning: {prov}: not a JSON object; the report leaves it out", err=True
+        )
+        return None
+    return doc
+
+
+def _comparison(
+    pair: tuple[Path, Path],
+    threshold: list[str],
+    min_delta: float | None,
+    force: bool,
+    names: dict[Path, str],
+) -> Input:
+    from icount import charts, results
+    from icount.compare import model, render
+    from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
+    from icount.errors import UsageError
+
+    limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
+    base_path, new_path = pair
+    base, new = results.load(base_path), results.load(new_path)
+    diffs = model.fingerprint_differences(base.fingerprint, new.fingerprint)
+    if diffs and not force:
+        raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
+    comparison = model.compare(base, new, limits, diffs)
+    name = f"{names[base_path]} → {names[new_path]}"
+    return charts.ComparisonInput(
+        name, charts.comparison_from_json(render.to_json(comparison), name)
+    )

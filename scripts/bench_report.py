@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Benchmark `icount report` on a large results file: the page's size, the time icount
+takes to write it, and the time a browser takes to render it.
+
+Usage: python3 scripts/bench_report.py [--cells N] [--reps N]
+
+A results file of N cells (default 500; 3 runs each, one cell in 50 failed) is built
+with icount's own results code. Measured, each the median of --reps:
+  - icount: `charts.report_html` in-process, against `report.render_results` of the
+    same results as a terminal table (the reference: what `icount table` does);
+  - the browser: headless Chromium loads the page from a file; the figure is the time
+    from the start of navigation to the second animation frame after the load event
+    (the page parsed, styled, laid out and painted), read inside the page. The
+    reference is the same page without its charts (its tables and text only), loaded
+    in the same browser in the same run, alternately.
+Goals (issue 14): under 1 MB and under 1 s in the browser for 500 cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from icount import charts, report  # noqa: E402
+from tests.report.browser import Browser, find_chromium  # noqa: E402
+from tests.report.conftest import many_cells  # noqa: E402
+
+
+def median_ms(fn: object, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cells", type=int, default=500)
+    ap.add_argument("--reps", type=int, default=7)
+    args = ap.parse_args()
+
+    res = many_cells(args.cells)
+    items = [charts.ResultsInput("many.json", res, None)]
+    page = charts.report_html(items)
+    size = len(page.encode())
+    write_ms = median_ms(lambda: charts.report_html(items), args.reps)
+    table_ms = median_ms(lambda: report.render_results(res, "table", 120), args.reps)
+    print(f"{args.cells} cells: page {size:,} bytes ({size / 1e6:.3f} MB; goal < 1 MB)")
+    print(
+        f"icount writes it in {write_ms:.1f} ms; the terminal table of the same results "
+        f"{table_ms:.1f} ms ({write_ms / table_ms:.2f}x)"
+    )
+
+    binary = find_chromium()
+    if binary is None:
+        sys.exit("chromium is not installed (scripts/setup.sh installs it)")
+    bare = re.sub(r'<div class="chart">.*?</div>', "", page, flags=re.S)
+    with tempfile.TemporaryDirectory() as tmp:
+        full, plain = Path(tmp) / "report.html", Path(tmp) / "plain.html"
+        full.write_text(page)
+        plain.write_text(bare)
+        browser = Browser(binary)
+        try:
+            browser.load(full)  # a first load warms the browser's caches up
+            got: dict[Path, list[float]] = {full: [], plain: []}
+            marks = 0
+            for _ in range(args.reps):
+                for p in (full, plain):
+                    load = browser.load(p)
+                    if load.problems or load.requests:
+                        sys.exit(f"{p.name}: {load.problems} {load.requests}")
+                    got[p].append(browser.timing()["painted"])
+                    if p is full:
+                        marks = browser.evaluate("document.querySelectorAll('svg *').length")
+        finally:
+            browser.close()
+    with_charts, without = statistics.median(got[full]), statistics.median(got[plain])
+    print(
+        f"chromium renders it in {with_charts:.0f} ms (median of {args.reps}; "
+        f"min {min(got[full]):.0f}, max {max(got[full]):.0f}; {marks:,} SVG elements; "
+        "goal < 1000 ms)"
+    )
+    print(
+        f"the same page without its charts: {without:.0f} ms; "
+        f"with charts {with_charts / without:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
