@@ -3,7 +3,6 @@ one line per fresh process, where the results file recorded them."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from icount import numfmt
@@ -11,6 +10,7 @@ from icount.charts import axis, svg
 from icount.charts.bars import cell_label
 from icount.charts.figure import Figure
 from icount.results import Cell
+from icount.results.details import ServeDetail
 
 Curve = list[tuple[float, float]]  # (requests served, instructions per request)
 
@@ -22,53 +22,15 @@ LEGEND_RUNS = 5  # runs named in the legend; more would not fit its line
 
 
 def warmup_curves(cell: Cell) -> list[tuple[int, Curve]]:
-    """(run number, curve) for each run that recorded one.
-
-    The only reader of run details in the charts. A run's `detail["warmup_curve"]` is a
-    list of [requests_served, per_request] pairs; files written by `--warmup auto`
-    before it existed hold `detail["warmup_windows"]` instead: the per-request figures
-    of consecutive windows of `params["requests"]` requests each, so window k (from 1)
-    ends after k * requests requests. Anything malformed is left out, not guessed at.
-    """
+    """(run number, curve) for each run that recorded one: the only reader of run
+    details in the charts. The results loader gives files of every version the same
+    typed `ServeDetail.warmup_curve` (requests served, per-request figure)."""
     out: list[tuple[int, Curve]] = []
     for i, run in enumerate(cell.runs, 1):
         detail = run.detail
-        curve = _pairs(detail.get("warmup_curve"))
-        if curve is None:
-            curve = _windows(detail.get("warmup_windows"), cell.params.get("requests"))
-        if curve:
-            out.append((i, curve))
+        if isinstance(detail, ServeDetail) and detail.warmup_curve:
+            out.append((i, [(float(n), float(v)) for n, v in detail.warmup_curve]))
     return out
-
-
-def _number(v: object) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
-def _pairs(raw: object) -> Curve | None:
-    if not isinstance(raw, list):
-        return None
-    curve: Curve = []
-    for p in raw:
-        if not isinstance(p, list | tuple) or len(p) != 2:
-            return None
-        x, y = _number(p[0]), _number(p[1])
-        if x is None or y is None:
-            return None
-        curve.append((x, y))
-    return curve
-
-
-def _windows(raw: object, requests: object) -> Curve | None:
-    per = _number(requests)
-    if not isinstance(raw, list) or per is None or per <= 0:
-        return None
-    values = [_number(v) for v in raw]
-    if any(v is None for v in values):
-        return None
-    return [((k + 1) * per, v) for k, v in enumerate(values) if v is not None]
 
 
 def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -> Figure:

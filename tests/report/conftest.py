@@ -18,6 +18,7 @@ from icount import results
 from icount.compare import model, render
 from icount.compare.thresholds import parse_thresholds
 from icount.results import Cell, Results, Run
+from icount.results.details import WINDOW_DUMPS, Rep, ServeDetail
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "report"
@@ -43,13 +44,13 @@ def cell(
     unit: str = results.UNIT_PER_REQUEST,
     failed: str | None = None,
     runs_wanted: int | None = None,
-    detail: dict[str, Any] | None = None,
+    detail: ServeDetail | None = None,
     extra: dict[str, Any] | None = None,
     max_spread: float = 0.01,
 ) -> Cell:
-    runs = [Run(float(v), True, None, dict(detail or {})) for v in values]
+    runs = [Run(float(v), True, None, detail) for v in values]
     if failed is not None:
-        runs.append(Run(None, False, failed, {"exit": 1}))
+        runs.append(Run(None, False, failed, None))
     return Cell(
         name,
         path,
@@ -67,7 +68,8 @@ def constructed_results() -> Results:
     """Every kind of cell: valid, spread too large, failed run, nothing measured."""
     small = {"binary": "c-epoll", "binary_bytes": 18088, "binary_text_bytes": 3190}
     big = {"binary": "nginx", "binary_bytes": 1264552, "binary_text_bytes": 783455}
-    windows = {"warmup": 3000, "warmup_windows": [9000.5, 3400.25, 3110.0, 3102.5]}
+    curve = ((1000, 9000.5), (2000, 3400.25), (3000, 3110.0), (4000, 3102.5))
+    windows = ServeDetail(WINDOW_DUMPS, 4000, (Rep(3102000, 1000),), warmup_curve=curve)
     return Results(
         FP,
         (

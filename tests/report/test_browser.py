@@ -119,7 +119,7 @@ def test_warmup_curves(browser: Any, tmp_path: Path) -> None:
     res = results.load(FIXTURES / "node-warmup.json")
     page = write_page(tmp_path / "warmup.html", [charts.ResultsInput("node.json", res, None)])
     open_page(browser, page, shots_dir(tmp_path), "warmup")
-    windows = [r.detail["warmup_windows"] for c in res.cells for r in c.runs]
+    windows = [r.detail.warmup_curve for c in res.cells for r in c.runs if r.detail]
     assert count(browser, "polyline.line") == len(windows)
     assert count(browser, "circle.pt") == sum(len(w) for w in windows)
     assert count(browser, "line.thr") == len(res.cells)  # each cell's measured median

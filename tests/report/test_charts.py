@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -338,43 +339,35 @@ def test_fixtures_exist() -> None:
 # ---------------------------------------------------------------- reading the inputs
 
 
-def _warm_cell(detail: dict[str, object], requests: object = 500) -> results.Cell:
+def test_warmup_curves_are_the_runs_recorded_curves() -> None:
+    from icount.charts.warmup import warmup_curves
+    from icount.results.details import WINDOW_DUMPS, Rep, ServeDetail
+
     from .conftest import cell
 
-    c = cell("node", [55000.0], "json", detail=detail)
-    return results.Cell(c.name, c.path, c.backend, c.unit, c.runs, {"requests": requests}, 1, 0.01)
+    detail = ServeDetail(
+        WINDOW_DUMPS, 600, (Rep(55000, 1),), warmup_curve=((100, 900.0), (600, 400.5))
+    )
+    assert warmup_curves(cell("node", [55000.0], "json", detail=detail)) == [
+        (1, [(100.0, 900.0), (600.0, 400.5)])
+    ]
+    assert warmup_curves(cell("node", [55000.0], "json")) == []  # a run without a curve
 
 
-def test_warmup_curve_is_read_from_the_new_key_first() -> None:
+def test_version_1_warmup_windows_end_after_k_times_requests(tmp_path: Path) -> None:
+    """icount 0.1 recorded per-request figures of windows of params.requests each; the
+    loader turns them into the curve the charts draw."""
     from icount.charts.warmup import warmup_curves
 
-    both = {"warmup_curve": [[100, 900.0], [600, 400.5]], "warmup_windows": [1.0, 2.0]}
-    assert warmup_curves(_warm_cell(both)) == [(1, [(100.0, 900.0), (600.0, 400.5)])]
-
-
-def test_warmup_windows_end_after_k_times_requests() -> None:
-    from icount.charts.warmup import warmup_curves
-
-    curves = warmup_curves(_warm_cell({"warmup_windows": [463153.46, 398387.548, 55510.3]}))
-    assert curves == [(1, [(500.0, 463153.46), (1000.0, 398387.548), (1500.0, 55510.3)])]
-
-
-@pytest.mark.parametrize(
-    ("detail", "requests"),
-    [
-        ({}, 500),
-        ({"warmup_windows": [1.0, "x"]}, 500),
-        ({"warmup_windows": [1.0, 2.0]}, None),
-        ({"warmup_windows": [1.0, 2.0]}, 0),
-        ({"warmup_curve": [[1, 2, 3]]}, 500),
-        ({"warmup_curve": [[1, float("nan")]]}, 500),
-        ({"warmup_curve": "no"}, None),
-    ],
-)
-def test_malformed_warmup_details_draw_nothing(detail: dict[str, object], requests: object) -> None:
-    from icount.charts.warmup import warmup_curves
-
-    assert warmup_curves(_warm_cell(detail, requests)) == []
+    doc = json.loads((FIXTURES / "node-warmup.json").read_text())
+    assert doc["version"] == 1
+    first = doc["cells"][0]
+    windows = first["runs"][0]["detail"]["warmup_windows"]
+    requests = first["params"]["requests"]
+    res = results.load(FIXTURES / "node-warmup.json")
+    by_key = {(c.name, c.path): c for c in res.cells}
+    curves = warmup_curves(by_key[(first["name"], first["path"])])
+    assert curves[0] == (1, [((k + 1) * requests, v) for k, v in enumerate(windows)])
 
 
 def test_size_documents_are_read_by_their_documented_keys_only() -> None:
