@@ -170,9 +170,12 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-def _preexec(cpus: frozenset[int] | None) -> None:
+def _preexec(cpus: frozenset[int] | None, real_uid: int | None) -> None:
     if cpus:
         os.sched_setaffinity(0, cpus)
+    if real_uid is not None:
+        # another real uid, root's effective uid (and so its capabilities) kept
+        os.setresuid(real_uid, 0, 0)
 
 
 class Child:
@@ -258,8 +261,10 @@ def spawn(
     stderr: Path | int | IO[bytes] | None = subprocess.DEVNULL,
     stdin: int | None = subprocess.DEVNULL,
     cpus: Sequence[int] | None = None,
+    real_uid: int | None = None,
 ) -> Child:
-    """Start `argv` in a new session. Paths given for stdout/stderr are created."""
+    """Start `argv` in a new session. Paths given for stdout/stderr are created.
+    `real_uid` (root only) runs it with that real uid and root's effective uid."""
     if not argv:
         raise UsageError("empty command")
     _become_subreaper()
@@ -279,7 +284,9 @@ def spawn(
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
-                preexec_fn=(lambda: _preexec(pinned)) if pinned else None,
+                preexec_fn=(
+                    (lambda: _preexec(pinned, real_uid)) if pinned or real_uid is not None else None
+                ),
             )
         except FileNotFoundError as e:
             raise LaunchError(f"command not found: {exe}", program=exe) from e
@@ -315,6 +322,7 @@ def run(
     stdout: Path | None = None,
     stderr: Path | None = None,
     input_bytes: bytes | None = None,
+    real_uid: int | None = None,
 ) -> Completed:
     """Run to completion in a new session; output captured to memory or to files.
 
@@ -331,6 +339,7 @@ def run(
         stderr=err,
         stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
         cpus=cpus,
+        real_uid=real_uid,
     )
     timed_out = False
     leftovers: str | None = None

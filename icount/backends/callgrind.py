@@ -28,6 +28,9 @@ from icount.errors import ParseError, RunFailedError, UsageError
 from icount.results.details import WINDOW_DUMPS
 
 NAME = "callgrind"
+# The leanest request path measured (c-epoll, C, one read and one write) costs ~850
+# instructions; a window that counts under 100 per request counted something else.
+INSTRUCTION_FLOOR = 100.0
 INSTALL_HINT = "run scripts/setup.sh or apt-get install valgrind"
 SERVE_DEFAULTS = ServeDefaults(
     warmup=100,
@@ -55,22 +58,35 @@ def valgrind_version() -> str:
     return f"valgrind {match.group(1)}" if match else "valgrind (unknown version)"
 
 
+# A forked child inherits the profile its parent gathered since its last dump (callgrind's
+# manual, "Forking Programs"): summed with the parent's, those instructions would count
+# twice. A dump when the parent enters fork() leaves nothing to inherit, and the dump
+# is one more file of the parent's. glibc >= 2.34's fork() calls _Fork(); older ones
+# name it __libc_fork.
+FORK_FUNCTIONS = ("fork", "_Fork", "__libc_fork")
+
+
 def valgrind_options(
     out_file: Path,
     log_file: Path,
     *,
     trace_children: bool,
-    vgdb: bool = False,
+    vgdb_prefix: Path | None = None,
     separate_threads: bool = False,
 ) -> list[str]:
-    """The valgrind options icount runs callgrind with (and records in the fingerprint)."""
+    """The valgrind options icount runs callgrind with (and records in the fingerprint).
+
+    `out_file` and `log_file` take `%p` for one file per process when `trace_children`;
+    `vgdb_prefix` enables vgdb (servers), with its FIFOs under that prefix rather than
+    in /tmp; without it vgdb is off, and a killed process leaves no FIFOs behind.
+    """
     return [
         "--tool=callgrind",
         *(["--trace-children=yes"] if trace_children else []),
+        *([f"--dump-before={f}" for f in FORK_FUNCTIONS] if trace_children else []),
         f"--callgrind-out-file={out_file}",
         f"--log-file={log_file}",
-        # vgdb lets icount reach a running server; separate threads for --thread.
-        *(["--vgdb=yes"] if vgdb else []),
+        *([f"--vgdb-prefix={vgdb_prefix}", "--vgdb=yes"] if vgdb_prefix else ["--vgdb=no"]),
         *(["--separate-threads=yes"] if separate_threads else []),
     ]
 
@@ -84,15 +100,23 @@ def probe() -> Probe:
 def create(options: BackendOptions) -> CallgrindBackend:
     if options.event is not None:
         raise UsageError("callgrind counts instructions (Ir) only; events are a perf setting")
-    return CallgrindBackend(thread=options.thread, keep_profiles=options.keep_profiles)
+    return CallgrindBackend(
+        thread=options.thread,
+        root_only=options.processes == "root",
+        keep_profiles=options.keep_profiles,
+    )
 
 
 class CallgrindBackend:
     name = NAME
     serve_defaults = SERVE_DEFAULTS
+    instruction_floor = INSTRUCTION_FLOOR
 
-    def __init__(self, *, thread: int | None = None, keep_profiles: bool = False) -> None:
+    def __init__(
+        self, *, thread: int | None = None, root_only: bool = False, keep_profiles: bool = False
+    ) -> None:
         self.thread = thread
+        self.root_only = root_only or thread is not None  # a thread of the started process
         self.keep_profiles = keep_profiles
 
     def probe(self) -> Probe:
@@ -104,20 +128,20 @@ class CallgrindBackend:
     def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
         if kind == "command":
             opts = valgrind_options(
-                Path("<out>/callgrind.out.%p"), Path("<out>/valgrind.log"), trace_children=True
+                Path("<out>/callgrind.out.%p"), Path("<out>/valgrind.log.%p"), trace_children=True
             )
         else:
             opts = valgrind_options(
-                Path("<run>/callgrind.out"),
-                Path("<run>/valgrind.log"),
-                trace_children=False,
-                vgdb=True,
+                Path("<run>/callgrind.out.%p"),
+                Path("<run>/valgrind.log.%p"),
+                trace_children=True,
+                vgdb_prefix=Path("<run>/vgdb"),
                 separate_threads=self.thread is not None,
             )
         return ["valgrind", *opts]
 
     def cell_params(self) -> dict[str, object]:
-        return {"thread": self.thread}
+        return {"thread": self.thread, "processes": "root" if self.root_only else "all"}
 
     def count_command(
         self,
@@ -135,9 +159,11 @@ class CallgrindBackend:
         # summed with this run's: the directory must hold this run's only.
         for stale in run_dir.glob(PROFILE_GLOB):
             stale.unlink()
+        for stale_log in run_dir.glob("valgrind.log*"):
+            stale_log.unlink()
         prefix, _ = environment.aslr_wrapper()
         opts = valgrind_options(
-            run_dir / "callgrind.out.%p", run_dir / "valgrind.log", trace_children=True
+            run_dir / "callgrind.out.%p", run_dir / "valgrind.log.%p", trace_children=True
         )
         try:
             done = procs.run(
@@ -154,12 +180,22 @@ class CallgrindBackend:
             if not self.keep_profiles:
                 for f in run_dir.glob(PROFILE_GLOB):
                     f.unlink()
+        logs = sorted(run_dir.glob("valgrind.log.*"))
+        said = next((w for log in logs if (w := valgrind_problem(log))), None)
         if done.timed_out:
             problem = f"timed out after {timeout:g} s"
         elif done.leftovers:
             problem = left_running(done.leftovers)
+        elif said:
+            problem = said
         elif not profiles:
-            problem = valgrind_failure(run_dir / "valgrind.log") or "callgrind wrote no profile"
+            launch = next((w for log in logs if (w := valgrind_failure(log))), None)
+            problem = launch or "callgrind wrote no profile"
+        elif len(profiles) < len(logs):
+            problem = (
+                f"{len(logs)} processes ran under callgrind but {len(profiles)} wrote a "
+                "profile: the others' instructions are missing"
+            )
         value = total if problem is None else None
         return Counted(value, done.returncode, done.timed_out, problem, len(profiles))
 
@@ -191,6 +227,7 @@ class CallgrindBackend:
             cwd=cwd,
             cpus=cpus,
             thread=self.thread,
+            root_only=self.root_only,
             keep_profiles=self.keep_profiles,
         )
 
@@ -236,6 +273,44 @@ def sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
         except ParseError as e:
             return None, f"unreadable callgrind profile: {e}"
     return total, None
+
+
+# valgrind's own failures, from its log: (what it says, what is wrong, the remedy or None)
+_PROBLEMS = (
+    (
+        re.compile(r"callgrind: threads\.c:\d+ .*Assertion.*failed"),
+        "callgrind asserted while handling a signal",
+        "Go programs need GODEBUG=asyncpreemptoff=1 under valgrind: add it to the "
+        "adapter's [env] or pass --env GODEBUG=asyncpreemptoff=1",
+    ),
+    (re.compile(r"Assertion .* failed"), "valgrind asserted", None),
+    (re.compile(r"the 'impossible' happened"), "valgrind crashed", None),
+    (
+        re.compile(r"can ?not open cache simulation output file"),
+        "a process could not write its callgrind profile",
+        "a process that changed its user cannot write into the run folder",
+    ),
+    (re.compile(r"out of memory", re.IGNORECASE), "valgrind ran out of memory", None),
+    (re.compile(r"Fatal error at startup"), "valgrind could not start the program", None),
+)
+
+
+def valgrind_problem(log: Path) -> str | None:
+    """An assertion, a crash or a tool error in one valgrind log, quoted, with the
+    remedy where one is known; None when the log shows none."""
+    try:
+        with open(log, "rb") as f:
+            text = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        said = re.sub(r"^==\d+==\s*", "", line).strip()
+        for pattern, what, remedy in _PROBLEMS:
+            if pattern.search(said):
+                quoted = said if len(said) <= 160 else said[:157] + "..."
+                tail = f"; {remedy}" if remedy else ""
+                return f"{what} ({log.name}: {quoted!r}){tail}"
+    return None
 
 
 def valgrind_failure(log: Path) -> str | None:

@@ -1,63 +1,116 @@
-"""Exact counting windows on a server running under callgrind.
+"""Exact counting windows on a server under callgrind: every process of it, summed.
 
-A window is opened by a callgrind dump (whose file is discarded: it holds start-up,
-readiness and warm-up) and closed by another dump, whose `Ir` total is the window's
-count. Dumps are asked for with `vgdb --pid=P dump`, not `callgrind_control`: vgdb
-exits 1 when the command did not reach the process, while callgrind_control exits 0
-whatever happened. Measured alternatives and why they are not used: `--zero` biases
-the first window (+1.6 instructions per request); `--collect-atstart=no` plus `-i on`
-measures nothing.
+The server runs with `--trace-children=yes` and one profile per process (`%p`), so a
+forked worker writes its own profile and an exec'd child runs under callgrind too
+(with child tracing, valgrind also gives every forked child its own gdbserver, which
+vgdb needs). A window is opened by dumping every live process of the server's tree
+(the dumps are discarded: they hold start-up, readiness and warm-up) and closed by
+dumping every live process again. The window's count is the sum of every profile
+file written in between: the closing dumps, the final profiles of processes that
+exited inside the window, and the dumps callgrind makes before each fork
+(`--dump-before=fork`): without those, a child forked inside a window would inherit
+its parent's costs since the last dump, and they would be counted twice (callgrind's
+manual: "the child will inherit all the profiling data that has been gathered for the
+parent"). A process born inside the window is counted from its birth, one that exits
+inside it up to its end, none twice. What a forked child runs between fork and exec
+(a few hundred instructions in the C library) is not counted: callgrind starts a
+fresh profile at exec and writes none for the image it replaces.
 
-callgrind acts on a command only while the guest runs. A server idle in
-`epoll_wait` is reached through vgdb's ptrace fallback after `--max-invoke-ms`
-(10 ms here: each forced command costs ~0.12 s and +27 guest instructions, i.e.
-0.027 per request in a 1000-request window). Where ptrace is not permitted
-`preflight()` says so and the caller falls back to the differential method over
-two lifetimes (`lifetime_count`).
+Dumps are asked for with `vgdb --pid=P dump`, not `callgrind_control`: vgdb exits 1
+when the command did not reach the process. callgrind acts on a command only while the
+guest runs; a process idle in `epoll_wait` is reached through vgdb's ptrace fallback
+after `--max-invoke-ms` (10 ms here: each forced command costs ~0.12 s and +27 guest
+instructions, 0.027 per request per process in a 1000-request window). Where ptrace
+is not permitted `preflight()` says so and the caller falls back to the differential
+method over two lifetimes (`lifetime_count`). Measured alternatives and why they are
+not used: `--zero` biases the first window (+1.6 instructions per request);
+`--collect-atstart=no` plus `-i on` measures nothing.
 
-The whole process (all threads) is counted by default; with a thread number the
-server runs with `--separate-threads=yes` and only that thread's file counts.
-SIGKILL leaves no profile, so servers are stopped with SIGTERM and a long grace.
+With a thread number the server runs with `--separate-threads=yes` and only that
+valgrind thread of the started process counts; with `root_only`, only the started
+process. SIGKILL leaves no profile, so servers are stopped with SIGTERM and a long
+grace. Servers started as root that drop privileges in their workers (nginx runs
+them as `nobody`) must still be able to write their profiles and open their vgdb
+FIFOs: valgrind's files go to a fresh folder under /tmp of mode 1777 (the run folder
+may lie under one no other user can enter, as pytest's do), and move to the run folder
+when the server is done.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from icount import environment, procs
 from icount.backends import callgrind
 from icount.backends.protocol import ProcessCount, WindowCount
-from icount.errors import RunFailedError
+from icount.errors import ParseError, RunFailedError
 
-OUT_NAME = "callgrind.out"
+OUT_STEM = "callgrind.out"
+LOG_STEM = "valgrind.log"
+VGDB_STEM = "vgdb"
 MAX_INVOKE_MS = 10
 VGDB_TIMEOUT_S = 60.0  # a dump of a large profile (node) takes seconds under load
 PREFLIGHT_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 2.0  # a server busy beyond this (timers, GC threads) is dumped anyway
 STOP_GRACE_S = 60.0  # valgrind writes the final profile on SIGTERM; never cut it short
+FINAL_WAIT_S = 10.0  # how long a process that is exiting may take to write its profile
 
-# callgrind.out, callgrind.out.3 (dump 3), callgrind.out-02, callgrind.out.3-02 (thread 2)
-_PROFILE_NAME = re.compile(re.escape(OUT_NAME) + r"(?:\.(\d+))?(?:-(\d+))?")
+# callgrind.out.PID, callgrind.out.PID.3 (dump 3), callgrind.out.PID-02 (thread 2), ...
+_PROFILE_NAME = re.compile(re.escape(OUT_STEM) + r"\.(\d+)(?:\.(\d+))?(?:-(\d+))?")
+_LOG_NAME = re.compile(re.escape(LOG_STEM) + r"\.(\d+)")
 
 
-def profile_files(run_dir: Path) -> dict[str, tuple[int | None, int | None]]:
-    """name -> (dump number, thread number) of every callgrind file in `run_dir`."""
-    found: dict[str, tuple[int | None, int | None]] = {}
+@dataclass(frozen=True)
+class ProfileFile:
+    name: str
+    pid: int
+    dump: int | None  # None: the profile written when the process ended
+    thread: int | None  # valgrind's thread number, with --separate-threads
+
+
+def profile_files(run_dir: Path) -> list[ProfileFile]:
+    """Every callgrind file in `run_dir`, by pid, dump and thread number."""
+    found = []
     for p in run_dir.iterdir():
         m = _PROFILE_NAME.fullmatch(p.name)
         if m:
-            found[p.name] = (
-                int(m.group(1)) if m.group(1) else None,
-                int(m.group(2)) if m.group(2) else None,
+            found.append(
+                ProfileFile(
+                    p.name,
+                    int(m.group(1)),
+                    int(m.group(2)) if m.group(2) else None,
+                    int(m.group(3)) if m.group(3) else None,
+                )
             )
-    return found
+    return sorted(found, key=lambda f: (f.pid, f.dump or 0, f.thread or 0))
+
+
+def _logged_pids(run_dir: Path) -> set[int]:
+    """Every process valgrind ran for this server: each leaves valgrind.log.PID."""
+    return {int(m.group(1)) for p in run_dir.iterdir() if (m := _LOG_NAME.fullmatch(p.name))}
+
+
+def under_callgrind(proc: psutil.Process) -> bool:
+    """True for a process running under callgrind (its executable is valgrind's tool)."""
+    try:
+        return Path(proc.exe()).name.startswith("callgrind-")
+    except psutil.Error:
+        return False
 
 
 class CallgrindServer:
-    """A server process under callgrind, with counting windows opened by dumps."""
+    """A server under callgrind, with counting windows opened by dumps of all its processes."""
 
     def __init__(
         self,
@@ -68,102 +121,228 @@ class CallgrindServer:
         cwd: Path,
         cpus: Sequence[int],
         thread: int | None = None,
+        root_only: bool = False,
         keep_profiles: bool = False,
     ) -> None:
         self.run_dir = run_dir
+        # valgrind's own files go to a scratch folder under /tmp that any user can reach
+        # (see the module docstring), and are moved to run_dir when the server is done
+        self.out = Path(tempfile.mkdtemp(prefix="icount-cg-", dir="/tmp"))
+        os.chmod(self.out, 0o1777)  # workers that drop privileges write here too
         self.thread = thread
+        self.root_only = root_only or thread is not None
         self.keep_profiles = keep_profiles
         self.vgdb = procs.require("vgdb", callgrind.INSTALL_HINT)
         valgrind = callgrind.require_valgrind()
         run_dir.mkdir(parents=True, exist_ok=True)
-        for stale in profile_files(run_dir):  # kept by an earlier session (--keep-profiles)
-            (run_dir / stale).unlink()
-        self.log_file = run_dir / "valgrind.log"
+        for stale in run_dir.iterdir():  # kept by an earlier session (--keep-profiles)
+            if _PROFILE_NAME.fullmatch(stale.name) or _LOG_NAME.fullmatch(stale.name):
+                stale.unlink()
+        self.vgdb_prefix = self.out / VGDB_STEM
         prefix, _ = environment.aslr_wrapper()
         args = callgrind.valgrind_options(
-            run_dir / OUT_NAME,
-            self.log_file,
-            trace_children=False,
-            vgdb=True,
+            self.out / f"{OUT_STEM}.%p",
+            self.out / f"{LOG_STEM}.%p",
+            trace_children=True,
+            vgdb_prefix=self.vgdb_prefix,
             separate_threads=thread is not None,
         )
-        self.child = procs.spawn(
-            [*prefix, valgrind, *args, *argv],
-            env=env,
-            cwd=cwd,
-            cpus=cpus,
-            stdout=run_dir / "server.stdout",
-            stderr=run_dir / "server.stderr",
-        )
+        try:
+            self.child = procs.spawn(
+                [*prefix, valgrind, *args, *argv],
+                env=env,
+                cwd=cwd,
+                cpus=cpus,
+                stdout=run_dir / "server.stdout",
+                stderr=run_dir / "server.stderr",
+            )
+        except BaseException:
+            shutil.rmtree(self.out, ignore_errors=True)
+            raise
         self.pid = self.child.pid  # setarch and valgrind exec: the pid is the server's
-        self._seen: set[str] = set()
+        self._seen: set[str] = set()  # profile files already read
+        self._ended: set[int] = set()  # processes whose final profile was read
+        self._order: dict[int, int] = {self.pid: 0}  # processes in the order first seen
+        self._threads: set[int] = set()  # valgrind thread numbers of the started process
         self._dumps = 0
+
+    # ------------------------------------------------------------ processes
+
+    def processes(self) -> list[psutil.Process]:
+        """The live processes of the server under callgrind, the started one first."""
+        try:
+            root = psutil.Process(self.pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+        live = []
+        for p in tree:
+            try:
+                if p.status() == psutil.STATUS_ZOMBIE or not under_callgrind(p):
+                    continue
+            except psutil.Error:
+                continue
+            self._order.setdefault(p.pid, len(self._order))
+            live.append(p)
+        return sorted(live, key=lambda p: self._order[p.pid])
+
+    def uncounted(self) -> list[str]:
+        """Live processes of the server's tree that do not run under callgrind (a setuid
+        program, one valgrind cannot run), described."""
+        try:
+            tree = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        out = []
+        for p in tree:
+            with contextlib.suppress(psutil.Error):
+                if p.status() != psutil.STATUS_ZOMBIE and not under_callgrind(p):
+                    out.append(p)
+        return [procs.describe([p]) for p in out]
 
     # ------------------------------------------------------------ control
 
-    def _vgdb(self, command: str, timeout: float) -> procs.Completed:
+    def _vgdb(self, pid: int, command: str, timeout: float) -> procs.Completed:
         return procs.run(
-            [self.vgdb, f"--pid={self.pid}", f"--max-invoke-ms={MAX_INVOKE_MS}", *command.split()],
+            [self.vgdb, f"--vgdb-prefix={self.vgdb_prefix}", f"--pid={pid}",
+             f"--max-invoke-ms={MAX_INVOKE_MS}", *command.split()],
             timeout=timeout,
-        )
+            real_uid=self._share_fifos(pid),
+        )  # fmt: skip
+
+    def _share_fifos(self, pid: int) -> int | None:
+        """A worker that changed its user (nginx's run as `nobody`) cannot open the vgdb
+        FIFOs valgrind made for it as root, nor see that a root vgdb is alive (its
+        kill(vgdb, 0) fails with EPERM), so it never answers. Give it its FIFOs, and
+        run vgdb with the worker's real uid and root's effective uid (which keeps the
+        right to ptrace a process that is no longer dumpable). Returns that uid, or
+        None where nothing differs."""
+        if os.geteuid() != 0:
+            return None
+        try:
+            uid = psutil.Process(pid).uids().real
+            gid = psutil.Process(pid).gids().real
+        except psutil.Error:
+            return None
+        if uid == 0:
+            return None
+        for fifo in self.out.glob(f"{VGDB_STEM}-*-{pid}-by-*"):
+            with contextlib.suppress(OSError):
+                os.chown(fifo, uid, gid)
+        return uid
 
     def preflight(self) -> str | None:
-        """None when vgdb reaches the idle server (ptrace allowed), else why not."""
-        done = self._vgdb("status", PREFLIGHT_TIMEOUT_S)
-        if done.ok:
-            return None
-        if done.timed_out:
-            return (
-                f"vgdb could not reach the idle server within {PREFLIGHT_TIMEOUT_S:g} s "
-                "(ptrace not permitted?)"
-            )
-        return f"vgdb status failed: {_last_line(done)}"
+        """None when vgdb reaches every idle process of the server (ptrace allowed),
+        else why not."""
+        for p in self.processes():
+            done = self._vgdb(p.pid, "status", PREFLIGHT_TIMEOUT_S)
+            if done.ok or not p.is_running():
+                continue
+            if done.timed_out:
+                return (
+                    f"vgdb could not reach the idle server (pid {p.pid}) within "
+                    f"{PREFLIGHT_TIMEOUT_S:g} s (ptrace not permitted?)"
+                )
+            return f"vgdb status failed on pid {p.pid}: {_last_line(done)}"
+        return None
 
-    def _dump(self, label: str) -> list[str]:
-        """Dump and return the names of the new profile files."""
+    def _dump_all(self, label: str) -> set[int]:
+        """Dump every live process; returns the pids that were dumped."""
         self._dumps += 1
-        wait_idle(self.pid)
-        done = self._vgdb(f"dump {label}", VGDB_TIMEOUT_S)
-        if not done.ok:
-            why = f"timed out after {VGDB_TIMEOUT_S:g} s" if done.timed_out else _last_line(done)
-            raise RunFailedError(f"callgrind dump through vgdb failed: {why}")
-        names = profile_files(self.run_dir)
-        new = sorted(
-            n for n, (dump, _) in names.items() if dump is not None and n not in self._seen
+        dumped: set[int] = set()
+        live = self.processes()
+        for p in live:
+            wait_idle(p.pid)
+        for p in live:
+            done = self._vgdb(p.pid, f"dump {label}-{self._dumps}", VGDB_TIMEOUT_S)
+            if done.ok:
+                dumped.add(p.pid)
+            elif p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                why = (
+                    f"timed out after {VGDB_TIMEOUT_S:g} s" if done.timed_out else _last_line(done)
+                )
+                raise RunFailedError(f"callgrind dump of pid {p.pid} through vgdb failed: {why}")
+            # else: it exited meanwhile; its final profile is read like any other
+        return dumped
+
+    def _collect(self) -> tuple[dict[int, float], set[int]]:
+        """Instructions of every profile file not read yet, by pid, and every pid that
+        wrote one. A process's final profile is read only once it has ended. Files of
+        processes or threads not counted (root_only, --thread) are read and dropped, so
+        they never reach a later window."""
+        counts: dict[int, float] = {}
+        wrote: set[int] = set()
+        for f in profile_files(self.out):
+            if f.name in self._seen:
+                continue
+            if f.dump is None and _alive(f.pid):
+                continue  # written at exit: not complete while the process lives
+            try:
+                ir = callgrind.read_ir(self.out / f.name)
+            except ParseError as e:
+                raise RunFailedError(f"unreadable callgrind profile: {e}") from None
+            self._seen.add(f.name)
+            wrote.add(f.pid)
+            if f.dump is None:
+                self._ended.add(f.pid)
+            if f.pid == self.pid and f.thread is not None:
+                self._threads.add(f.thread)
+            if not self.keep_profiles:
+                (self.out / f.name).unlink(missing_ok=True)
+            if self._counts(f):
+                self._order.setdefault(f.pid, len(self._order))
+                counts[f.pid] = counts.get(f.pid, 0) + ir
+        return counts, wrote
+
+    def _counts(self, f: ProfileFile) -> bool:
+        if self.root_only and f.pid != self.pid:
+            return False
+        return self.thread is None or f.thread == self.thread
+
+    def _lost(self) -> str | None:
+        """A process of the server that ended without a profile: its work is lost."""
+        for pid in sorted(_logged_pids(self.out) - self._ended):
+            if _alive(pid):
+                continue
+            if not procs.wait_until(functools.partial(self._final_exists, pid), FINAL_WAIT_S):
+                log = self.out / f"{LOG_STEM}.{pid}"
+                why = callgrind.valgrind_problem(log) or "killed before it could write it?"
+                return f"process {pid} of the server ended without writing its profile ({why})"
+        return None
+
+    def _final_exists(self, pid: int) -> bool:
+        return any(f.pid == pid and f.dump is None for f in profile_files(self.out))
+
+    def _window_count(self, counts: Mapping[int, float]) -> WindowCount:
+        ordered = sorted(counts, key=lambda pid: self._order[pid])
+        parts = tuple(
+            ProcessCount(pid, "root" if pid == self.pid else "child", counts[pid])
+            for pid in ordered
         )
-        self._seen.update(new)
-        if not new:
-            raise RunFailedError("vgdb dump answered but callgrind wrote no profile file")
-        return new
+        return WindowCount(sum(counts.values()), parts)
 
     def open_window(self) -> None:
-        for name in self._dump(f"icount-open-{self._dumps + 1}"):
-            if not self.keep_profiles:
-                (self.run_dir / name).unlink(missing_ok=True)
+        self._dump_all("icount-open")
+        self._collect()  # start-up, readiness, warm-up and the opening dumps: not counted
 
     def close_window(self) -> WindowCount:
-        names = self._dump(f"icount-close-{self._dumps + 1}")
-        chosen = self._select(names, {n: profile_files(self.run_dir)[n][1] for n in names})
-        total = sum(callgrind.read_ir(self.run_dir / n) for n in chosen)
-        if not self.keep_profiles:
-            for name in names:
-                (self.run_dir / name).unlink(missing_ok=True)
-        return self._count(total)
-
-    def _count(self, total: int) -> WindowCount:
-        return WindowCount(total, (ProcessCount(self.pid, "root", total),))
-
-    def _select(self, names: Sequence[str], threads: Mapping[str, int | None]) -> list[str]:
-        if self.thread is None:
-            return list(names)
-        chosen = [n for n in names if threads[n] == self.thread]
-        if not chosen:
-            have = sorted({t for t in threads.values() if t is not None})
+        dumped = self._dump_all("icount-close")
+        counts, wrote = self._collect()
+        lost = self._lost()
+        if lost:
+            raise RunFailedError(lost)
+        missing = sorted(dumped - wrote)
+        if missing:
+            raise RunFailedError(
+                f"vgdb dumped pid {missing[0]} but callgrind wrote no profile for it"
+            )
+        if self.thread is not None and self.pid not in counts:
+            seen = ", ".join(map(str, sorted(self._threads))) or "none"
             raise RunFailedError(
                 f"--thread {self.thread}: the server has no such valgrind thread "
-                f"(threads seen: {', '.join(map(str, have)) or 'none'})"
+                f"(threads seen: {seen})"
             )
-        return chosen
+        return self._window_count(counts)
 
     # ------------------------------------------------------------ lifetime
 
@@ -174,20 +353,45 @@ class CallgrindServer:
         return self.child.stop(grace_s=STOP_GRACE_S)
 
     def lifetime_count(self) -> WindowCount:
-        """After `stop()`: the Ir of the whole life (every file this process left)."""
-        files = profile_files(self.run_dir)
-        names = [n for n in sorted(files) if (self.run_dir / n).stat().st_size > 0]
-        if not names:
-            why = callgrind.valgrind_failure(self.log_file) or "callgrind wrote no profile"
+        """After `stop()`: the instructions of the whole life of every process."""
+        counts, _ = self._collect()
+        if not counts:
+            why = self.failure() or "callgrind wrote no profile"
             raise RunFailedError(why)
-        chosen = self._select(names, {n: files[n][1] for n in names})
-        return self._count(sum(callgrind.read_ir(self.run_dir / n) for n in chosen))
+        lost = self._lost()
+        if lost:
+            raise RunFailedError(lost)
+        return self._window_count(counts)
+
+    def failure(self) -> str | None:
+        """valgrind's own complaint in any process's log (an assertion, a tool error, a
+        profile it could not write), with the remedy where one is known."""
+        for log in sorted(self.out.glob(f"{LOG_STEM}.*")):
+            why = callgrind.valgrind_problem(log)
+            if why:
+                return why
+        return None
 
     def cleanup(self) -> None:
-        if self.keep_profiles:
+        """valgrind's logs (and with --keep-profiles the profiles) move to run_dir; the
+        scratch folder goes, FIFOs of processes killed hard with it."""
+        if not self.out.exists():
             return
-        for name in profile_files(self.run_dir):
-            (self.run_dir / name).unlink(missing_ok=True)
+        for f in self.out.iterdir():
+            keep = _LOG_NAME.fullmatch(f.name) or (
+                self.keep_profiles and _PROFILE_NAME.fullmatch(f.name)
+            )
+            if keep:
+                with contextlib.suppress(OSError):
+                    shutil.move(str(f), self.run_dir / f.name)
+        shutil.rmtree(self.out, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _task_states(pid: int) -> list[str] | None:

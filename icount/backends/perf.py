@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from icount import environment, procs
+from icount.backends.callgrind import INSTRUCTION_FLOOR
 from icount.backends.perf_parser import EVENT, SEP, find_event, parse_csv
 from icount.backends.protocol import (
     ArgvKind,
@@ -57,8 +58,19 @@ def perf_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def stat_args(out_file: Path, event: str = EVENT) -> list[str]:
-    return ["stat", "-x", SEP, "--no-big-num", "-e", event, "-o", str(out_file)]
+def stat_args(out_file: Path, event: str = EVENT, inherit: bool = True) -> list[str]:
+    # perf stat counts every child the command forks (inherited counters) unless told not to
+    return [
+        "stat",
+        "-x",
+        SEP,
+        "--no-big-num",
+        *([] if inherit else ["--no-inherit"]),
+        "-e",
+        event,
+        "-o",
+        str(out_file),
+    ]
 
 
 def paranoid_level() -> int | None:
@@ -115,15 +127,18 @@ def create(options: BackendOptions) -> PerfBackend:
         raise UsageError("--thread needs the callgrind backend", hint="pass --backend callgrind")
     if options.keep_profiles:
         raise UsageError("--keep-profiles keeps callgrind files", hint="pass --backend callgrind")
-    return PerfBackend(event=options.event or EVENT)
+    return PerfBackend(event=options.event or EVENT, inherit=options.processes != "root")
 
 
 class PerfBackend:
     name = NAME
     serve_defaults = SERVE_DEFAULTS
 
-    def __init__(self, *, event: str = EVENT) -> None:
+    def __init__(self, *, event: str = EVENT, inherit: bool = True) -> None:
         self.event = event
+        self.inherit = inherit
+        # only instruction events have a floor; software events (task-clock) do not
+        self.instruction_floor = INSTRUCTION_FLOOR if event.startswith("instructions") else None
 
     def probe(self) -> Probe:
         return probe()
@@ -133,13 +148,15 @@ class PerfBackend:
 
     def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
         if kind == "command":
-            return ["perf", *stat_args(Path("<out>/perf-stat.txt"), self.event)]
+            return ["perf", *stat_args(Path("<out>/perf-stat.txt"), self.event, self.inherit)]
         from icount.backends.perf_server import perf_args
 
-        return ["perf", *perf_args(self.event, Path("<run>/ctl"), Path("<run>/ack"))]
+        ctl, ack = Path("<run>/ctl"), Path("<run>/ack")
+        return ["perf", *perf_args(self.event, ctl, ack, self.inherit)]
 
     def cell_params(self) -> dict[str, object]:
-        return {"thread": None, "perf_event": self.event}
+        processes = "all" if self.inherit else "root"
+        return {"thread": None, "processes": processes, "perf_event": self.event}
 
     def count_command(
         self,
@@ -158,7 +175,7 @@ class PerfBackend:
         out_file.unlink(missing_ok=True)  # an earlier run's counts are never read as this one's
         # perf's own environment gets LC_NUMERIC=C; the measured command inherits it.
         done = procs.run(
-            [*prefix, perf, *stat_args(out_file, self.event), "--", *argv],
+            [*prefix, perf, *stat_args(out_file, self.event, self.inherit), "--", *argv],
             env=perf_env(env),
             cwd=cwd,
             timeout=timeout,
@@ -193,4 +210,6 @@ class PerfBackend:
     ) -> Server:
         from icount.backends.perf_server import PerfServer
 
-        return PerfServer(argv, run_dir, env=env, cwd=cwd, cpus=cpus, event=self.event)
+        return PerfServer(
+            argv, run_dir, env=env, cwd=cwd, cpus=cpus, event=self.event, inherit=self.inherit
+        )

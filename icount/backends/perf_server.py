@@ -38,12 +38,16 @@ STOP_GRACE_S = 5.0
 _STDERR_WRAPPER = 'f=$1; shift; exec "$@" 2>"$f"'
 
 
-def perf_args(out_event: str, ctl: Path, ack: Path) -> list[str]:
+def perf_args(out_event: str, ctl: Path, ack: Path, inherit: bool = True) -> list[str]:
+    """perf stat's arguments for a server. Counters are inherited by every child the
+    server forks (perf's default, kept unless `inherit` is off): the enable/disable
+    commands apply to the children's counters too, and each interval's count sums them."""
     return [
         "stat",
         "-x",
         SEP,
         "--no-big-num",
+        *([] if inherit else ["--no-inherit"]),
         "-I",
         str(INTERVAL_MS),
         "-D",
@@ -67,6 +71,7 @@ class PerfServer:
         cwd: Path,
         cpus: Sequence[int],
         event: str = EVENT,
+        inherit: bool = True,
     ) -> None:
         self.event = event
         self.run_dir = run_dir
@@ -85,7 +90,7 @@ class PerfServer:
         full = [
             *prefix,
             exe,
-            *perf_args(event, self.ctl_path, self.ack_path),
+            *perf_args(event, self.ctl_path, self.ack_path, inherit),
             "--",
             "/bin/sh",
             "-c",
@@ -195,6 +200,12 @@ class PerfServer:
 
     def alive(self) -> bool:
         return self.child.poll() is None
+
+    def uncounted(self) -> list[str]:
+        return []  # inherited counters follow every child; --processes root is a choice
+
+    def failure(self) -> str | None:
+        return None  # perf's complaints reach the windows (<not supported>, no ack)
 
     def stop(self) -> int:
         try:

@@ -32,6 +32,7 @@ class BackendOptions:
     does not support, naming the flag."""
 
     thread: int | None = None  # callgrind: count only this valgrind thread (--thread)
+    processes: str = "all"  # "root": count only the started process (--processes)
     keep_profiles: bool = False  # callgrind: keep the profile files (--keep-profiles)
     event: str | None = None  # perf: the event to count (tests use software events)
 
@@ -53,7 +54,7 @@ class ProcessCount:
 
     pid: int
     role: str  # "root" (the started process) or "child"
-    instructions: int
+    instructions: float  # see WindowCount.instructions
 
 
 @dataclass(frozen=True)
@@ -108,12 +109,26 @@ class Server(Protocol):
         """Remove what the backend left in `run_dir` (unless asked to keep it)."""
         ...
 
+    def uncounted(self) -> list[str]:
+        """Live processes of the server that the backend does not count, described."""
+        ...
+
+    def failure(self) -> str | None:
+        """The backend's own complaint about the server (an assertion, a profile it could
+        not write), with the remedy where one is known; None when there is none."""
+        ...
+
 
 class Backend(Protocol):
     @property
     def name(self) -> str: ...
     @property
     def serve_defaults(self) -> ServeDefaults: ...
+    @property
+    def instruction_floor(self) -> float | None:
+        """Fewer instructions per request than this, and the counted processes cannot
+        have served the requests (None where the backend counts no instructions)."""
+        ...
 
     def probe(self) -> Probe: ...
     def version(self) -> str: ...

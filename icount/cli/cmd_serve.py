@@ -77,7 +77,16 @@ def serve_command(
     max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
     max_load: float = typer.Option(None, "--max-load", help="Refuse to start above this load1."),
     thread: int = typer.Option(
-        None, "--thread", min=1, help="callgrind: count only this valgrind thread number."
+        None,
+        "--thread",
+        min=1,
+        help="callgrind: count only this valgrind thread of the started process.",
+    ),
+    processes: str = typer.Option(
+        "all",
+        "--processes",
+        help="all: every process of the server (forked workers, exec'd children); "
+        "root: only the started process.",
     ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
@@ -116,6 +125,7 @@ def serve_command(
         max_spread=max_spread,
         backend=backend,
         thread=thread,
+        processes=processes,
         keep_profiles=keep_profiles,
         server_cpus=server_cpus,
         load_cpus=load_cpus,

@@ -44,6 +44,7 @@ class ServeRequest:
     max_spread: str = "1%"
     backend: str = "auto"
     thread: int | None = None
+    processes: str = "all"  # "root": the started process only
     keep_profiles: bool = False
     server_cpus: str | None = None
     load_cpus: str | None = None
@@ -71,6 +72,7 @@ RESUMED_OPTIONS = (
     "max_spread",
     "backend",
     "thread",
+    "processes",
 )
 
 
@@ -227,6 +229,8 @@ def prepare(
     """Resolve and check everything before the first server starts."""
     from icount.serve import session
 
+    if request.processes not in ("all", "root"):
+        raise UsageError(f"--processes takes all or root, got {request.processes!r}")
     spread = parse_percent(request.max_spread, "--max-spread")
     auto, warmup = parse_warmup(request.warmup)
     split = cpus_mod.split(
@@ -246,7 +250,11 @@ def prepare(
     choice = backends.choose(request.backend)
     backend = backends.create(
         choice.backend,
-        BackendOptions(thread=request.thread, keep_profiles=request.keep_profiles),
+        BackendOptions(
+            thread=request.thread,
+            processes=request.processes,
+            keep_profiles=request.keep_profiles,
+        ),
     )
     load_kind, load_why = _load_kind(request.load, backend)
     out = results.output_path(output if output is not None else resume, "serve")

@@ -127,13 +127,32 @@ def _client(
         client.close()
 
 
-def _window(server: Server, client: LoadGenerator, n: int, what: str) -> tuple[Rep, float]:
-    """One counted window of `n` requests: (its rep, the client's req/s)."""
+def _window(
+    server: Server, client: LoadGenerator, n: int, what: str, floor: float | None
+) -> tuple[Rep, float]:
+    """One counted window of `n` requests: (its rep, the client's req/s). A window whose
+    requests were answered by processes the backend does not count is refused: its
+    figure would be a valid-looking part of the work, or zero."""
     server.open_window()
     result = _load(server, client, n, what)
     count = server.close_window()
     shares = tuple(ProcessShare(i, p.role, p.instructions) for i, p in enumerate(count.processes))
-    return Rep(count.instructions, result.completed, shares), result.rps
+    rep = Rep(count.instructions, result.completed, shares)
+    outside = server.uncounted()
+    if outside:
+        raise RunInvalid(
+            f"{what}: processes of the server run outside the backend, so their work is "
+            f"not counted: {'; '.join(outside)}"
+        )
+    if floor is not None and rep.per_request < floor:
+        counted = len(shares) or 1
+        raise RunInvalid(
+            f"{what}: the requests were served by processes icount did not count: "
+            f"{rep.per_request:.1f} instructions per request in the {counted} counted "
+            f"process{'es' if counted != 1 else ''}, below the floor of {floor:g} that any "
+            "real request path exceeds (a server whose workers escaped counting?)"
+        )
+    return rep, result.rps
 
 
 def _auto_warmup(
@@ -145,7 +164,8 @@ def _auto_warmup(
     limit = opts.max_spread / 4
     for i in range(AUTO_MAX_WINDOWS):
         note(f"warm-up auto: window {i + 1}")
-        rep, _ = _window(server, client, opts.requests, f"warm-up window {i + 1}")
+        floor = opts.backend.instruction_floor
+        rep, _ = _window(server, client, opts.requests, f"warm-up window {i + 1}", floor)
         curve.append(((i + 1) * opts.requests, round(rep.per_request, 3)))
         values = [v for _, v in curve]
         if len(values) >= 2 and abs(values[-1] - values[-2]) / values[-1] < limit:
@@ -182,7 +202,9 @@ def _windows(
         rps: list[float] = []
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
-            rep, rate = _window(server, client, opts.requests, f"rep {r + 1}")
+            rep, rate = _window(
+                server, client, opts.requests, f"rep {r + 1}", opts.backend.instruction_floor
+            )
             reps.append(rep)
             rps.append(round(rate, 1))
         request = request_identity(client.request_bytes)

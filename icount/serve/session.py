@@ -36,6 +36,7 @@ COMPARABLE_PARAMS = (
     "request_target",
     "http_method",
     "thread",
+    "processes",
 )
 
 

@@ -150,8 +150,11 @@ def test_kept_profiles_of_an_earlier_session_are_not_counted_again(
     assert first.returncode == 0, first.stderr
     run_dir = tmp_path / "r.artifacts" / "runs" / "kept" / "plaintext" / "run-1"
     kept = sorted(p.name for p in run_dir.glob("callgrind.out*"))
+    pids = {name.split(".")[2] for name in kept}  # callgrind.out.PID[.DUMP]
+    assert len(pids) == 1, kept
+    pid = pids.pop()
     # the final profile plus an opening and a closing dump per rep (2 reps)
-    assert kept == ["callgrind.out", *(f"callgrind.out.{i}" for i in range(1, 5))]
+    assert kept == [f"callgrind.out.{pid}", *(f"callgrind.out.{pid}.{i}" for i in range(1, 5))]
 
     def instructions() -> list[int]:
         reps = cells(out)[("kept", "plaintext")]["runs"][0]["detail"]["reps"]

@@ -46,6 +46,8 @@ class FakeConfig:
     cost: Callable[[int, int], float] = lambda i, process: 1000.0
     window_cost: float = 27.0
     preflight_problem: str | None = None
+    floor: float | None = 100.0  # the backend's instruction floor per request
+    uncounted: tuple[str, ...] = ()  # processes the fake pretends not to count
     started: list[FakeServer] = field(default_factory=list)
 
 
@@ -157,6 +159,12 @@ class FakeServer:
     def cleanup(self) -> None:
         pass
 
+    def uncounted(self) -> list[str]:
+        return list(self.config.uncounted)
+
+    def failure(self) -> str | None:
+        return None
+
 
 class FakeBackend:
     name = "fake"
@@ -171,6 +179,7 @@ class FakeBackend:
 
     def __init__(self, config: FakeConfig | None = None) -> None:
         self.config = config or CONFIG
+        self.instruction_floor = self.config.floor
 
     def probe(self) -> Probe:
         return probe()
