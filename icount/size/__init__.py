@@ -18,36 +18,39 @@ if TYPE_CHECKING:
     from icount.size.source import Blob
 
 
-def load(path: str | Path) -> list[Image]:
-    """Every image in the file: one, or one per architecture of a fat file."""
+def load(path: str | Path, symbols: bool = True) -> list[Image]:
+    """Every image in the file: one, or one per architecture of a fat file.
+
+    `symbols=False` skips the symbol tables (and numpy): the sections and segments
+    views do not need them."""
     from icount.size.source import open_blob
 
     blob = open_blob(path)
     try:
-        return load_blob(blob)
+        return load_blob(blob, symbols)
     finally:
         blob.close()
 
 
-def load_bytes(name: str, data: bytes) -> list[Image]:
+def load_bytes(name: str, data: bytes, symbols: bool = True) -> list[Image]:
     """Same as load() for bytes in memory (tests, fuzzing)."""
     from icount.size.source import Blob
 
     if not data:
         raise ParseError("empty file, not an ELF or Mach-O file", source=name)
-    return load_blob(Blob(name, data))
+    return load_blob(Blob(name, data), symbols)
 
 
-def load_blob(blob: Blob) -> list[Image]:
+def load_blob(blob: Blob, symbols: bool = True) -> list[Image]:
     head = bytes(blob.data[:8])
     if head.startswith(b"\x7fELF"):
         from icount.size.elf import read_elf
 
-        return [read_elf(blob)]
+        return [read_elf(blob, symbols)]
     from icount.size import macho
 
     if macho.is_fat(head) or macho.is_thin(head):
-        return macho.read_macho(blob)
+        return macho.read_macho(blob, symbols)
     if head.startswith(b"\xca\xfe\xba\xbe"):
         raise blob.fail(
             "not an ELF or Mach-O file (0xcafebabe but not a fat header: a Java class file?)"
@@ -72,7 +75,7 @@ def summarize(path: str | Path) -> dict[str, int]:
     file_bytes is the whole file; vm_bytes what the image maps; text_bytes the VM size
     of executable sections. Raises ParseError (or UsageError for a missing file).
     """
-    image = pick_host(load(path))
+    image = pick_host(load(path, symbols=False))
     return {
         "file_bytes": image.file_size,
         "vm_bytes": image.vm_total,

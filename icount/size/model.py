@@ -27,6 +27,8 @@ class Region:
     `length` is 0 for NOBITS / zerofill sections, which have no file bytes. A region with
     `sym_addr` set is a section symbols can be charged to: [sym_addr, sym_addr+sym_size)
     is the address range (ELF object files: section-relative) its symbols fall in.
+    `compressed` is (algorithm, uncompressed size) for an ELF SHF_COMPRESSED section,
+    whose `length` is what it takes in the file.
     """
 
     label: str
@@ -36,6 +38,7 @@ class Region:
     executable: bool = False
     sym_addr: int | None = None
     sym_size: int = 0
+    compressed: tuple[str, int] | None = None
 
 
 @dataclass

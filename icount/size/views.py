@@ -122,13 +122,37 @@ def limit(rows: list[Row], top: int, hidden: tuple[int, int, int] = (0, 0, 0)) -
     return [*rows[:top], other]
 
 
+COMPRESSED = " (compressed)"
+
+
+def row_label(r: Region) -> str:
+    """A section's row label: its name, marked when its bytes are compressed."""
+    return r.label + COMPRESSED if r.compressed else r.label
+
+
+def compressed_note(regions: Sequence[Region]) -> list[str]:
+    """What the (compressed) rows hold: each section's uncompressed size, from its Chdr."""
+    parts = [
+        f"{r.label} {r.length} -> {size} bytes ({algo})"
+        for r in regions
+        if r.compressed
+        for algo, size in [r.compressed]
+    ]
+    if not parts:
+        return []
+    return [
+        "(compressed): SHF_COMPRESSED sections, shown at their size in the file; "
+        "in the file -> uncompressed: " + ", ".join(parts)
+    ]
+
+
 def _layout(
     image: Image, regions: Sequence[Region], containers: Sequence[Container]
 ) -> tuple[_Rows, list[int], int]:
     owned, gaps = exclusive_bytes(image.file_size, regions)
     acc = _Rows()
     for r, n in zip(regions, owned, strict=True):
-        acc.add(r.label, n, r.vm)
+        acc.add(row_label(r), n, r.vm)
     inside, outside = _split_gaps(gaps, containers)
     for c in containers:
         acc.add(c.label, inside.pop(c.label, 0), c.vm)
@@ -138,7 +162,7 @@ def _layout(
 def by_sections(image: Image, top: int = 0) -> Breakdown:
     acc, owned, outside = _layout(image, image.sections, image.section_containers)
     out = _finish(image, acc, outside, top)
-    out.notes += _overlap_note(image.sections, owned)
+    out.notes += _overlap_note(image.sections, owned) + compressed_note(image.sections)
     return out
 
 
@@ -153,7 +177,7 @@ def _overlap_note(regions: Sequence[Region], owned: list[int]) -> list[str]:
 
 
 def by_segments(image: Image, top: int = 0) -> Breakdown:
-    acc, _, outside = _layout(image, image.segments, [])
+    acc, _, outside = _layout(image, image.segments, [])  # segments are never compressed
     return _finish(image, acc, outside, top)
 
 
@@ -215,16 +239,16 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
             if split[i]:
                 f_used = int(per[i]) if r.length > 0 else 0
                 v_used = int(per[i]) if r.vm > 0 else 0
-                acc.add(f"[section {r.label}]", owned[i] - f_used, max(0, r.vm - v_used))
+                acc.add(f"[section {row_label(r)}]", owned[i] - f_used, max(0, r.vm - v_used))
         notes.append(f"symbols from {table.source}; aliases at one address count once")
     for i, r in enumerate(regions):
         if not split[i]:
-            acc.add(r.label if r.sym_addr is None else f"[section {r.label}]", owned[i], r.vm)
+            acc.add(r.label if r.sym_addr is None else f"[section {row_label(r)}]", owned[i], r.vm)
     inside, outside = _split_gaps(gaps, image.section_containers)
     for c in image.section_containers:
         acc.add(c.label, inside.pop(c.label, 0), c.vm)
     out = _finish(image, acc, outside, top, rest)
-    out.notes = notes + _overlap_note(regions, owned)
+    out.notes = notes + _overlap_note(regions, owned) + compressed_note(regions)
     return out
 
 

@@ -9,7 +9,13 @@ import pytest
 
 from icount.size import render
 from icount.size.model import Breakdown, Row
-from icount.tables import render as render_table
+from icount.tables import Table
+
+
+def render_table(t: Table, fmt: str, width: int) -> str:
+    """What `icount size` prints for the table in this format at this width."""
+    return render.text([t], fmt, width)
+
 
 GOLDEN = Path(__file__).parent / "golden"
 
