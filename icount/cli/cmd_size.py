@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
-from enum import Enum, StrEnum
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args, get_origin
+from typing import TYPE_CHECKING
 
 import typer
-import typer.core
+
+from icount.cli.fastargs import PlainCommand
 
 if TYPE_CHECKING:
     from icount.size.model import Breakdown, Image
@@ -44,94 +44,7 @@ Examples:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("size", help=HELP, cls=_SizeCommand)(size)
-
-
-class _SizeCommand(typer.core.TyperCommand):
-    """The size command, its arguments converted without pydantic where that is exact.
-
-    typer 0.2x converts every parameter through a pydantic TypeAdapter: importing
-    pydantic and building the adapters costs ~0.1 s per run, a quarter of
-    `icount size --by symbols` on a 200 MB library (scripts/bench_size.py). This
-    command's values are plain (file paths, choices, decimal integers): those are
-    converted here with typer's own helpers, and anything else (a malformed number, an
-    unknown choice) goes through typer's pydantic path, so values and error messages
-    stay typer's. typer versions without that machinery are left alone.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        convert_without_pydantic(self.params)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        # made on first use; its value is None unless --help is given
-        option = super().get_help_option(ctx)
-        if option is not None:
-            convert_without_pydantic([option])
-        return option
-
-
-_DECIMAL = re.compile(r"-?[0-9]{1,18}")
-_UNSURE = object()
-
-
-def convert_without_pydantic(params: list[Any]) -> None:
-    """Give each typer parameter a converter that needs no pydantic for plain values."""
-    try:
-        from typer._coercion import RuntimeParam, build_runtime_param
-        from typer._param_types import coerce_cli_choice, coerce_cli_path
-    except ImportError:  # a typer that converts with click's types: nothing to avoid
-        return
-
-    def leaf(kind: Any, value: Any, info: Any, param: Any, ctx: Any) -> Any:
-        """What typer's adapter for `kind` makes of `value`, or _UNSURE."""
-        if kind is bool or kind is str:
-            return value if type(value) is kind else _UNSURE
-        if kind is int:
-            if type(value) is int:
-                return value
-            if isinstance(value, str) and _DECIMAL.fullmatch(value):
-                return int(value)
-            return _UNSURE
-        if isinstance(kind, type) and issubclass(kind, Enum):
-            try:  # what typer's choice adapter calls, minus the pydantic wrapper
-                choices = list(kind)
-                return coerce_cli_choice(
-                    value, choices=choices, case_sensitive=info.case_sensitive, ctx=ctx
-                )
-            except ValueError:
-                return _UNSURE
-        if kind is Path and isinstance(value, str) and value:
-            # typer's own checks (existence flags, readability), given a Path so that
-            # it needs no pydantic to make one
-            return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
-        return _UNSURE
-
-    class Plain(RuntimeParam):
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            kind: Any = self.annotation
-            info = self.parameter_info
-            if get_origin(kind) is list and isinstance(value, list | tuple):
-                (item,) = get_args(kind)
-                out = [leaf(item, v, info, param, ctx) for v in value]
-                if not any(x is _UNSURE for x in out):
-                    return out
-            else:
-                one = leaf(kind, value, info, param, ctx)
-                if one is not _UNSURE:
-                    return one
-            slow = build_runtime_param(param.type_descriptor)
-            return slow._coerce_value(value, param=param, ctx=ctx)
-
-    for p in params:
-        desc = getattr(p, "type_descriptor", None)
-        if getattr(p, "_runtime_param", True) is None and desc is not None:
-            try:
-                p._runtime_param = Plain(
-                    parameter_info=desc.parameter_info, annotation=desc.annotation
-                )
-            except (TypeError, AttributeError):  # typer's private API moved: use typer's path
-                return
+    app.command("size", help=HELP, cls=PlainCommand)(size)
 
 
 def size(
@@ -148,16 +61,18 @@ def size(
     width: int = typer.Option(120, "--width", help="Width of the terminal table."),
 ) -> None:
     from icount.errors import UsageError
-
-    _import_numpy_without_blas_threads()
     from icount.size import load, render, views
+
+    symbols = by is By.symbols
+    if symbols:
+        _import_numpy_without_blas_threads()
 
     if diff and len(files) != 2:
         raise UsageError(f"--diff takes exactly two files (OLD NEW), got {len(files)}")
     if top is not None and top < 0:
         raise UsageError("--top must be 0 (all) or more")
     limit = top if top is not None else (30 if by is By.symbols else 0)
-    loaded = [(path, load(path)) for path in files]
+    loaded = [(path, load(path, symbols=symbols)) for path in files]
     # Several files, or a diff, match rows by label, so every row is computed first.
     each_top = limit if len(loaded) == 1 and len(loaded[0][1]) == 1 and not diff else 0
 
