@@ -1,4 +1,4 @@
-"""Binary-size breakdowns of ELF and Mach-O files (`icount size`).
+"""Binary-size breakdowns of ELF, Mach-O and WebAssembly files (`icount size`).
 
 `load(path)` gives one Image per file (one per architecture for fat Mach-O files);
 `views` turns an Image into rows, `render` prints them. `summarize(path)` is the small
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icount.errors import ParseError
+from icount.size.source import NOT_BINARY
 
 if TYPE_CHECKING:
     from icount.size.model import Image
@@ -37,7 +38,7 @@ def load_bytes(name: str, data: bytes, symbols: bool = True) -> list[Image]:
     from icount.size.source import Blob
 
     if not data:
-        raise ParseError("empty file, not an ELF or Mach-O file", source=name)
+        raise ParseError(f"empty file, {NOT_BINARY}", source=name)
     return load_blob(Blob(name, data), symbols)
 
 
@@ -51,11 +52,13 @@ def load_blob(blob: Blob, symbols: bool = True) -> list[Image]:
 
     if macho.is_fat(head) or macho.is_thin(head):
         return macho.read_macho(blob, symbols)
+    from icount.size import wasm
+
+    if wasm.is_wasm(head):
+        return [wasm.read_wasm(blob, symbols)]
     if head.startswith(b"\xca\xfe\xba\xbe"):
-        raise blob.fail(
-            "not an ELF or Mach-O file (0xcafebabe but not a fat header: a Java class file?)"
-        )
-    raise blob.fail("not an ELF or Mach-O file")
+        raise blob.fail(f"{NOT_BINARY} (0xcafebabe but not a fat header: a Java class file?)")
+    raise blob.fail(NOT_BINARY)
 
 
 def host_arch() -> str:

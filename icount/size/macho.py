@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icount.size.model import PADDING, Container, Image, Region, SymbolTable
-from icount.size.source import Blob, cstr
+from icount.size.source import NOT_BINARY, Blob, cstr
 
 FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF
 MH_MAGIC, MH_MAGIC_64 = 0xFEEDFACE, 0xFEEDFACF
@@ -165,7 +165,7 @@ class _Thin:
         end = "<" if int.from_bytes(raw, "little") in MAGICS else ">"
         magic = int.from_bytes(raw, "little" if end == "<" else "big")
         if magic not in MAGICS:
-            raise b.fail("not an ELF or Mach-O file")
+            raise b.fail(NOT_BINARY)
         wide = magic == MH_MAGIC_64
         self.wide, self.end = wide, end
         hsize = 32 if wide else 28

@@ -70,3 +70,22 @@ def test_size_command_imports_no_pydantic() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "False False"
+
+
+def test_the_whole_cli_imports_no_pydantic_nor_numpy_for_sections() -> None:
+    """Through the root group too (its --help flag went through pydantic: +0.1 s), and
+    the sections view of a small file needs no numpy (~50 ms to import)."""
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['icount', 'size', sys.executable]\n"
+        "try:\n"
+        "    runpy.run_module('icount', run_name='__main__')\n"
+        "finally:\n"
+        "    print([m for m in ('pydantic', 'numpy', 'rich.console') if m in sys.modules],"
+        " file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines()[-1] == "[]"
