@@ -18,6 +18,7 @@ from icount.size import demangle, load, load_bytes, views
 from icount.size.model import Image
 
 from .conftest import ROOT, run, tool
+from .test_cli import icount
 
 WASM = ROOT / "fixtures" / "size" / "wasm"
 FIXTURES = sorted(p.name for p in WASM.iterdir() if p.suffix in (".wasm", ".o"))
@@ -171,17 +172,6 @@ def test_cxx_names() -> None:
 def test_debug_sections_are_custom_sections() -> None:
     rows = {r.label: r for r in views.by_sections(only(WASM / "wasm_debug.wasm")).rows}
     assert {".debug_info", ".debug_line", ".debug_str", ".debug_abbrev"} <= set(rows)
-
-
-def icount(*args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "icount", "size", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        cwd=ROOT,
-    ).stdout
 
 
 def test_gzip_side_by_side_and_diff() -> None:
