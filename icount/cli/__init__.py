@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Compare two results files cell by cell and fail on regressions.",
     ),
     "doctor": ("icount.cli.cmd_doctor", "Say what works on this machine for icount, and why."),
-    "size": ("icount.cli.cmd_size", "Break down the size of ELF and Mach-O files."),
+    "size": ("icount.cli.cmd_size", "Break down the size of ELF, Mach-O and WebAssembly files."),
     "inline": (
         "icount.cli.cmd_inline",
         "Compare two builds of one program on the same workload, function by function.",

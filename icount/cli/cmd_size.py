@@ -1,4 +1,4 @@
-"""`icount size`: where the bytes of ELF and Mach-O files go."""
+"""`icount size`: where the bytes of ELF, Mach-O and WebAssembly files go."""
 
 from __future__ import annotations
 
@@ -11,13 +11,19 @@ import typer
 from icount.cli.fastargs import PlainCommand
 
 if TYPE_CHECKING:
-    from icount.size.model import Breakdown, Image
+    from icount.results import Results
+    from icount.size.model import Breakdown
 
 
 class By(StrEnum):
     sections = "sections"
     segments = "segments"
     symbols = "symbols"
+    compileunits = "compileunits"
+    files = "files"
+    crates = "crates"
+    namespaces = "namespaces"
+    packages = "packages"
 
 
 class Format(StrEnum):
@@ -27,19 +33,35 @@ class Format(StrEnum):
     json = "json"
 
 
-HELP = """Break down the size of ELF and Mach-O files (executables, shared libraries,
-object files, fat files: one breakdown per architecture).
+# views with many rows: the largest 30 unless --top says otherwise
+_LONG_VIEWS = (By.symbols, By.compileunits, By.files)
 
-Each row shows its bytes in the file and in memory (VM); headers and padding are rows
-of their own, so the file column sums to the file size. Several files print side by
-side; --diff OLD NEW prints the change, largest first.
+HELP = """Break down the size of ELF, Mach-O and WebAssembly files.
+
+Executables, shared libraries, object files, fat files (one breakdown per
+architecture) and Wasm modules. Each row shows its bytes in the file and in memory
+(VM); headers and padding are rows of their own, so the file column sums to the
+file size. Several files print side by side; --diff OLD NEW prints the change,
+largest first; -o FILE writes a results file that `icount compare` gates (exit 3
+when a size grew past --threshold).
+
+\b
+Views (--by):
+  sections, segments  the file's own layout (Wasm: its sections; segments groups them)
+  symbols             functions and data (Wasm: the name section)
+  compileunits, files what the DWARF (-g) of an ELF file attributes to each compile
+                      unit / source file; [no debug info] for the rest
+  crates, namespaces, packages
+                      symbols grouped by Rust crate, C++ namespace, Go package
 
 \b
 Examples:
   icount size ./server
   icount size --by symbols --top 20 libfoo.so
-  icount size --gzip hello_c hello_rust hello_go
+  icount size --by compileunits ./server
+  icount size --gzip hello_c hello_rust hello_go app.wasm
   icount size --diff --format md old/server new/server
+  icount size --gzip -o new.json build/server && icount compare base.json new.json
 """
 
 
@@ -49,43 +71,54 @@ def register(app: typer.Typer) -> None:
 
 def size(
     files: list[Path] = typer.Argument(
-        ..., help="ELF or Mach-O files.", show_default=False, metavar="FILE"
+        ..., help="ELF, Mach-O or WebAssembly files.", show_default=False, metavar="FILE"
     ),
-    by: By = typer.Option(By.sections, "--by", help="Rows: sections, segments or symbols."),
+    by: By = typer.Option(By.sections, "--by", help="Rows: see Views above."),
     top: int | None = typer.Option(
-        None, "--top", help="Show the N largest rows, the rest summed (default: all; symbols: 30)."
+        None,
+        "--top",
+        help="Show the N largest rows, the rest summed (default: all; 30 for symbols, "
+        "compileunits and files).",
     ),
     gzip: bool = typer.Option(False, "--gzip", help="Add the gzip -9 size of each whole file."),
     diff: bool = typer.Option(False, "--diff", help="Compare two files: OLD NEW."),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
     width: int = typer.Option(120, "--width", help="Width of the terminal table."),
+    output: Path | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Also write the sizes as a results file for icount compare.",
+        show_default=False,
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
 ) -> None:
     from icount.errors import UsageError
-    from icount.size import load, render, views
-
-    symbols = by is By.symbols
-    if symbols:
-        _import_numpy_without_blas_threads()
 
     if diff and len(files) != 2:
         raise UsageError(f"--diff takes exactly two files (OLD NEW), got {len(files)}")
     if top is not None and top < 0:
         raise UsageError("--top must be 0 (all) or more")
-    limit = top if top is not None else (30 if by is By.symbols else 0)
-    loaded = [(path, load(path, symbols=symbols)) for path in files]
-    # Several files, or a diff, match rows by label, so every row is computed first.
-    each_top = limit if len(loaded) == 1 and len(loaded[0][1]) == 1 and not diff else 0
+    if output is not None:
+        if diff:
+            raise UsageError(
+                "--output records the sizes of builds; compare two results files with "
+                "icount compare",
+                hint="drop --diff",
+            )
+        _check_output(output, force)
+    from icount.size import render, report
 
-    def breakdowns(path: Path, images: list[Image]) -> list[Breakdown]:
-        out = [views.view(image, by.value, each_top) for image in images]
-        if gzip:
-            size_gz = _gzip_size(path)
-            for b in out:
-                b.gzip_bytes = size_gz
-        return out
+    if report.needs_symbols(by.value):
+        _import_numpy_without_blas_threads()
+    limit = top if top is not None else (30 if by in _LONG_VIEWS else 0)
+    # Several files, a fat file or a diff match rows by label: every row is computed
+    # first, and --top applies to all of them alike (report.select).
+    each_top = limit if len(files) == 1 and not diff else 0
+    loaded = [report.breakdowns(p, by.value, each_top, gzip) for p in files]
 
     if diff:
-        old, new = (breakdowns(p, imgs) for p, imgs in loaded)
+        old, new = loaded
         pairs = _pair(old, new, str(files[0]), str(files[1]))
         if fmt is Format.json:
             typer.echo(render.diff_json(pairs, by.value), nl=False)
@@ -96,14 +129,43 @@ def size(
             typer.echo(render.text(tables, fmt.value, width), nl=False)
         return
 
-    items = [b for p, imgs in loaded for b in breakdowns(p, imgs)]
+    items = [b for bds in loaded for b in bds]
+    chosen = report.select(items, limit)
+    if output is not None:
+        _save(output, report.to_results(chosen, by.value), force)
     if fmt is Format.json:
-        typer.echo(render.to_json(items, by.value), nl=False)
+        typer.echo(render.to_json(chosen, by.value), nl=False)
     elif fmt is Format.csv:
-        typer.echo(render.to_csv(items, by.value), nl=False)
+        typer.echo(render.to_csv(chosen, by.value), nl=False)
     else:
         t = render.table(items, by.value, limit)
         typer.echo(render.text([t], fmt.value, width), nl=False)
+
+
+def _check_output(path: Path, force: bool) -> None:
+    """What can be refused before any file is read."""
+    from icount.errors import UsageError
+
+    if path.is_dir():
+        raise UsageError(f"--output {path} is a directory", hint="give --output a file name")
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; refusing to overwrite it", hint="pass --force")
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"--output {path}: {parent} is not a directory")
+
+
+def _save(path: Path, res: Results, force: bool) -> None:
+    from icount import results
+    from icount.errors import UsageError
+
+    names = [c.key for c in res.cells]
+    if len(set(names)) != len(names):
+        raise UsageError("the same file is given twice: its cells would collide in --output")
+    try:
+        results.save(path, res, None, overwrite=force)
+    except OSError as e:
+        raise UsageError(f"--output {path}: cannot write: {e.strerror or e}") from None
 
 
 def _import_numpy_without_blas_threads() -> None:
@@ -144,16 +206,3 @@ def _pair(
         archs_b = ", ".join(n.arch for n in new)
         raise UsageError(f"{a} ({archs_a}) and {b} ({archs_b}) share no architecture to compare")
     return pairs
-
-
-def _gzip_size(path: Path) -> int:
-    import gzip
-
-    from icount.errors import UsageError
-
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
-    # mtime=0 and no file name: the size depends on the bytes only, as `gzip -9 -n` does
-    return len(gzip.compress(data, compresslevel=9, mtime=0))

@@ -19,27 +19,53 @@ if TYPE_CHECKING:
     from icount.size.source import Blob
 
 
-def load(path: str | Path, symbols: bool = True) -> list[Image]:
+def load(path: str | Path, symbols: bool = True, dwarf: str | None = None) -> list[Image]:
     """Every image in the file: one, or one per architecture of a fat file.
 
     `symbols=False` skips the symbol tables (and numpy): the sections and segments
-    views do not need them."""
+    views do not need them. `dwarf` ("compileunits" or "files") also reads what the
+    DWARF of an ELF file attributes to each compile unit or source file."""
     from icount.size.source import open_blob
 
     blob = open_blob(path)
     try:
-        return load_blob(blob, symbols)
+        images = load_blob(blob, symbols)
+        if dwarf is not None:
+            _read_dwarf(blob, images, dwarf == "files")
+        return images
     finally:
         blob.close()
 
 
-def load_bytes(name: str, data: bytes, symbols: bool = True) -> list[Image]:
+def _read_dwarf(blob: Blob, images: list[Image], files: bool) -> None:
+    from icount.size import dwarf
+
+    for image in images:
+        if not image.fmt.startswith("ELF"):
+            image.notes.append(f"no DWARF read: icount reads DWARF in ELF files, not {image.fmt}")
+        elif image.kind == "object file":
+            image.notes.append(
+                "no DWARF read: an object file's DWARF addresses are relocated at link time"
+            )
+        else:
+            image.dwarf = dwarf.read(blob, files)
+            if image.dwarf is None:
+                image.notes.append("no DWARF (.debug_info): build with -g")
+
+
+def load_bytes(
+    name: str, data: bytes, symbols: bool = True, dwarf: str | None = None
+) -> list[Image]:
     """Same as load() for bytes in memory (tests, fuzzing)."""
     from icount.size.source import Blob
 
     if not data:
         raise ParseError(f"empty file, {NOT_BINARY}", source=name)
-    return load_blob(Blob(name, data), symbols)
+    blob = Blob(name, data)
+    images = load_blob(blob, symbols)
+    if dwarf is not None:
+        _read_dwarf(blob, images, dwarf == "files")
+    return images
 
 
 def load_blob(blob: Blob, symbols: bool = True) -> list[Image]:

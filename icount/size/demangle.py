@@ -154,6 +154,12 @@ def _cxa_many(names: list[str]) -> dict[str, str | None]:
     return _Watchdog().run(names)
 
 
+def is_rust(name: str) -> bool:
+    """Whether a raw (mangled) name is Rust's: v0 (`_R...`) or legacy (`_ZN...17h<hash>E`)."""
+    base = _split_version(name)[0]
+    return base.startswith("_R") or _is_rust_legacy(base)
+
+
 def _is_rust_legacy(name: str) -> bool:
     return (
         name.startswith("_ZN")

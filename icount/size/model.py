@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from icount.size.dwarf import Attribution
     from icount.size.source import Buffer, Strings
 
 PADDING = "[padding]"
@@ -105,6 +106,7 @@ class Image:
     symbols: SymbolTable | None = None
     notes: list[str] = field(default_factory=list)
     fat: bool = False  # a slice of a universal file
+    dwarf: Attribution | None = None  # read only for the compileunits and files views
 
     @property
     def name(self) -> str:

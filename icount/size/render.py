@@ -14,6 +14,7 @@ from typing import Any
 
 from icount.numfmt import human_bytes, percent, signed_percent
 from icount.size.model import Breakdown, Row
+from icount.size.report import shown_labels
 from icount.size.terminal import Grid, Group
 from icount.tables import Column, Table, render_csv, render_markdown
 
@@ -45,7 +46,7 @@ class SizeTable(Table):
     heading: list[str] = field(default_factory=list)
 
 
-def _short_names(items: Sequence[Breakdown]) -> list[str]:
+def short_names(items: Sequence[Breakdown]) -> list[str]:
     """Column names: base names (plus arch for fat slices), full paths only when they clash."""
 
     def short(b: Breakdown, full: bool) -> str:
@@ -66,15 +67,9 @@ def _pct(part: int, whole: int) -> str:
     return percent(part / whole, 1) if whole else "-"
 
 
-def _limit_rows(labels: list[str], top: int) -> tuple[list[str], list[str]]:
-    if top <= 0 or len(labels) <= top + 1:
-        return labels, []
-    return labels[:top], labels[top:]
-
-
 def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
     """One breakdown: label, file, file %, VM, VM %. Several: a file and VM column each."""
-    names = _short_names(items)
+    names = short_names(items)
     label_col = Column(_LABEL_TITLE.get(by, "Part"), "left")
     if len(items) == 1:
         b = items[0]
@@ -117,11 +112,7 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
         columns, title="\n".join(heading), groups=[Group(n, 2) for n in names], heading=heading
     )
     cells = [{r.label: r for r in b.rows} for b in items]
-    labels = sorted(
-        {r.label for b in items for r in b.rows},
-        key=lambda lb: (-max(max(c[lb].file, c[lb].vm) if lb in c else 0 for c in cells), lb),
-    )
-    shown, hidden = _limit_rows(labels, top)
+    shown, hidden = shown_labels(items, top)
     for lb in shown:
         row = [lb]
         for c in cells:
@@ -223,7 +214,7 @@ def _change(old: int, new: int) -> str:
 
 
 def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
-    on, nn = _short_names([old, new])
+    on, nn = short_names([old, new])
     t = SizeTable(
         [
             Column(_LABEL_TITLE.get(by, "Part"), "left"),

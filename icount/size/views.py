@@ -11,12 +11,17 @@ VM bytes of the image not covered by any row (alignment between sections) are
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from icount.size.model import PADDING, Breakdown, Container, Image, Region, Row
 
 VIEWS = ("sections", "segments", "symbols")
+# symbols grouped by their names (groups.py)
+NAME_VIEWS = ("crates", "namespaces", "packages")
+# from DWARF (units.py): load(path, dwarf=...) must have read it
+DWARF_VIEWS = ("compileunits", "files")
+ALL_VIEWS = VIEWS + NAME_VIEWS + DWARF_VIEWS
 
 
 def exclusive_bytes(
@@ -181,12 +186,15 @@ def by_segments(image: Image, top: int = 0) -> Breakdown:
     return _finish(image, acc, outside, top)
 
 
-def by_symbols(image: Image, top: int = 30) -> Breakdown:
+def by_symbols(
+    image: Image, top: int = 30, group: Callable[[str, str], str] | None = None
+) -> Breakdown:
     """Sections split into their symbols; bytes no symbol covers stay with the section.
 
     Symbols are grouped by name in numpy; only the rows that can be shown (the largest
     `top` by file and by VM size, or all when top <= 0) get their names decoded and
-    demangled, so a million-symbol library costs no per-symbol Python.
+    demangled, so a million-symbol library costs no per-symbol Python. With `group`
+    (raw name, demangled name -> row label) every name is decoded and rows are groups.
     """
     import numpy as np
 
@@ -225,14 +233,15 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
         g_file = np.add.reduceat(f_size[order], starts) if starts.size else starts
         g_vm = np.add.reduceat(v_size[order], starts) if starts.size else starts
         shown = np.ones(offs.size, dtype=bool)
-        if top > 0 and offs.size > 4 * top:
+        if top > 0 and offs.size > 4 * top and group is None:
             shown[:] = False
             shown[_largest(g_file, offs, 4 * top)] = True
             shown[_largest(g_vm, offs, 4 * top)] = True
         names = {int(g): table.name(int(first[g])) for g in np.flatnonzero(shown)}
         labels = demangle.demangle_many(sorted(set(names.values())))
         for g, raw in names.items():
-            acc.add(labels[raw], int(g_file[g]), int(g_vm[g]))
+            label = labels[raw] if group is None else group(raw, labels[raw])
+            acc.add(label, int(g_file[g]), int(g_vm[g]))
         hidden = ~shown
         rest = (int(hidden.sum()), int(g_file[hidden].sum()), int(g_vm[hidden].sum()))
         for i, r in enumerate(regions):
@@ -271,4 +280,12 @@ def view(image: Image, by: str, top: int) -> Breakdown:
         return by_sections(image, top)
     if by == "segments":
         return by_segments(image, top)
+    if by in NAME_VIEWS:
+        from icount.size.groups import GROUPS
+
+        return by_symbols(image, top, GROUPS[by])
+    if by in DWARF_VIEWS:
+        from icount.size.units import by_units
+
+        return by_units(image, by, top)
     return by_symbols(image, top)

@@ -78,6 +78,25 @@ def test_mutated_wasm(
     check_mutation(corpus[-len(WASM) :], m)
 
 
+@pytest.fixture(scope="module")
+def dwarf_file(built: Built) -> bytes:
+    return built.path("units_gcc").read_bytes()
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(m=_mutation)
+def test_mutated_dwarf(dwarf_file: bytes, m: tuple[int, list[tuple[int, int]], int | None]) -> None:
+    """The compile-unit views read DWARF with pyelftools: its errors are one ParseError."""
+    _, edits, cut = m
+    data = bytearray(dwarf_file)
+    # aim at the .debug_* sections, which gcc puts after the loaded part of the file
+    for offset, value in edits:
+        data[len(data) // 2 + offset % (len(data) // 2)] = value
+    _check(bytes(data) if cut is None else bytes(data[: max(1, cut % (len(data) + 1))]), True)
+
+
 def check_mutation(corpus: list[bytes], m: tuple[int, list[tuple[int, int]], int | None]) -> None:
     which, edits, cut = m
     data = bytearray(corpus[which % len(corpus)])
@@ -85,12 +104,16 @@ def check_mutation(corpus: list[bytes], m: tuple[int, list[tuple[int, int]], int
         data[offset % len(data)] = value
     if cut is not None:
         data = data[: max(1, cut % (len(data) + 1))]
+    _check(bytes(data), False)
+
+
+def _check(data: bytes, dwarf: bool) -> None:
     start = time.monotonic()
     tracemalloc.start()
     try:
-        images = load_bytes("fuzzed", bytes(data))
+        images = load_bytes("fuzzed", data, dwarf="compileunits" if dwarf else None)
         for image in images:
-            bds = [views.view(image, by, 10) for by in views.VIEWS]
+            bds = [views.view(image, by, 10) for by in views.ALL_VIEWS]
             for b in bds:
                 assert b.file_total == len(data)
                 render.to_json([b], "sections")
