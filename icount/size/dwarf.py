@@ -10,10 +10,9 @@
   unit that declares them, or to their `DW_AT_decl_file`; how many bytes each holds is
   the symbol table's business (views.by_debug).
 
-Finding the variables walks the DIEs at pyelftools' ~50k a second: only subtrees that
-can hold a variable with an address are entered (namespaces, functions, blocks), and
-pyelftools skips the others' children without parsing them where a DIE has a
-`DW_AT_sibling` (gcc writes them; clang does not).
+pyelftools reads the unit headers, top DIEs, abbreviations and line program headers;
+the DIEs and line table rows, which are most of the bytes, go through dwarf_scan's
+loops (14 times faster than pyelftools' objects on an 8.9 MB Go server).
 """
 
 from __future__ import annotations
@@ -23,14 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icount.errors import ParseError
-from icount.inline.dwarf import _DESCEND as _CODE_SCOPES
+from icount.size import dwarf_scan
 from icount.size.source import Blob
 
 DW_OP_ADDR, DW_OP_ADDRX = 0x03, 0xA1
-
-# The scopes that can hold code also hold the variables with an address (globals in
-# namespaces, static locals in functions and blocks): icount inline walks the same ones.
-_DESCEND = _CODE_SCOPES | {"DW_TAG_module"}
 
 
 @dataclass
@@ -42,7 +37,6 @@ class Attribution:
     line_ranges: list[tuple[int, int, str]] = field(default_factory=list)  # [lo, hi), file
     variables: list[tuple[int, str, str]] = field(default_factory=list)  # addr, unit, file
     units: int = 0
-    dies: int = 0
 
 
 def read(blob: Blob, files: bool) -> Attribution | None:
@@ -74,6 +68,11 @@ def _text(value: Any) -> str:
 class _Reader:
     def __init__(self, info: Any, files: bool) -> None:
         self.info, self.files = info, files
+        self.little = bool(info.config.little_endian)
+        self.debug_info = info.debug_info_sec.stream.getvalue()
+        self.debug_line = (
+            info.debug_line_sec.stream.getvalue() if info.debug_line_sec is not None else b""
+        )
         self.out = Attribution()
         self.names: dict[str, set[str]] = {}  # unit name -> comp dirs (duplicates get one)
 
@@ -98,7 +97,7 @@ class _Reader:
         ranges = self._ranges(cu, top)
         self.out.unit_ranges += [(lo, hi, unit, own) for lo, hi in ranges if hi > lo]
         file_names = self._lines(cu, own) if self.files else []
-        self._variables(cu, top, unit, own, file_names)
+        self._variables(cu, unit, own, file_names)
 
     def _ranges(self, cu: Any, top: Any) -> list[tuple[int, int]]:
         attrs = top.attributes
@@ -142,20 +141,9 @@ class _Reader:
             names.append(name)
         # DWARF 4 counts files from 1 (0: none), DWARF 5 from 0
         by_index = names if version >= 5 else ["", *names]
-        start: int | None = None
-        current = ""
-        for entry in program.get_entries():
-            state = entry.state
-            if state is None:
-                continue
-            if start is not None and state.address > start and current:
-                self._add_line(start, state.address, current)
-            if state.end_sequence:
-                start, current = None, ""
-                continue
-            start = state.address
-            f = state.file
-            current = by_index[f] if 0 <= f < len(by_index) and by_index[f] else own
+        for lo, hi, f in dwarf_scan.line_rows(self.debug_line, program, self.little):
+            name = by_index[f] if 0 <= f < len(by_index) and by_index[f] else own
+            self._add_line(lo, hi, name)
         return by_index
 
     def _add_line(self, lo: int, hi: int, name: str) -> None:
@@ -165,29 +153,20 @@ class _Reader:
         else:
             ranges.append((lo, hi, name))
 
-    def _variables(self, cu: Any, top: Any, unit: str, own: str, file_names: list[str]) -> None:
-        stack = [top]
-        while stack:
-            die = stack.pop()
-            self.out.dies += 1
-            if die.tag == "DW_TAG_variable":
-                addr = self._address(cu, die)
-                if addr is not None:
-                    f = die.attributes.get("DW_AT_decl_file")
-                    k = int(f.value) if f is not None else -1
-                    name = file_names[k] if 0 <= k < len(file_names) and file_names[k] else own
-                    self.out.variables.append((addr, unit, name))
-            if die.has_children and (die is top or die.tag in _DESCEND):
-                stack.extend(reversed(list(die.iter_children())))
+    def _variables(self, cu: Any, unit: str, own: str, file_names: list[str]) -> None:
+        for location, k in dwarf_scan.variables(self.debug_info, cu, self.little):
+            addr = self._address(cu, location)
+            if addr is not None:
+                name = file_names[k] if 0 <= k < len(file_names) and file_names[k] else own
+                self.out.variables.append((addr, unit, name))
 
-    def _address(self, cu: Any, die: Any) -> int | None:
-        loc = die.attributes.get("DW_AT_location")
-        if loc is None or not isinstance(loc.value, list) or not loc.value:
+    def _address(self, cu: Any, ops: bytes) -> int | None:
+        """The address of a location that is one address, else None."""
+        if not ops:
             return None
-        ops = loc.value
         if ops[0] == DW_OP_ADDR and len(ops) == 1 + cu["address_size"]:
             little = cu.dwarfinfo.config.little_endian
-            return int.from_bytes(bytes(ops[1:]), "little" if little else "big")
+            return int.from_bytes(ops[1:], "little" if little else "big")
         if ops[0] == DW_OP_ADDRX:
             index, shift = 0, 0
             for k, b in enumerate(ops[1:], 1):

@@ -45,7 +45,8 @@ def by_units(image: Image, by: str, top: int = 0) -> Breakdown:
         split = attribute(image, by, sizes)
         unsized = sum(1 for addr, _, _ in att.variables if addr not in sizes)
         notes.append(
-            f"from the DWARF of {att.units} compile units ({att.dies} DIEs read)"
+            f"from the DWARF of {att.units} compile units "
+            f"({len(att.variables)} variables with an address)"
             + (f"; {unsized} variables have no symbol to size them" if unsized else "")
         )
     for i, r in enumerate(regions):

@@ -204,3 +204,74 @@ def test_go_dwarf_is_compressed_and_read(built: Built) -> None:
     rows = {r.label: r for r in views.view(image, "compileunits", 0).rows}
     assert rows["runtime"].vm > rows["main"].vm > 0
     assert sum(r.file for r in rows.values()) == path.stat().st_size
+
+
+def _reference(path: Path) -> tuple[list[bytes], list[tuple[int, int, int]]]:
+    """What dwarf_scan reads, through pyelftools' own objects (every DIE, every row)."""
+    from elftools.elf.elffile import ELFFile
+
+    locations: list[bytes] = []
+    rows: list[tuple[int, int, int]] = []
+    with open(path, "rb") as f:
+        info = ELFFile(f).get_dwarf_info()
+        for cu in info.iter_CUs():
+            for die in cu.iter_DIEs():
+                loc = die.attributes.get("DW_AT_location")
+                if die.tag == "DW_TAG_variable" and loc is not None and isinstance(loc.value, list):
+                    locations.append(bytes(loc.value))
+            program = info.line_program_for_CU(cu)
+            start = None
+            for entry in program.get_entries() if program else []:
+                s = entry.state
+                if s is None:
+                    continue
+                if start is not None and s.address > start[0]:
+                    rows.append((start[0], s.address, start[1]))
+                start = None if s.end_sequence else (s.address, s.file)
+    return locations, rows
+
+
+@pytest.mark.parametrize(
+    ("name", "least"),
+    # Rust's standard library ships line tables only (debuginfo=1): no variables
+    [("hello_go", 100), ("hello_rust", 0), ("units_gcc", 4), ("units_clang", 4)],
+)
+def test_the_fast_scan_equals_pyelftools(built: Built, name: str, least: int) -> None:
+    """dwarf_scan skips attributes by their forms and runs the line program itself:
+    the same variables and rows as pyelftools' DIE and line-state objects, on Go's
+    (compressed, DWARF 4), Rust's standard library's and gcc's and clang's DWARF 5."""
+    from elftools.elf.elffile import ELFFile
+
+    from icount.size import dwarf_scan
+
+    path = built.path(name)
+    want_locations, want_rows = _reference(path)
+    with open(path, "rb") as f:
+        info = ELFFile(f).get_dwarf_info()
+        little = info.config.little_endian
+        data = info.debug_info_sec.stream.getvalue()
+        lines = info.debug_line_sec.stream.getvalue()
+        locations, rows = [], []
+        for cu in info.iter_CUs():
+            locations += [loc for loc, _ in dwarf_scan.variables(data, cu, little)]
+            program = info.line_program_for_CU(cu)
+            if program is not None:
+                rows += list(dwarf_scan.line_rows(lines, program, little))
+    assert locations == want_locations and len(locations) >= least
+    assert rows == want_rows and len(rows) > 20
+
+
+def test_garbage_dwarf_is_one_parse_error(built: Built, tmp_path: Path) -> None:
+    from icount.errors import ParseError
+
+    data = bytearray(built.path("units_gcc").read_bytes())
+    out = run([tool("readelf"), "-S", "-W", str(built.path("units_gcc"))])
+    m = re.search(r"\.debug_info\s+PROGBITS\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", out)
+    assert m is not None
+    start, size = int(m.group(1), 16), int(m.group(2), 16)
+    data[start + 11 : start + size] = b"\xff" * (size - 11)  # past the unit header
+    path = tmp_path / "bad"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ParseError) as err:
+        load(path, dwarf="compileunits")
+    assert str(err.value).startswith(f"{path}: DWARF") and "\n" not in str(err.value)
