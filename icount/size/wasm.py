@@ -10,11 +10,12 @@ and a note gives the initial linear memory instead.
 
 Functions are the code section's entries (an entry's size LEB128 plus its body: the
 bytes from one function to the next), named by the `name` section, or by the symbol
-table of the `linking` section in object files, else `function[N]` (N: the function
-index, imports first, as the name section counts). Data segments are named the same
-way (`data[N]`). Every count and length is checked against the bytes left before
-anything is allocated, and LEB128 numbers longer than their type allows are refused,
-so a hostile file is one ParseError, in memory bounded by its size.
+table of the `linking` section in object files, then by the export section, else
+`function[N]` (N: the function index, imports first, as the name section counts).
+Data segments are named the same way (`data[N]`). Every count and length is checked
+against the bytes left before anything is allocated, and LEB128 numbers longer than
+their type allows are refused, so a hostile file is one ParseError, in memory bounded
+by its size.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ SECTION_NAMES = {
     12: "DATACOUNT",
     13: "TAG",
 }
-CODE, DATA, IMPORT, MEMORY = 10, 11, 2, 5
+CODE, DATA, IMPORT, MEMORY, EXPORT = 10, 11, 2, 5, 7
 _SEGMENT_OF = {CODE: "code", DATA: "data", 12: "data"}
 SYMTAB_FUNCTION, SYMTAB_DATA = 0, 1
 SYMBOL_UNDEFINED, SYMBOL_EXPLICIT_NAME = 0x10, 0x40
@@ -308,6 +309,8 @@ def _symbol_table(
     if not source and "linking" in custom:
         _linking(blob, custom["linking"], funcs, data)
         source = "the linking section's symbol table"
+    if EXPORT in known and _exports(blob, known[EXPORT], funcs) and not source:
+        source = "the export section (no name section)"
     if not funcs.entries and not data.entries:
         return None
     import numpy as np
@@ -320,7 +323,7 @@ def _symbol_table(
     names = [r[3].encode("utf-8", "surrogateescape") for r in rows]
     offsets = np.cumsum([0] + [len(n) + 1 for n in names[:-1]], dtype=np.int64)
     return SymbolTable(
-        source=source or "function and data indices (no name section)",
+        source=source or "function and data indices (no name section, no exports)",
         region=np.array([r[0] for r in rows], dtype=np.int64),
         addr=np.array([r[1] for r in rows], dtype=np.uint64),
         size=np.array([r[2] for r in rows], dtype=np.uint64),
@@ -408,6 +411,21 @@ def _name_section(blob: Blob, s: _Section, funcs: _Symbols, data: _Symbols) -> N
                 index = inner.uleb()
                 target.names[index] = inner.name()
         r.pos = end
+
+
+def _exports(blob: Blob, s: _Section, funcs: _Symbols) -> bool:
+    """Names of exported functions the name section does not name (as llvm-objdump
+    names them); whether any was added."""
+    r = Reader(blob, s.payload, s.end, "EXPORT section")
+    added = False
+    for _ in range(r.count(3, "exports")):
+        name = r.name()
+        kind = r.byte()
+        index = r.uleb()
+        if kind == 0 and index not in funcs.names:
+            funcs.names[index] = name
+            added = True
+    return added
 
 
 def _linking(blob: Blob, s: _Section, funcs: _Symbols, data: _Symbols) -> None:
