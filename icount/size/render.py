@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from icount.numfmt import human_bytes, percent, signed_percent
 from icount.size.model import Breakdown, Row
@@ -172,8 +172,7 @@ def to_csv(items: Sequence[Breakdown], by: str) -> str:
     return render_csv(["file", "arch", "view", "label", "file_bytes", "vm_bytes"], rows)
 
 
-@dataclass(frozen=True)
-class DiffRow:
+class DiffRow(NamedTuple):
     label: str
     old_file: int
     new_file: int

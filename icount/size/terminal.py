@@ -25,7 +25,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MIN_LABEL = 24
 GAP = 3  # one cell of padding, one blank box edge, one cell of padding
@@ -33,8 +33,7 @@ RULE = "─"
 _WORD = re.compile(r"\s*\S+\s*")
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """`size` consecutive columns after the label column; `name` heads them ("": none)."""
 
     name: str
@@ -114,8 +113,7 @@ def _pad(text: str, width: int, left: bool) -> str:
     return text + fill if left else fill + text
 
 
-@dataclass(frozen=True)
-class Grid:
+class Grid(NamedTuple):
     """What to draw: column titles and alignments, rows of cells, and how the columns
     after the first group."""
 
