@@ -131,7 +131,32 @@ class SymbolTable:
         return text
 
 
-class Image:
+class _Described:
+    """What names one image: its file, architecture, format and kind, in a fat file or
+    not; and the notes shown under its table."""
+
+    __slots__ = ("arch", "fat", "file_size", "fmt", "kind", "notes", "path")
+
+    def __init__(
+        self,
+        path: str,
+        arch: str,
+        fmt: str,
+        kind: str,
+        file_size: int,
+        notes: list[str] | None,
+        fat: bool,
+    ) -> None:
+        self.path, self.arch, self.fmt, self.kind = path, arch, fmt, kind
+        self.file_size, self.fat = file_size, fat
+        self.notes = notes if notes is not None else []
+
+    @property
+    def name(self) -> str:
+        return f"{self.path} [{self.arch}]" if self.fat else self.path
+
+
+class Image(_Described):
     """One file, or one architecture of a fat file, ready for the views.
 
     `fmt`: "ELF64", "Mach-O 64-bit", ...; `kind`: "executable", "shared object", ...;
@@ -140,21 +165,7 @@ class Image:
     slice of a universal file; `dwarf`: read only for the compileunits and files views.
     """
 
-    __slots__ = (
-        "arch",
-        "dwarf",
-        "fat",
-        "file_size",
-        "fmt",
-        "kind",
-        "notes",
-        "path",
-        "section_containers",
-        "sections",
-        "segments",
-        "symbols",
-        "vm_total",
-    )
+    __slots__ = ("dwarf", "section_containers", "sections", "segments", "symbols", "vm_total")
 
     def __init__(
         self,
@@ -172,17 +183,12 @@ class Image:
         fat: bool = False,
         dwarf: Attribution | None = None,
     ) -> None:
-        self.path, self.arch, self.fmt, self.kind = path, arch, fmt, kind
-        self.file_size, self.vm_total = file_size, vm_total
+        super().__init__(path, arch, fmt, kind, file_size, notes, fat)
+        self.vm_total = vm_total
         self.sections = sections if sections is not None else []
         self.section_containers = section_containers if section_containers is not None else []
         self.segments = segments if segments is not None else []
-        self.symbols, self.notes = symbols, notes if notes is not None else []
-        self.fat, self.dwarf = fat, dwarf
-
-    @property
-    def name(self) -> str:
-        return f"{self.path} [{self.arch}]" if self.fat else self.path
+        self.symbols, self.dwarf = symbols, dwarf
 
     def text_bytes(self) -> int:
         """VM size of the executable sections (what the serve tables show)."""
@@ -195,20 +201,10 @@ class Row(NamedTuple):
     vm: int
 
 
-class Breakdown:
+class Breakdown(_Described):
     """One image seen through one view: rows whose file column sums to the file size."""
 
-    __slots__ = (
-        "arch",
-        "fat",
-        "file_size",
-        "fmt",
-        "gzip_bytes",
-        "kind",
-        "notes",
-        "path",
-        "rows",
-    )
+    __slots__ = ("gzip_bytes", "rows")
 
     def __init__(
         self,
@@ -222,14 +218,8 @@ class Breakdown:
         gzip_bytes: int | None = None,
         fat: bool = False,
     ) -> None:
-        self.path, self.arch, self.fmt, self.kind = path, arch, fmt, kind
-        self.file_size, self.rows = file_size, rows
-        self.notes = notes if notes is not None else []
-        self.gzip_bytes, self.fat = gzip_bytes, fat
-
-    @property
-    def name(self) -> str:
-        return f"{self.path} [{self.arch}]" if self.fat else self.path
+        super().__init__(path, arch, fmt, kind, file_size, notes, fat)
+        self.rows, self.gzip_bytes = rows, gzip_bytes
 
     @property
     def file_total(self) -> int:
