@@ -42,8 +42,8 @@ Executables, shared libraries, object files, fat files (one breakdown per
 architecture) and Wasm modules. Each row shows its bytes in the file and in memory
 (VM); headers and padding are rows of their own, so the file column sums to the
 file size. Several files print side by side; --diff OLD NEW prints the change,
-largest first; -o FILE writes a results file that `icount compare` gates (exit 3
-when a size grew past --threshold).
+largest first; -o FILE writes a results file for `icount compare`, which exits 3
+when a size grew past its threshold.
 
 \b
 Views (--by):
