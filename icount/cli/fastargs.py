@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import typer.core
 
@@ -74,6 +75,10 @@ def convert_without_pydantic(params: list[Any]) -> None:
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             kind: Any = self.annotation
             info = self.parameter_info
+            options = get_args(kind) if get_origin(kind) in (Union, UnionType) else ()
+            if len(options) == 2 and type(None) in options and value is not None:
+                # `Path | None` given a value: the value's type is the other one
+                kind = next(a for a in options if a is not type(None))
             if get_origin(kind) is list and isinstance(value, list | tuple):
                 (item,) = get_args(kind)
                 out = [leaf(item, v, info, param, ctx) for v in value]

@@ -36,6 +36,9 @@ ARGVS = [
     [""],
     ["-"],
     ["/nonexistent", "/tmp"],
+    ["-o", "sizes.json", "--force", "x"],
+    ["--output", "", "x"],
+    ["--by", "compileunits", "--top", "3", "x"],
 ]
 
 
