@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Benchmark `icount size --by symbols` against `nm -S --size-sort` on the same file.
+"""Benchmark `icount size --by symbols` against `nm -S --size-sort` on the same files.
 
-Usage: python3 scripts/bench_size.py [--file LIB] [--reps N]
+Usage: python3 scripts/bench_size.py [--file LIB ...] [--reps N]
 
-Without --file it picks the largest ELF shared library it finds under the usual library
-folders (and ~/.rustup, where a 200 MB libLLVM with a .symtab often lives). When the file
-has no .symtab both tools read .dynsym (`nm -D`), as icount does. Each tool runs --reps
-times, interleaved; the medians of wall time and the peak resident memory of each child
-are printed with their ratio. The last lines split icount's run: its own work (load +
-symbols view + table) timed inside one process after the modules it needs are imported,
-those imports, and whether the CLI run imported pydantic (typer 0.2x converts option
-values through pydantic; ~0.1 s when it does).
+Without --file it measures Debian's stripped libLLVM-15 (`.dynsym` only: both tools read
+that, `nm -D`) when it is installed, and the largest ELF shared library with a `.symtab`
+it finds under the usual library folders and ~/.rustup (rustup's libLLVM). Each tool runs
+--reps times, interleaved, with `python3 -c "import typer, numpy"` (what `icount size
+--by symbols` cannot do without) as a third child: the floor. Medians of wall time and
+the peak resident memory of each child are printed with their ratios. The last lines
+split icount's run: its own work (load + symbols view + table) timed inside one process
+after the modules it needs are imported, those imports, and whether the CLI run
+imported pydantic (typer 0.2x converts option values through pydantic; ~0.1 s when it
+does). Children run with Python's bytecode cache on (PYTHONDONTWRITEBYTECODE removed),
+as an installed icount has it.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SEARCH = ["/usr/lib", "/usr/local/lib", "/lib", "/opt", str(Path.home() / ".rustup")]
+DEBIAN_LLVM15 = Path("/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1")  # apt: libllvm15
 
 
-def largest_shared_library() -> Path:
-    best: tuple[int, str] = (0, "")
+def largest_shared_library() -> Path | None:
+    """The largest ELF shared library with a .symtab under SEARCH."""
+    found: list[tuple[int, str]] = []
     for top in SEARCH:
         for folder, _, files in os.walk(top):
             for name in files:
@@ -39,16 +44,22 @@ def largest_shared_library() -> Path:
                 try:
                     if os.path.islink(path) or not os.path.isfile(path):
                         continue
-                    size = os.path.getsize(path)
-                    if size > best[0]:
-                        with open(path, "rb") as f:
-                            if f.read(4) == b"\x7fELF":
-                                best = (size, path)
+                    with open(path, "rb") as f:
+                        if f.read(4) == b"\x7fELF":
+                            found.append((os.path.getsize(path), path))
                 except OSError:
                     continue
-    if not best[1]:
-        sys.exit("no ELF shared library found; pass --file")
-    return Path(best[1])
+    for _, path in sorted(found, reverse=True):
+        if has_symtab(Path(path)):
+            return Path(path)
+    return None
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
+    out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), out.get("PYTHONPATH")]))
+    return out
 
 
 def has_symtab(path: Path) -> bool:
@@ -59,7 +70,9 @@ def has_symtab(path: Path) -> bool:
 def timed(argv: list[str]) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of one child, output discarded."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=env()
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -73,8 +86,8 @@ CORE = """
 import os, sys, time
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # as `icount size` imports numpy
 t = time.perf_counter()
-import numpy, rich.console, rich.table
-from icount.size import load, render, views, elf, symbols, demangle
+import numpy
+from icount.size import load, render, views, elf, symbols, demangle, terminal
 imports = time.perf_counter() - t
 t = time.perf_counter()
 images = load(sys.argv[1])
@@ -95,51 +108,54 @@ finally:
 """
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--file", type=Path)
-    ap.add_argument("--reps", type=int, default=5)
-    args = ap.parse_args()
-    path = args.file or largest_shared_library()
+def bench(path: Path, reps: int) -> None:
     nm = shutil.which("nm")
     if nm is None:
         sys.exit("nm (binutils) is not installed")
     dynamic = not has_symtab(path)
     nm_argv = [nm, "-S", "--size-sort", *(["-D"] if dynamic else []), str(path)]
     ic_argv = [sys.executable, "-m", "icount", "size", "--by", "symbols", str(path)]
+    floor_argv = [sys.executable, "-c", "import typer, numpy"]
 
-    # one untimed run each so that both read the file from the page cache
-    timed(nm_argv)
-    timed(ic_argv)
-    nm_runs, ic_runs, core_runs = [], [], []
-    for _ in range(args.reps):
+    # one untimed run each: the file in the page cache, the bytecode caches written
+    for argv in (nm_argv, ic_argv, floor_argv):
+        timed(argv)
+    nm_runs, ic_runs, floor_runs, core_runs = [], [], [], []
+    for _ in range(reps):
         nm_runs.append(timed(nm_argv))
         ic_runs.append(timed(ic_argv))
+        floor_runs.append(timed(floor_argv))
         out = subprocess.run(
             [sys.executable, "-c", CORE, str(path)],
             capture_output=True,
             text=True,
             cwd=ROOT,
+            env=env(),
             check=True,
         ).stdout.split()
         core_runs.append((float(out[0]), float(out[1])))
 
     nm_wall = statistics.median(w for w, _ in nm_runs)
     ic_wall = statistics.median(w for w, _ in ic_runs)
+    floor_wall = statistics.median(w for w, _ in floor_runs)
     nm_rss = max(m for _, m in nm_runs)
     ic_rss = max(m for _, m in ic_runs)
     core = statistics.median(c for _, c in core_runs)
     imports = statistics.median(i for i, _ in core_runs)
     size_mb = path.stat().st_size / 1e6
     table = ".dynsym (no .symtab)" if dynamic else ".symtab"
-    print(f"file: {path} ({size_mb:.1f} MB, {table}), {args.reps} runs each, medians")
+    print(f"file: {path} ({size_mb:.1f} MB, {table}), {reps} runs each, medians")
     nm_name = "nm -S --size-sort" + (" -D" if dynamic else "")
-    print(f"{nm_name}: {nm_wall:.3f} s, peak {nm_rss / 1024:.0f} MiB")
-    print(f"icount size --by symbols: {ic_wall:.3f} s, peak {ic_rss / 1024:.0f} MiB")
-    print(f"ratio icount/nm: wall {ic_wall / nm_wall:.2f}x, peak memory {ic_rss / nm_rss:.2f}x")
+    print(f"  {nm_name}: {nm_wall:.3f} s, peak {nm_rss / 1024:.0f} MiB")
+    print(f"  icount size --by symbols: {ic_wall:.3f} s, peak {ic_rss / 1024:.0f} MiB")
+    print(f"  ratio icount/nm: wall {ic_wall / nm_wall:.2f}x, peak memory {ic_rss / nm_rss:.2f}x")
     print(
-        f"icount core work (load + view + table, in-process): {core:.3f} s = "
-        f"{core / nm_wall:.2f}x nm; imports of numpy, rich and icount.size {imports:.3f} s"
+        f"  floor: python3 -c 'import typer, numpy' {floor_wall:.3f} s = "
+        f"{floor_wall / nm_wall:.2f}x nm"
+    )
+    print(
+        f"  icount core work (load + view + table, in-process): {core:.3f} s = "
+        f"{core / nm_wall:.2f}x nm; imports of numpy and icount.size {imports:.3f} s"
     )
     slow = subprocess.run(
         [sys.executable, "-c", IMPORTED, str(path)],
@@ -147,9 +163,26 @@ def main() -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        env=env(),
         check=True,
     ).stderr.split("\n")[-2]
-    print(f"optional imports the CLI run made (pydantic, pyelftools' ELFFile): {slow}")
+    print(f"  optional imports the CLI run made (pydantic, pyelftools' ELFFile): {slow}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--file", type=Path, action="append")
+    ap.add_argument("--reps", type=int, default=9)
+    args = ap.parse_args()
+    paths = args.file or [
+        p
+        for p in (DEBIAN_LLVM15 if DEBIAN_LLVM15.exists() else None, largest_shared_library())
+        if p
+    ]
+    if not paths:
+        sys.exit("no ELF shared library found; pass --file")
+    for path in paths:
+        bench(path, args.reps)
 
 
 if __name__ == "__main__":

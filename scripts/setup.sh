@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 #   linux-perf      perf backend (real counts only where the PMU is exposed)
 #   gcc, g++, binutils  test programs, servers and C++ fixtures; readelf/nm as reference tools
 #   clang lld llvm  Mach-O fixtures (clang -target ...-apple-macos, ld64.lld, llvm-lipo,
-#                   llvm-objdump, llvm-size) for icount size tests
+#                   llvm-objdump, llvm-size) for icount size tests; wasm-ld for
+#                   fixtures/size/build_wasm.sh, llvm-readobj and llvm-dwarfdump as the
+#                   Wasm and DWARF reference tools
 #   nginx-light     bundled nginx target for icount serve
 #   nodejs          bundled Node http target for icount serve
 #   nghttp2-client  h2load load generator; apache2-utils: ab; wrk: wrk

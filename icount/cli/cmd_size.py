@@ -1,23 +1,29 @@
-"""`icount size`: where the bytes of ELF and Mach-O files go."""
+"""`icount size`: where the bytes of ELF, Mach-O and WebAssembly files go."""
 
 from __future__ import annotations
 
-import re
-from enum import Enum, StrEnum
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args, get_origin
+from typing import TYPE_CHECKING
 
 import typer
-import typer.core
+
+from icount.cli.fastargs import PlainCommand
 
 if TYPE_CHECKING:
-    from icount.size.model import Breakdown, Image
+    from icount.results import Results
+    from icount.size.model import Breakdown
 
 
 class By(StrEnum):
     sections = "sections"
     segments = "segments"
     symbols = "symbols"
+    compileunits = "compileunits"
+    files = "files"
+    crates = "crates"
+    namespaces = "namespaces"
+    packages = "packages"
 
 
 class Format(StrEnum):
@@ -28,151 +34,93 @@ class Format(StrEnum):
     svg = "svg"
 
 
-HELP = """Break down the size of ELF and Mach-O files (executables, shared libraries,
-object files, fat files: one breakdown per architecture).
+# views with many rows: the largest 30 unless --top says otherwise
+_LONG_VIEWS = (By.symbols, By.compileunits, By.files)
 
-Each row shows its bytes in the file and in memory (VM); headers and padding are rows
-of their own, so the file column sums to the file size. Several files print side by
-side; --diff OLD NEW prints the change, largest first.
+HELP = """Break down the size of ELF, Mach-O and WebAssembly files.
+
+Executables, shared libraries, object files, fat files (one breakdown per
+architecture) and Wasm modules. Each row shows its bytes in the file and in memory
+(VM); headers and padding are rows of their own, so the file column sums to the
+file size. Several files print side by side; --diff OLD NEW prints the change,
+largest first; -o FILE writes a results file for `icount compare`, which exits 3
+when a size grew past its threshold.
+
+\b
+Views (--by):
+  sections, segments  the file's own layout (Wasm: its sections; segments groups them)
+  symbols             functions and data (Wasm: the name section)
+  compileunits, files what the DWARF (-g) of an ELF file attributes to each compile
+                      unit / source file; [no debug info] for the rest
+  crates, namespaces, packages
+                      symbols grouped by Rust crate, C++ namespace, Go package
 
 \b
 Examples:
   icount size ./server
   icount size --by symbols --top 20 libfoo.so
-  icount size --gzip hello_c hello_rust hello_go
+  icount size --by compileunits ./server
+  icount size --gzip hello_c hello_rust hello_go app.wasm
   icount size --diff --format md old/server new/server
   icount size --format svg ./server > size.svg    # a chart for a README
+  icount size --gzip -o new.json build/server && icount compare base.json new.json
 """
 
 
 def register(app: typer.Typer) -> None:
-    app.command("size", help=HELP, cls=_SizeCommand)(size)
-
-
-class _SizeCommand(typer.core.TyperCommand):
-    """The size command, its arguments converted without pydantic where that is exact.
-
-    typer 0.2x converts every parameter through a pydantic TypeAdapter: importing
-    pydantic and building the adapters costs ~0.1 s per run, a quarter of
-    `icount size --by symbols` on a 200 MB library (scripts/bench_size.py). This
-    command's values are plain (file paths, choices, decimal integers): those are
-    converted here with typer's own helpers, and anything else (a malformed number, an
-    unknown choice) goes through typer's pydantic path, so values and error messages
-    stay typer's. typer versions without that machinery are left alone.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        convert_without_pydantic(self.params)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        # made on first use; its value is None unless --help is given
-        option = super().get_help_option(ctx)
-        if option is not None:
-            convert_without_pydantic([option])
-        return option
-
-
-_DECIMAL = re.compile(r"-?[0-9]{1,18}")
-_UNSURE = object()
-
-
-def convert_without_pydantic(params: list[Any]) -> None:
-    """Give each typer parameter a converter that needs no pydantic for plain values."""
-    try:
-        from typer._coercion import RuntimeParam, build_runtime_param
-        from typer._param_types import coerce_cli_choice, coerce_cli_path
-    except ImportError:  # a typer that converts with click's types: nothing to avoid
-        return
-
-    def leaf(kind: Any, value: Any, info: Any, param: Any, ctx: Any) -> Any:
-        """What typer's adapter for `kind` makes of `value`, or _UNSURE."""
-        if kind is bool or kind is str:
-            return value if type(value) is kind else _UNSURE
-        if kind is int:
-            if type(value) is int:
-                return value
-            if isinstance(value, str) and _DECIMAL.fullmatch(value):
-                return int(value)
-            return _UNSURE
-        if isinstance(kind, type) and issubclass(kind, Enum):
-            try:  # what typer's choice adapter calls, minus the pydantic wrapper
-                choices = list(kind)
-                return coerce_cli_choice(
-                    value, choices=choices, case_sensitive=info.case_sensitive, ctx=ctx
-                )
-            except ValueError:
-                return _UNSURE
-        if kind is Path and isinstance(value, str) and value:
-            # typer's own checks (existence flags, readability), given a Path so that
-            # it needs no pydantic to make one
-            return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
-        return _UNSURE
-
-    class Plain(RuntimeParam):
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            kind: Any = self.annotation
-            info = self.parameter_info
-            if get_origin(kind) is list and isinstance(value, list | tuple):
-                (item,) = get_args(kind)
-                out = [leaf(item, v, info, param, ctx) for v in value]
-                if not any(x is _UNSURE for x in out):
-                    return out
-            else:
-                one = leaf(kind, value, info, param, ctx)
-                if one is not _UNSURE:
-                    return one
-            slow = build_runtime_param(param.type_descriptor)
-            return slow._coerce_value(value, param=param, ctx=ctx)
-
-    for p in params:
-        desc = getattr(p, "type_descriptor", None)
-        if getattr(p, "_runtime_param", True) is None and desc is not None:
-            try:
-                p._runtime_param = Plain(
-                    parameter_info=desc.parameter_info, annotation=desc.annotation
-                )
-            except (TypeError, AttributeError):  # typer's private API moved: use typer's path
-                return
+    app.command("size", help=HELP, cls=PlainCommand)(size)
 
 
 def size(
     files: list[Path] = typer.Argument(
-        ..., help="ELF or Mach-O files.", show_default=False, metavar="FILE"
+        ..., help="ELF, Mach-O or WebAssembly files.", show_default=False, metavar="FILE"
     ),
-    by: By = typer.Option(By.sections, "--by", help="Rows: sections, segments or symbols."),
+    by: By = typer.Option(By.sections, "--by", help="Rows: see Views above."),
     top: int | None = typer.Option(
-        None, "--top", help="Show the N largest rows, the rest summed (default: all; symbols: 30)."
+        None,
+        "--top",
+        help="Show the N largest rows, the rest summed (default: all; 30 for symbols, "
+        "compileunits and files).",
     ),
     gzip: bool = typer.Option(False, "--gzip", help="Add the gzip -9 size of each whole file."),
     diff: bool = typer.Option(False, "--diff", help="Compare two files: OLD NEW."),
     fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
     width: int = typer.Option(120, "--width", help="Width of the terminal table."),
+    output: Path | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Also write the sizes as a results file for icount compare.",
+        show_default=False,
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
 ) -> None:
     from icount.errors import UsageError
-
-    _import_numpy_without_blas_threads()
-    from icount.size import load, render, views
 
     if diff and len(files) != 2:
         raise UsageError(f"--diff takes exactly two files (OLD NEW), got {len(files)}")
     if top is not None and top < 0:
         raise UsageError("--top must be 0 (all) or more")
-    limit = top if top is not None else (30 if by is By.symbols else 0)
-    loaded = [(path, load(path)) for path in files]
-    # Several files, or a diff, match rows by label, so every row is computed first.
-    each_top = limit if len(loaded) == 1 and len(loaded[0][1]) == 1 and not diff else 0
+    if output is not None:
+        if diff:
+            raise UsageError(
+                "--output records the sizes of builds; compare two results files with "
+                "icount compare",
+                hint="drop --diff",
+            )
+        _check_output(output, force)
+    from icount.size import render, report
 
-    def breakdowns(path: Path, images: list[Image]) -> list[Breakdown]:
-        out = [views.view(image, by.value, each_top) for image in images]
-        if gzip:
-            size_gz = _gzip_size(path)
-            for b in out:
-                b.gzip_bytes = size_gz
-        return out
+    if report.needs_symbols(by.value):
+        _import_numpy_without_blas_threads()
+    limit = top if top is not None else (30 if by in _LONG_VIEWS else 0)
+    # Several files, a fat file or a diff match rows by label: every row is computed
+    # first, and --top applies to all of them alike (report.select).
+    each_top = limit if len(files) == 1 and not diff else 0
+    loaded = [report.breakdowns(p, by.value, each_top, gzip) for p in files]
 
     if diff:
-        old, new = (breakdowns(p, imgs) for p, imgs in loaded)
+        old, new = loaded
         pairs = _pair(old, new, str(files[0]), str(files[1]))
         if fmt in (Format.json, Format.svg):
             text = render.diff_json(pairs, by.value)
@@ -184,12 +132,15 @@ def size(
             typer.echo(render.text(tables, fmt.value, width), nl=False)
         return
 
-    items = [b for p, imgs in loaded for b in breakdowns(p, imgs)]
+    items = [b for bds in loaded for b in bds]
+    chosen = report.select(items, limit)
+    if output is not None:
+        _save(output, report.to_results(chosen, by.value), force)
     if fmt in (Format.json, Format.svg):
-        text = render.to_json(items, by.value)
+        text = render.to_json(chosen, by.value)
         typer.echo(_svg(text) if fmt is Format.svg else text, nl=False)
     elif fmt is Format.csv:
-        typer.echo(render.to_csv(items, by.value), nl=False)
+        typer.echo(render.to_csv(chosen, by.value), nl=False)
     else:
         t = render.table(items, by.value, limit)
         typer.echo(render.text([t], fmt.value, width), nl=False)
@@ -202,6 +153,32 @@ def _svg(size_json: str) -> str:
     from icount import charts
 
     return charts.sizes_svg(charts.sizes_from_json(json.loads(size_json), "icount size"))
+
+
+def _check_output(path: Path, force: bool) -> None:
+    """What can be refused before any file is read."""
+    from icount.errors import UsageError
+
+    if path.is_dir():
+        raise UsageError(f"--output {path} is a directory", hint="give --output a file name")
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; refusing to overwrite it", hint="pass --force")
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"--output {path}: {parent} is not a directory")
+
+
+def _save(path: Path, res: Results, force: bool) -> None:
+    from icount import results
+    from icount.errors import UsageError
+
+    names = [c.key for c in res.cells]
+    if len(set(names)) != len(names):
+        raise UsageError("the same file is given twice: its cells would collide in --output")
+    try:
+        results.save(path, res, None, overwrite=force)
+    except OSError as e:
+        raise UsageError(f"--output {path}: cannot write: {e.strerror or e}") from None
 
 
 def _import_numpy_without_blas_threads() -> None:
@@ -242,16 +219,3 @@ def _pair(
         archs_b = ", ".join(n.arch for n in new)
         raise UsageError(f"{a} ({archs_a}) and {b} ({archs_b}) share no architecture to compare")
     return pairs
-
-
-def _gzip_size(path: Path) -> int:
-    import gzip
-
-    from icount.errors import UsageError
-
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
-    # mtime=0 and no file name: the size depends on the bytes only, as `gzip -9 -n` does
-    return len(gzip.compress(data, compresslevel=9, mtime=0))

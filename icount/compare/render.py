@@ -154,9 +154,15 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         ]
         table.add_row(cells)
     table.notes += notes
-    table.notes.append(
-        f"medians of fresh processes; change relative to the base median; {numfmt.LEGEND}"
-    )
+    if units == ["bytes"]:  # icount size -o: one exact reading per file
+        table.notes.append(
+            "sizes read from the files; change relative to the base; "
+            "k = thousand, M = million, G = billion bytes"
+        )
+    else:
+        table.notes.append(
+            f"medians of fresh processes; change relative to the base median; {numfmt.LEGEND}"
+        )
     forced = forced_line(c)
     if forced and with_verdict:
         table.notes.append(forced)

@@ -1,4 +1,4 @@
-"""Binary-size breakdowns of ELF and Mach-O files (`icount size`).
+"""Binary-size breakdowns of ELF, Mach-O and WebAssembly files (`icount size`).
 
 `load(path)` gives one Image per file (one per architecture for fat Mach-O files);
 `views` turns an Image into rows, `render` prints them. `summarize(path)` is the small
@@ -12,47 +12,79 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icount.errors import ParseError
+from icount.size.source import NOT_BINARY
 
 if TYPE_CHECKING:
     from icount.size.model import Image
     from icount.size.source import Blob
 
 
-def load(path: str | Path) -> list[Image]:
-    """Every image in the file: one, or one per architecture of a fat file."""
+def load(path: str | Path, symbols: bool = True, dwarf: str | None = None) -> list[Image]:
+    """Every image in the file: one, or one per architecture of a fat file.
+
+    `symbols=False` skips the symbol tables (and numpy): the sections and segments
+    views do not need them. `dwarf` ("compileunits" or "files") also reads what the
+    DWARF of an ELF file attributes to each compile unit or source file."""
     from icount.size.source import open_blob
 
     blob = open_blob(path)
     try:
-        return load_blob(blob)
+        images = load_blob(blob, symbols)
+        if dwarf is not None:
+            _read_dwarf(blob, images, dwarf == "files")
+        return images
     finally:
         blob.close()
 
 
-def load_bytes(name: str, data: bytes) -> list[Image]:
+def _read_dwarf(blob: Blob, images: list[Image], files: bool) -> None:
+    from icount.size import dwarf
+
+    for image in images:
+        if not image.fmt.startswith("ELF"):
+            image.notes.append(f"no DWARF read: icount reads DWARF in ELF files, not {image.fmt}")
+        elif image.kind == "object file":
+            image.notes.append(
+                "no DWARF read: an object file's DWARF addresses are relocated at link time"
+            )
+        else:
+            image.dwarf = dwarf.read(blob, files)
+            if image.dwarf is None:
+                image.notes.append("no DWARF (.debug_info): build with -g")
+
+
+def load_bytes(
+    name: str, data: bytes, symbols: bool = True, dwarf: str | None = None
+) -> list[Image]:
     """Same as load() for bytes in memory (tests, fuzzing)."""
     from icount.size.source import Blob
 
     if not data:
-        raise ParseError("empty file, not an ELF or Mach-O file", source=name)
-    return load_blob(Blob(name, data))
+        raise ParseError(f"empty file, {NOT_BINARY}", source=name)
+    blob = Blob(name, data)
+    images = load_blob(blob, symbols)
+    if dwarf is not None:
+        _read_dwarf(blob, images, dwarf == "files")
+    return images
 
 
-def load_blob(blob: Blob) -> list[Image]:
+def load_blob(blob: Blob, symbols: bool = True) -> list[Image]:
     head = bytes(blob.data[:8])
     if head.startswith(b"\x7fELF"):
         from icount.size.elf import read_elf
 
-        return [read_elf(blob)]
+        return [read_elf(blob, symbols)]
     from icount.size import macho
 
     if macho.is_fat(head) or macho.is_thin(head):
-        return macho.read_macho(blob)
+        return macho.read_macho(blob, symbols)
+    from icount.size import wasm
+
+    if wasm.is_wasm(head):
+        return [wasm.read_wasm(blob, symbols)]
     if head.startswith(b"\xca\xfe\xba\xbe"):
-        raise blob.fail(
-            "not an ELF or Mach-O file (0xcafebabe but not a fat header: a Java class file?)"
-        )
-    raise blob.fail("not an ELF or Mach-O file")
+        raise blob.fail(f"{NOT_BINARY} (0xcafebabe but not a fat header: a Java class file?)")
+    raise blob.fail(NOT_BINARY)
 
 
 def host_arch() -> str:
@@ -72,7 +104,7 @@ def summarize(path: str | Path) -> dict[str, int]:
     file_bytes is the whole file; vm_bytes what the image maps; text_bytes the VM size
     of executable sections. Raises ParseError (or UsageError for a missing file).
     """
-    image = pick_host(load(path))
+    image = pick_host(load(path, symbols=False))
     return {
         "file_bytes": image.file_size,
         "vm_bytes": image.vm_total,

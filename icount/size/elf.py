@@ -4,8 +4,10 @@ The ELF header of the common case (a known class, byte order, file type and mach
 is read with struct; any other header goes to pyelftools, which names every machine
 and reports what is wrong with a bad header. Importing pyelftools' ELFFile costs
 ~25 ms, 7% of `nm -S` on a 200 MB library, and the common case needs a dozen fields.
-The section and program header tables and the symbol table are read in bulk as numpy
-structured arrays over the mapped file, after checking they lie inside it.
+The section and program header tables are read with struct (a few dozen entries in
+most files: importing numpy for them would cost more than a small file's whole
+breakdown); the symbol table, which runs to a million entries, is read in bulk as a
+numpy structured array over the mapped file, only when a view needs it.
 pyelftools' per-entry objects cost ~30x what `nm` does on a large library, and its
 lazily linked section objects recurse through hostile `sh_link` cycles.
 """
@@ -14,12 +16,13 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from icount.size.model import Image, Region, SymbolTable
 from icount.size.source import Blob
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SHT_NOBITS = 8
 SHT_SYMTAB = 2
@@ -28,8 +31,12 @@ SHT_SYMTAB_SHNDX = 18
 SHF_ALLOC = 0x2
 SHF_EXECINSTR = 0x4
 SHF_TLS = 0x400
+SHF_COMPRESSED = 0x800
 PT_LOAD = 1
+PT_DYNAMIC = 2
 PT_TLS = 7
+DT_FLAGS_1 = 0x6FFFFFFB
+DF_1_PIE = 0x08000000
 SHN_LORESERVE = 0xFF00
 SHN_XINDEX = 0xFFFF
 PN_XNUM = 0xFFFF
@@ -40,6 +47,9 @@ ET_REL = 1
 MAX_SECTIONS = 1 << 20
 
 _KINDS = {1: "object file", 2: "executable", 3: "shared object", 4: "core file"}
+# readelf: "DYN (Position-Independent Executable file)" when DT_FLAGS_1 has DF_1_PIE
+PIE = "position-independent executable"
+_COMPRESSION = {1: "zlib", 2: "zstd"}  # ELFCOMPRESS_*
 _SYMBOL_TYPES = (0, 1, 2, 6, 10)  # NOTYPE, OBJECT, FUNC, TLS, GNU_IFUNC
 _RANK = {1: 0, 10: 0, 2: 1, 0: 2}  # GLOBAL, GNU_UNIQUE, WEAK, LOCAL
 
@@ -59,10 +69,45 @@ _SYM = {
     64: "name:u4 info:u1 other:u1 shndx:u2 value:u8 size:u8",
     32: "name:u4 value:u4 size:u4 info:u1 other:u1 shndx:u2",
 }
+_STRUCT_CODES = {"u1": "B", "u2": "H", "u4": "I", "u8": "Q"}
+
+
+class Shdr(NamedTuple):
+    name: int
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    addralign: int
+    entsize: int
+
+
+class Phdr(NamedTuple):
+    type: int
+    flags: int
+    offset: int
+    vaddr: int
+    paddr: int
+    filesz: int
+    memsz: int
+    align: int
+
+
+def _layout(spec: str, end: str, fields: tuple[str, ...]) -> tuple[struct.Struct, list[int]]:
+    """The struct of one entry, and where each of `fields` sits among its values."""
+    pairs = [x.split(":") for x in spec.split()]
+    st = struct.Struct(end + "".join(_STRUCT_CODES[t] for _, t in pairs))
+    order = [f for f, _ in pairs]
+    return st, [order.index(f) for f in fields]
 
 
 def _dtype(spec: str, end: str) -> np.dtype[Any]:
     """A packed structured dtype from "name:type ..." in byte order `end` ('<' or '>')."""
+    import numpy as np
+
     return np.dtype([(f, end + t) for f, t in (x.split(":") for x in spec.split())])
 
 
@@ -176,6 +221,8 @@ def _table(
 ) -> Any:
     """`count` entries at `offset`: a copy, or (copy=False) a view into the file for a
     caller that converts every field anyway."""
+    import numpy as np
+
     if count == 0:
         return np.zeros(0, dtype=dtype)
     if entsize != dtype.itemsize:
@@ -187,56 +234,86 @@ def _table(
     return table.copy() if copy else table
 
 
-def read_elf(blob: Blob) -> Image:
+def _entries(
+    blob: Blob, offset: int, count: int, entsize: int, spec: str, end: str, kind: Any, what: str
+) -> list[Any]:
+    """`count` header table entries at `offset` as `kind` tuples, after checking that
+    they lie inside the file and that there are no more than MAX_SECTIONS."""
+    st, order = _layout(spec, end, kind._fields)
+    if count == 0:
+        return []
+    if entsize != st.size:
+        raise blob.fail(f"{what}: entry size {entsize}, expected {st.size}")
+    if count > MAX_SECTIONS:
+        raise blob.fail(f"{what}: {count} entries is more than icount accepts ({MAX_SECTIONS})")
+    blob.check(offset, count * entsize, what)
+    raw = memoryview(blob.data)[offset : offset + count * entsize]
+    try:
+        return [kind._make([v[k] for k in order]) for v in st.iter_unpack(raw)]
+    finally:
+        raw.release()
+
+
+def read_elf(blob: Blob, symbols: bool = True) -> Image:
+    """The Image of an ELF file; `symbols=False` leaves the symbol table unread."""
     h = _header(blob)
     bits, end = h["bits"], "<" if h["little"] else ">"
-    sdt, pdt = _dtype(_SHDR[bits], end), _dtype(_PHDR[bits], end)
+    shent, phent = struct.calcsize(_fmt(_SHDR[bits])), struct.calcsize(_fmt(_PHDR[bits]))
     shoff, shnum, shstrndx, phnum = h["e_shoff"], h["e_shnum"], h["e_shstrndx"], h["e_phnum"]
     if shoff and (shnum == 0 or shstrndx == SHN_XINDEX or phnum == PN_XNUM):
         # extended numbering: the real counts live in section header 0
-        s0 = _table(blob, shoff, 1, h["e_shentsize"], sdt, "section header 0")[0]
-        shnum = shnum or int(s0["size"])
-        shstrndx = int(s0["link"]) if shstrndx == SHN_XINDEX else shstrndx
-        phnum = int(s0["info"]) if phnum == PN_XNUM else phnum
-    shdrs = _table(
-        blob, shoff, shnum if shoff else 0, h["e_shentsize"], sdt, "section header table"
+        s0 = _entries(blob, shoff, 1, h["e_shentsize"], _SHDR[bits], end, Shdr, "section header 0")
+        shnum = shnum or s0[0].size
+        shstrndx = s0[0].link if shstrndx == SHN_XINDEX else shstrndx
+        phnum = s0[0].info if phnum == PN_XNUM else phnum
+    shdrs: list[Shdr] = _entries(
+        blob,
+        shoff,
+        shnum if shoff else 0,
+        h["e_shentsize"],
+        _SHDR[bits],
+        end,
+        Shdr,
+        "section header table",
     )
-    phdrs = _table(blob, h["e_phoff"], phnum, h["e_phentsize"], pdt, "program header table")
+    phdrs: list[Phdr] = _entries(
+        blob, h["e_phoff"], phnum, h["e_phentsize"], _PHDR[bits], end, Phdr, "program header table"
+    )
     shnum = len(shdrs)
 
     names = _section_names(blob, shdrs, shstrndx)
-    loads = [p for p in phdrs if int(p["type"]) == PT_LOAD]
+    loads = [p for p in phdrs if p.type == PT_LOAD]
     for k, p in enumerate(loads):
-        blob.check(int(p["offset"]), int(p["filesz"]), f"LOAD segment #{k}")
-    load_ranges = [(int(p["offset"]), int(p["offset"]) + int(p["filesz"])) for p in loads]
+        blob.check(p.offset, p.filesz, f"LOAD segment #{k}")
+    load_ranges = [(p.offset, p.offset + p.filesz) for p in loads]
     is_rel = h["type"] == "ET_REL"
 
     def mapped(start: int, length: int) -> int:
         return sum(max(0, min(start + length, b) - max(start, a)) for a, b in load_ranges)
 
     sections: list[Region] = []
-    region_of = np.full(max(shnum, 1), -1, dtype=np.int64)
+    region_of = [-1] * max(shnum, 1)
     for i in range(1, shnum):
         s = shdrs[i]
-        typ, flags, size = int(s["type"]), int(s["flags"]), int(s["size"])
-        offset = int(s["offset"])
-        length = 0 if typ == SHT_NOBITS else size
+        length = 0 if s.type == SHT_NOBITS else s.size
         label = names[i] or f"[section {i}]"
         if length:
-            blob.check(offset, length, f"section {label}")
-        alloc = bool(flags & SHF_ALLOC)
-        tbss = typ == SHT_NOBITS and bool(flags & SHF_TLS)  # per-thread: no image address space
-        vm = size if alloc and not tbss else 0
+            blob.check(s.offset, length, f"section {label}")
+        alloc = bool(s.flags & SHF_ALLOC)
+        # per-thread: no image address space
+        tbss = s.type == SHT_NOBITS and bool(s.flags & SHF_TLS)
+        vm = s.size if alloc and not tbss else 0
         region_of[i] = len(sections)
         sections.append(
             Region(
                 label,
-                offset,
+                s.offset,
                 length,
                 vm,
-                executable=alloc and bool(flags & SHF_EXECINSTR),
-                sym_addr=0 if is_rel else int(s["addr"]),
-                sym_size=size,
+                executable=alloc and bool(s.flags & SHF_EXECINSTR),
+                sym_addr=0 if is_rel else s.addr,
+                sym_size=s.size,
+                compressed=_compression(blob, s, bits, end) if length else None,
             )
         )
     headers = [
@@ -244,20 +321,17 @@ def read_elf(blob: Blob) -> Image:
         Region(
             "[program headers]",
             h["e_phoff"],
-            len(phdrs) * pdt.itemsize,
-            mapped(h["e_phoff"], len(phdrs) * pdt.itemsize),
+            len(phdrs) * phent,
+            mapped(h["e_phoff"], len(phdrs) * phent),
         ),
-        Region("[section headers]", shoff, shnum * sdt.itemsize, 0),
+        Region("[section headers]", shoff, shnum * shent, 0),
     ]
-    vm_total = sum(int(p["memsz"]) for p in loads) if loads else sum(r.vm for r in sections)
+    vm_total = sum(p.memsz for p in loads) if loads else sum(r.vm for r in sections)
 
     segments: list[Region] = []
     for k, p in enumerate(loads):
-        flags = int(p["flags"])
-        rwx = "".join(c if flags & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))
-        segments.append(
-            Region(f"LOAD #{k} [{rwx}]", int(p["offset"]), int(p["filesz"]), int(p["memsz"]))
-        )
+        rwx = "".join(c if p.flags & bit else "-" for c, bit in (("R", 4), ("W", 2), ("X", 1)))
+        segments.append(Region(f"LOAD #{k} [{rwx}]", p.offset, p.filesz, p.memsz))
     segments += [Region(r.label, r.start, r.length, 0) for r in headers]
     for r in sections:
         # inside a LOAD these get no bytes (the LOAD row starts first); outside: unmapped
@@ -269,6 +343,8 @@ def read_elf(blob: Blob) -> Image:
     machine = str(h["machine"]).removeprefix("EM_").lower()
     machine = {"386": "i386"}.get(machine, machine)
     kind = _KINDS.get(int(_type_number(h["type"])), str(h["type"]))
+    if h["type"] == "ET_DYN" and _is_pie(blob, phdrs, bits, end):
+        kind = PIE
     image = Image(
         path=blob.name,
         arch=machine,
@@ -279,10 +355,43 @@ def read_elf(blob: Blob) -> Image:
         sections=sections + headers,
         segments=segments,
     )
-    tls = [p for p in phdrs if int(p["type"]) == PT_TLS]
-    tls_base = int(tls[0]["vaddr"]) if tls and not is_rel else 0
-    image.symbols = _symbols(blob, shdrs, names, region_of, bits, end, tls_base)
+    if symbols:
+        tls = [p for p in phdrs if p.type == PT_TLS]
+        tls_base = tls[0].vaddr if tls and not is_rel else 0
+        image.symbols = _symbols(blob, shdrs, region_of, bits, end, tls_base)
     return image
+
+
+def _fmt(spec: str) -> str:
+    return "<" + "".join(_STRUCT_CODES[x.split(":")[1]] for x in spec.split())
+
+
+def _compression(blob: Blob, s: Shdr, bits: int, end: str) -> tuple[str, int] | None:
+    """(algorithm, uncompressed size) of an SHF_COMPRESSED section, from its Chdr."""
+    if not s.flags & SHF_COMPRESSED:
+        return None
+    fmt = end + ("IIQQ" if bits == 64 else "III")
+    if s.size < struct.calcsize(fmt):
+        return ("unknown", 0)
+    f = blob.unpack(fmt, s.offset, "compression header")
+    return (_COMPRESSION.get(f[0], f"type {f[0]}"), f[2] if bits == 64 else f[1])
+
+
+def _is_pie(blob: Blob, phdrs: list[Phdr], bits: int, end: str) -> bool:
+    """Whether the dynamic segment's DT_FLAGS_1 has DF_1_PIE (what readelf -h looks at)."""
+    dyn = next((p for p in phdrs if p.type == PT_DYNAMIC), None)
+    if dyn is None:
+        return False
+    entry = struct.Struct(end + ("qQ" if bits == 64 else "iI"))
+    # a hostile segment may claim more than the file holds: read only what is there
+    stop = min(dyn.offset + dyn.filesz, blob.size)
+    for at in range(dyn.offset, stop - entry.size + 1, entry.size):
+        tag, value = entry.unpack_from(blob.data, at)
+        if tag == 0:  # DT_NULL
+            break
+        if tag == DT_FLAGS_1:
+            return bool(value & DF_1_PIE)
+    return False
 
 
 def _type_number(t: Any) -> int:
@@ -290,15 +399,16 @@ def _type_number(t: Any) -> int:
     return table.get(str(t), -1) if isinstance(t, str) else int(t)
 
 
-def _section_names(blob: Blob, shdrs: Any, shstrndx: int) -> list[str]:
+def _section_names(blob: Blob, shdrs: list[Shdr], shstrndx: int) -> list[str]:
     if len(shdrs) == 0:
         return []
     if not 0 < shstrndx < len(shdrs):
         raise blob.fail(f"section name table index {shstrndx} is not a section (of {len(shdrs)})")
     st = shdrs[shstrndx]
-    strtab = blob.read(int(st["offset"]), int(st["size"]), "section name table")
+    strtab = blob.read(st.offset, st.size, "section name table")
     out = []
-    for off in shdrs["name"].tolist():
+    for s in shdrs:
+        off = s.name
         if off >= len(strtab):
             raise blob.fail(f"section name offset {off} is past the section name table")
         stop = strtab.find(b"\0", off)
@@ -307,36 +417,37 @@ def _section_names(blob: Blob, shdrs: Any, shstrndx: int) -> list[str]:
 
 
 def _symbols(
-    blob: Blob, shdrs: Any, names: list[str], region_of: Any, bits: int, end: str, tls_base: int
+    blob: Blob, shdrs: list[Shdr], region_list: list[int], bits: int, end: str, tls_base: int
 ) -> SymbolTable | None:
     """`.symtab`, or `.dynsym` when there is none (it repeats `.symtab`'s exports)."""
-    types = shdrs["type"]
+    import numpy as np
+
     found = [
-        (int(hits[0]), source)
+        (next(i for i, s in enumerate(shdrs) if s.type == wanted), source)
         for wanted, source in ((SHT_SYMTAB, ".symtab"), (SHT_DYNSYM, ".dynsym"))
-        if (hits := np.flatnonzero(types == wanted)).size
+        if any(s.type == wanted for s in shdrs)
     ]
     if not found:
         return None
     index, source = found[0]
     s = shdrs[index]
     dtype = _dtype(_SYM[bits], end)
-    entsize = int(s["entsize"]) or dtype.itemsize
-    count = int(s["size"]) // dtype.itemsize
+    entsize = s.entsize or dtype.itemsize
+    count = s.size // dtype.itemsize
     # no count limit: the table must lie inside the file, which bounds it
-    syms = _table(blob, int(s["offset"]), count, entsize, dtype, source, None, copy=False)
-    link = int(s["link"])
+    syms = _table(blob, s.offset, count, entsize, dtype, source, None, copy=False)
+    link = s.link
     if not 0 < link < len(shdrs):
         raise blob.fail(f"{source}: string table index {link} is not a section")
     st = shdrs[link]
-    strtab = blob.strings(int(st["offset"]), int(st["size"]), f"{source} string table")
+    strtab = blob.strings(st.offset, st.size, f"{source} string table")
 
+    region_of = np.array(region_list, dtype=np.int64)
     shndx = syms["shndx"].astype(np.int64)
-    xindex = np.flatnonzero((types == SHT_SYMTAB_SHNDX) & (shdrs["link"] == index))
-    if xindex.size and (shndx == SHN_XINDEX).any():
-        x = shdrs[int(xindex[0])]
+    xindex = [x for x in shdrs if x.type == SHT_SYMTAB_SHNDX and x.link == index]
+    if xindex and (shndx == SHN_XINDEX).any():
         ext = _table(
-            blob, int(x["offset"]), count, 4, np.dtype(end + "u4"), "extended section indices", None
+            blob, xindex[0].offset, count, 4, np.dtype(end + "u4"), "extended section indices", None
         )
         shndx = np.where(shndx == SHN_XINDEX, ext.astype(np.int64), shndx)
     info = syms["info"].astype(np.int64)
@@ -345,7 +456,7 @@ def _symbols(
     wanted = np.zeros(16, dtype=bool)
     wanted[list(_SYMBOL_TYPES)] = True
     usable = wanted[typ] & (shndx > 0) & (shndx < len(shdrs))
-    usable &= (shndx < SHN_LORESERVE) | (xindex.size > 0)
+    usable &= (shndx < SHN_LORESERVE) | bool(xindex)
     region = np.where(usable, region_of[np.clip(shndx, 0, len(region_of) - 1)], -1)
     addr = syms["value"].astype(np.uint64)
     if tls_base:

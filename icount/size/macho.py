@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from icount.size.model import PADDING, Container, Image, Region, SymbolTable
-from icount.size.source import Blob, cstr
+from icount.size.source import NOT_BINARY, Blob, cstr
 
 FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF
 MH_MAGIC, MH_MAGIC_64 = 0xFEEDFACE, 0xFEEDFACF
@@ -85,14 +83,15 @@ def arch_name(cputype: int, subtype: int) -> str:
     return _CPUS.get(cputype, f"cpu{cputype & 0xFFFFFFFF:#x}")
 
 
-def read_macho(blob: Blob) -> list[Image]:
+def read_macho(blob: Blob, symbols: bool = True) -> list[Image]:
+    """One Image per architecture; `symbols=False` leaves the symbol tables unread."""
     head = blob.read(0, min(8, blob.size), "header")
     if is_fat(head):
-        return _read_fat(blob)
-    return [_Thin(blob, 0, blob.size).image()]
+        return _read_fat(blob, symbols)
+    return [_Thin(blob, 0, blob.size).image(symbols)]
 
 
-def _read_fat(blob: Blob) -> list[Image]:
+def _read_fat(blob: Blob, symbols: bool) -> list[Image]:
     magic, count = blob.unpack(">II", 0, "fat header")
     wide = magic == FAT_MAGIC_64
     fmt, entry = (">iiQQII", 32) if wide else (">iiIII", 20)
@@ -116,7 +115,7 @@ def _read_fat(blob: Blob) -> list[Image]:
     images: list[Image] = []
     seen: dict[str, int] = {}
     for i, (arch, offset, size) in enumerate(slices):
-        image = _Thin(blob, offset, size).image()
+        image = _Thin(blob, offset, size).image(symbols)
         seen[arch] = seen.get(arch, 0) + 1
         image.arch = arch if seen[arch] == 1 else f"{arch}#{seen[arch]}"
         image.fat = True
@@ -160,13 +159,13 @@ class _Thin:
                 f"{what}: offset {offset} + {length} bytes runs past the end ({self.size} bytes)"
             )
 
-    def image(self) -> Image:
+    def image(self, symbols: bool = True) -> Image:
         b = self.blob
         raw = b.read(self.base, 4, "Mach-O magic")
         end = "<" if int.from_bytes(raw, "little") in MAGICS else ">"
         magic = int.from_bytes(raw, "little" if end == "<" else "big")
         if magic not in MAGICS:
-            raise b.fail("not an ELF or Mach-O file")
+            raise b.fail(NOT_BINARY)
         wide = magic == MH_MAGIC_64
         self.wide, self.end = wide, end
         hsize = 32 if wide else 28
@@ -185,7 +184,10 @@ class _Thin:
             self._command(cmd, p, cmdsize, i)
             p += cmdsize  # unknown commands are skipped by their size field
         header = Region("[Mach-O header + load commands]", self.base, hsize + sizeofcmds, 0)
-        return self._assemble(header, arch_name(cputype, subtype), filetype)
+        image = self._assemble(header, arch_name(cputype, subtype), filetype)
+        if symbols:
+            image.symbols = self._symbols()
+        return image
 
     def _command(self, cmd: int, p: int, cmdsize: int, i: int) -> None:
         b, end, at = self.blob, self.end, self.base + p
@@ -308,7 +310,6 @@ class _Thin:
             section_containers=containers,
             segments=segments,
         )
-        image.symbols = self._symbols()
         return image
 
     def _inside(self, seg: _Segment, r: Region) -> bool:
@@ -318,6 +319,8 @@ class _Thin:
         )
 
     def _symbols(self) -> SymbolTable | None:
+        import numpy as np
+
         if self.symtab is None:
             return None
         symoff, nsyms, stroff, strsize = self.symtab

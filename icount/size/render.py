@@ -9,23 +9,44 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from icount.numfmt import human_bytes, percent, signed_percent
 from icount.size.model import Breakdown, Row
-from icount.tables import Column, Table, render, render_csv
+from icount.size.report import shown_labels
+from icount.size.terminal import Grid, Group
+from icount.tables import Column, Table, render_csv, render_markdown
 
 FORMAT_NAME = "icount-size"
 # version 1: first format (images with rows; diff with old/new rows)
 FORMAT_VERSION = 1
 
-_LABEL_TITLE = {"sections": "Section", "segments": "Segment", "symbols": "Symbol"}
+_LABEL_TITLE = {
+    "sections": "Section",
+    "segments": "Segment",
+    "symbols": "Symbol",
+    "compileunits": "Compile unit",
+    "files": "Source file",
+    "crates": "Crate",
+    "namespaces": "Namespace",
+    "packages": "Package",
+}
 TOTAL = "TOTAL"
 GZIP_ROW = "gzip -9 of the whole file"
 
 
-def _short_names(items: Sequence[Breakdown]) -> list[str]:
+@dataclass
+class SizeTable(Table):
+    """A Table plus how the terminal lays it out: `groups` of columns after the label
+    column (kept together when the table is split to fit), and `heading`, one line per
+    file for tables of several files."""
+
+    groups: list[Group] = field(default_factory=list)
+    heading: list[str] = field(default_factory=list)
+
+
+def short_names(items: Sequence[Breakdown]) -> list[str]:
     """Column names: base names (plus arch for fat slices), full paths only when they clash."""
 
     def short(b: Breakdown, full: bool) -> str:
@@ -46,21 +67,16 @@ def _pct(part: int, whole: int) -> str:
     return percent(part / whole, 1) if whole else "-"
 
 
-def _limit_rows(labels: list[str], top: int) -> tuple[list[str], list[str]]:
-    if top <= 0 or len(labels) <= top + 1:
-        return labels, []
-    return labels[:top], labels[top:]
-
-
 def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
     """One breakdown: label, file, file %, VM, VM %. Several: a file and VM column each."""
-    names = _short_names(items)
+    names = short_names(items)
     label_col = Column(_LABEL_TITLE.get(by, "Part"), "left")
     if len(items) == 1:
         b = items[0]
-        t = Table(
+        t = SizeTable(
             [label_col, Column("File size"), Column("File %"), Column("VM size"), Column("VM %")],
             title=_title(b, names[0]),
+            groups=[Group("", 2), Group("", 2)],
         )
         for r in b.rows:
             t.add_row(
@@ -91,13 +107,12 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
     columns = [label_col]
     for n in names:
         columns += [Column(f"{n} file"), Column(f"{n} VM")]
-    t = Table(columns, title=", ".join(_title(b, n) for b, n in zip(items, names, strict=True)))
-    cells = [{r.label: r for r in b.rows} for b in items]
-    labels = sorted(
-        {r.label for b in items for r in b.rows},
-        key=lambda lb: (-max(max(c[lb].file, c[lb].vm) if lb in c else 0 for c in cells), lb),
+    heading = [_title(b, n) for b, n in zip(items, names, strict=True)]
+    t = SizeTable(
+        columns, title="\n".join(heading), groups=[Group(n, 2) for n in names], heading=heading
     )
-    shown, hidden = _limit_rows(labels, top)
+    cells = [{r.label: r for r in b.rows} for b in items]
+    shown, hidden = shown_labels(items, top)
     for lb in shown:
         row = [lb]
         for c in cells:
@@ -157,8 +172,7 @@ def to_csv(items: Sequence[Breakdown], by: str) -> str:
     return render_csv(["file", "arch", "view", "label", "file_bytes", "vm_bytes"], rows)
 
 
-@dataclass(frozen=True)
-class DiffRow:
+class DiffRow(NamedTuple):
     label: str
     old_file: int
     new_file: int
@@ -199,8 +213,8 @@ def _change(old: int, new: int) -> str:
 
 
 def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
-    on, nn = _short_names([old, new])
-    t = Table(
+    on, nn = short_names([old, new])
+    t = SizeTable(
         [
             Column(_LABEL_TITLE.get(by, "Part"), "left"),
             Column("Old file"),
@@ -212,6 +226,7 @@ def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
             Column("Δ VM"),
         ],
         title=f"{_title(old, on)} -> {_title(new, nn)}",
+        groups=[Group("", 4), Group("", 3)],
     )
     rows = diff_rows(old, new)
     shown = rows if top <= 0 or len(rows) <= top + 1 else rows[:top]
@@ -323,21 +338,35 @@ def diff_csv(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
     return render_csv(header, rows)
 
 
-def fit(t: Table, width: int) -> Table:
-    """Shorten long labels (C++ symbols run to hundreds of characters) so that the
-    number columns keep their full width in a terminal table of `width`."""
-    others = sum(
-        max(len(c.title), *(len(row[k]) for row in t.rows)) + 2
-        for k, c in enumerate(t.columns)
-        if k > 0
+def grid(t: Table) -> Grid:
+    """What the terminal renderer draws for `t` (a plain Table: one group of columns)."""
+    groups = t.groups if isinstance(t, SizeTable) and t.groups else [Group("", len(t.columns) - 1)]
+    heading = t.heading if isinstance(t, SizeTable) else []
+    return Grid(
+        titles=[c.title for c in t.columns],
+        left=[c.align == "left" for c in t.columns],
+        rows=t.rows,
+        groups=groups,
+        title=None if heading else t.title,
+        notes=t.notes,
+        heading=heading,
     )
-    room = max(24, width - others - 4)
-    for row in t.rows:
-        if len(row[0]) > room:
-            row[0] = row[0][: room - 1] + "…"
-    return t
+
+
+def markdown(t: Table) -> str:
+    """Markdown; a table of several files names each on a line of its own."""
+    if not isinstance(t, SizeTable) or not t.heading:
+        return render_markdown(t)
+    body = Table(t.columns, t.rows, None, t.notes)
+    lines = [f"**{h.replace('|', chr(92) + '|')}**" for h in t.heading]
+    return "  \n".join(lines) + "\n\n" + render_markdown(body)
 
 
 def text(tables: Sequence[Table], fmt: str, width: int) -> str:
-    """Terminal tables are fitted to `width`; Markdown keeps every label whole."""
-    return "\n".join(render(fit(t, width) if fmt == "table" else t, fmt, width) for t in tables)
+    """Terminal tables fit `width` (labels shortened, then columns wrapped; numbers are
+    never cut); Markdown keeps every label whole."""
+    from icount.size import terminal
+
+    if fmt == "table":
+        return "\n".join(terminal.render(grid(t), width) for t in tables)
+    return "\n".join(markdown(t) for t in tables)

@@ -36,13 +36,15 @@ _BASIC = {
 _SIGNED = set("alnsxi")
 _UNSIGNED = set("hmotyj")
 MAX_DEPTH = 200
+MAX_STEPS = 1 << 15  # the most any name of librustc_driver (139k symbols) takes is 2503
+MAX_OUTPUT = 1 << 16  # characters of one path, type or constant
 
 
 def demangle_v0(name: str) -> str:
     if not name.startswith("_R"):
         raise ValueError("not a v0 name")
     inner = name[2:].split(".", 1)[0]  # vendor suffixes (.llvm.NNN) are not part of it
-    p = _Parser(inner)
+    p = _Parser(inner, budget=[MAX_STEPS])
     if p.peek().isdigit():  # encoding version, only 0 exists
         raise ValueError("unsupported encoding version")
     out = p.path(in_value=True)
@@ -50,8 +52,12 @@ def demangle_v0(name: str) -> str:
 
 
 class _Parser:
-    def __init__(self, s: str, pos: int = 0, depth: int = 0, bound: int = 0) -> None:
+    def __init__(
+        self, s: str, pos: int = 0, depth: int = 0, bound: int = 0, budget: list[int] | None = None
+    ) -> None:
         self.s, self.pos, self.depth, self.bound = s, pos, depth, bound
+        # steps left, shared with the parsers that follow backreferences
+        self.budget = budget if budget is not None else [MAX_STEPS]
 
     def peek(self) -> str:
         return self.s[self.pos] if self.pos < len(self.s) else ""
@@ -73,6 +79,15 @@ class _Parser:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise ValueError("too deep")
+        self.budget[0] -= 1
+        if self.budget[0] < 0:
+            raise ValueError("too much work (backreferences nested too often)")
+
+    @staticmethod
+    def capped(text: str) -> str:
+        if len(text) > MAX_OUTPUT:
+            raise ValueError("demangled name too long")
+        return text
 
     def base62(self) -> int:
         if self.eat("_"):
@@ -127,12 +142,12 @@ class _Parser:
         target = self.base62()
         if target >= start:
             raise ValueError("backref does not point backwards")
-        return _Parser(self.s, target, self.depth + 1, self.bound)
+        return _Parser(self.s, target, self.depth + 1, self.bound, self.budget)
 
     def path(self, in_value: bool) -> str:
         self.enter()
         try:
-            return self._path(in_value)
+            return self.capped(self._path(in_value))
         finally:
             self.depth -= 1
 
@@ -202,7 +217,7 @@ class _Parser:
     def type(self) -> str:
         self.enter()
         try:
-            return self._type()
+            return self.capped(self._type())
         finally:
             self.depth -= 1
 
@@ -289,7 +304,7 @@ class _Parser:
     def const(self) -> str:
         self.enter()
         try:
-            return self._const()
+            return self.capped(self._const())
         finally:
             self.depth -= 1
 

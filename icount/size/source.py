@@ -19,6 +19,7 @@ from typing import Any
 from icount.errors import ParseError
 
 Buffer = bytes | mmap.mmap
+NOT_BINARY = "not an ELF or Mach-O file, nor a WebAssembly module"
 
 
 class Blob:
@@ -85,12 +86,12 @@ def open_blob(path: str | Path) -> Blob:
     except OSError as e:
         raise ParseError(f"cannot read: {e.strerror}", source=name) from None
     if os.path.isdir(name):
-        raise ParseError("is a directory, not an ELF or Mach-O file", source=name)
+        raise ParseError(f"is a directory, {NOT_BINARY}", source=name)
     if not stat.S_ISREG(st.st_mode):
         # a FIFO or a device (/dev/zero) has no size to bound what we would read
-        raise ParseError("not a regular file, not an ELF or Mach-O file", source=name)
+        raise ParseError(f"not a regular file, so {NOT_BINARY}", source=name)
     if st.st_size == 0:
-        raise ParseError("empty file, not an ELF or Mach-O file", source=name)
+        raise ParseError(f"empty file, {NOT_BINARY}", source=name)
     try:
         with open(name, "rb") as f:
             data: Buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -99,7 +100,7 @@ def open_blob(path: str | Path) -> Blob:
     except ValueError as e:  # mmap of a file that shrank to 0 meanwhile
         raise ParseError(f"cannot map: {e}", source=name) from None
     if len(data) == 0:
-        raise ParseError("empty file, not an ELF or Mach-O file", source=name)
+        raise ParseError(f"empty file, {NOT_BINARY}", source=name)
     return Blob(name, data)
 
 

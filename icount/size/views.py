@@ -11,12 +11,17 @@ VM bytes of the image not covered by any row (alignment between sections) are
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from icount.size.model import PADDING, Breakdown, Container, Image, Region, Row
 
 VIEWS = ("sections", "segments", "symbols")
+# symbols grouped by their names (groups.py)
+NAME_VIEWS = ("crates", "namespaces", "packages")
+# from DWARF (units.py): load(path, dwarf=...) must have read it
+DWARF_VIEWS = ("compileunits", "files")
+ALL_VIEWS = VIEWS + NAME_VIEWS + DWARF_VIEWS
 
 
 def exclusive_bytes(
@@ -122,13 +127,37 @@ def limit(rows: list[Row], top: int, hidden: tuple[int, int, int] = (0, 0, 0)) -
     return [*rows[:top], other]
 
 
+COMPRESSED = " (compressed)"
+
+
+def row_label(r: Region) -> str:
+    """A section's row label: its name, marked when its bytes are compressed."""
+    return r.label + COMPRESSED if r.compressed else r.label
+
+
+def compressed_note(regions: Sequence[Region]) -> list[str]:
+    """What the (compressed) rows hold: each section's uncompressed size, from its Chdr."""
+    parts = [
+        f"{r.label} {r.length} -> {size} bytes ({algo})"
+        for r in regions
+        if r.compressed
+        for algo, size in [r.compressed]
+    ]
+    if not parts:
+        return []
+    return [
+        "(compressed): SHF_COMPRESSED sections, shown at their size in the file; "
+        "in the file -> uncompressed: " + ", ".join(parts)
+    ]
+
+
 def _layout(
     image: Image, regions: Sequence[Region], containers: Sequence[Container]
 ) -> tuple[_Rows, list[int], int]:
     owned, gaps = exclusive_bytes(image.file_size, regions)
     acc = _Rows()
     for r, n in zip(regions, owned, strict=True):
-        acc.add(r.label, n, r.vm)
+        acc.add(row_label(r), n, r.vm)
     inside, outside = _split_gaps(gaps, containers)
     for c in containers:
         acc.add(c.label, inside.pop(c.label, 0), c.vm)
@@ -138,7 +167,7 @@ def _layout(
 def by_sections(image: Image, top: int = 0) -> Breakdown:
     acc, owned, outside = _layout(image, image.sections, image.section_containers)
     out = _finish(image, acc, outside, top)
-    out.notes += _overlap_note(image.sections, owned)
+    out.notes += _overlap_note(image.sections, owned) + compressed_note(image.sections)
     return out
 
 
@@ -153,16 +182,19 @@ def _overlap_note(regions: Sequence[Region], owned: list[int]) -> list[str]:
 
 
 def by_segments(image: Image, top: int = 0) -> Breakdown:
-    acc, _, outside = _layout(image, image.segments, [])
+    acc, _, outside = _layout(image, image.segments, [])  # segments are never compressed
     return _finish(image, acc, outside, top)
 
 
-def by_symbols(image: Image, top: int = 30) -> Breakdown:
+def by_symbols(
+    image: Image, top: int = 30, group: Callable[[str, str], str] | None = None
+) -> Breakdown:
     """Sections split into their symbols; bytes no symbol covers stay with the section.
 
     Symbols are grouped by name in numpy; only the rows that can be shown (the largest
     `top` by file and by VM size, or all when top <= 0) get their names decoded and
-    demangled, so a million-symbol library costs no per-symbol Python.
+    demangled, so a million-symbol library costs no per-symbol Python. With `group`
+    (raw name, demangled name -> row label) every name is decoded and rows are groups.
     """
     import numpy as np
 
@@ -201,30 +233,31 @@ def by_symbols(image: Image, top: int = 30) -> Breakdown:
         g_file = np.add.reduceat(f_size[order], starts) if starts.size else starts
         g_vm = np.add.reduceat(v_size[order], starts) if starts.size else starts
         shown = np.ones(offs.size, dtype=bool)
-        if top > 0 and offs.size > 4 * top:
+        if top > 0 and offs.size > 4 * top and group is None:
             shown[:] = False
             shown[_largest(g_file, offs, 4 * top)] = True
             shown[_largest(g_vm, offs, 4 * top)] = True
         names = {int(g): table.name(int(first[g])) for g in np.flatnonzero(shown)}
         labels = demangle.demangle_many(sorted(set(names.values())))
         for g, raw in names.items():
-            acc.add(labels[raw], int(g_file[g]), int(g_vm[g]))
+            label = labels[raw] if group is None else group(raw, labels[raw])
+            acc.add(label, int(g_file[g]), int(g_vm[g]))
         hidden = ~shown
         rest = (int(hidden.sum()), int(g_file[hidden].sum()), int(g_vm[hidden].sum()))
         for i, r in enumerate(regions):
             if split[i]:
                 f_used = int(per[i]) if r.length > 0 else 0
                 v_used = int(per[i]) if r.vm > 0 else 0
-                acc.add(f"[section {r.label}]", owned[i] - f_used, max(0, r.vm - v_used))
+                acc.add(f"[section {row_label(r)}]", owned[i] - f_used, max(0, r.vm - v_used))
         notes.append(f"symbols from {table.source}; aliases at one address count once")
     for i, r in enumerate(regions):
         if not split[i]:
-            acc.add(r.label if r.sym_addr is None else f"[section {r.label}]", owned[i], r.vm)
+            acc.add(r.label if r.sym_addr is None else f"[section {row_label(r)}]", owned[i], r.vm)
     inside, outside = _split_gaps(gaps, image.section_containers)
     for c in image.section_containers:
         acc.add(c.label, inside.pop(c.label, 0), c.vm)
     out = _finish(image, acc, outside, top, rest)
-    out.notes = notes + _overlap_note(regions, owned)
+    out.notes = notes + _overlap_note(regions, owned) + compressed_note(regions)
     return out
 
 
@@ -247,4 +280,12 @@ def view(image: Image, by: str, top: int) -> Breakdown:
         return by_sections(image, top)
     if by == "segments":
         return by_segments(image, top)
+    if by in NAME_VIEWS:
+        from icount.size.groups import GROUPS
+
+        return by_symbols(image, top, GROUPS[by])
+    if by in DWARF_VIEWS:
+        from icount.size.units import by_units
+
+        return by_units(image, by, top)
     return by_symbols(image, top)

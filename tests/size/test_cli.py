@@ -122,3 +122,21 @@ def test_help_has_an_example() -> None:
         timeout=60,
     ).stdout
     assert "Examples:" in out and "icount size --by symbols" in out
+
+
+def test_top_applies_to_json_and_csv_of_fat_and_several_files(built: Built) -> None:
+    """Issue 15 item 6: --top was ignored there; the rows kept are those the table keeps."""
+    fat = str(built.path("hello_fat"))
+    doc = json.loads(icount("--top", "3", "--format", "json", fat))
+    for image in doc["images"]:
+        labels = [r["label"] for r in image["rows"]]
+        assert len(labels) <= 4 and labels[-1].endswith(" others]")
+        assert sum(r["file_bytes"] for r in image["rows"]) == built.path("hello_fat").stat().st_size
+    two = [str(built.path("hello_elf")), str(built.path("hello_static"))]
+    rows = list(csv.DictReader(io.StringIO(icount("--top", "2", "--format", "csv", *two))))
+    for name in two:
+        mine = [r for r in rows if r["file"] == name]
+        assert len(mine) == 3 and mine[-1]["label"].endswith(" others]")
+    kept = {r["label"] for r in rows if not r["label"].endswith(" others]")}
+    table = icount("--top", "2", "--format", "md", *two)
+    assert all(f"| {label} |" in table for label in kept)

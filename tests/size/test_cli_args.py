@@ -36,6 +36,9 @@ ARGVS = [
     [""],
     ["-"],
     ["/nonexistent", "/tmp"],
+    ["-o", "sizes.json", "--force", "x"],
+    ["--output", "", "x"],
+    ["--by", "compileunits", "--top", "3", "x"],
 ]
 
 
@@ -57,6 +60,15 @@ def test_values_and_errors_equal_typers(argv: list[str]) -> None:
     assert parse(argv, typer_only=False) == parse(argv, typer_only=True)
 
 
+def last_line(code: str) -> str:
+    """The last line a Python child running `code` prints (stdout and stderr)."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return (out.stdout + out.stderr).splitlines()[-1]
+
+
 def test_size_command_imports_no_pydantic() -> None:
     code = (
         "import sys\n"
@@ -65,8 +77,19 @@ def test_size_command_imports_no_pydantic() -> None:
         " standalone_mode=False)\n"
         "print('pydantic' in sys.modules, 'elftools.elf.elffile' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    assert last_line(code) == "False False"
+
+
+def test_the_whole_cli_imports_no_pydantic_nor_numpy_for_sections() -> None:
+    """Through the root group too (its --help flag went through pydantic: +0.1 s), and
+    the sections view of a small file needs no numpy (~50 ms to import)."""
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['icount', 'size', sys.executable]\n"
+        "try:\n"
+        "    runpy.run_module('icount', run_name='__main__')\n"
+        "finally:\n"
+        "    print([m for m in ('pydantic', 'numpy', 'rich.console') if m in sys.modules],"
+        " file=sys.stderr)\n"
     )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-1] == "False False"
+    assert last_line(code) == "[]"

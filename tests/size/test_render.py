@@ -9,7 +9,13 @@ import pytest
 
 from icount.size import render
 from icount.size.model import Breakdown, Row
-from icount.tables import render as render_table
+from icount.tables import Table
+
+
+def render_table(t: Table, fmt: str, width: int) -> str:
+    """What `icount size` prints for the table in this format at this width."""
+    return render.text([t], fmt, width)
+
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -80,3 +86,26 @@ def test_diff_order_is_by_absolute_change() -> None:
     changes = [abs(d.d_file) for d in rows]
     assert changes == sorted(changes, reverse=True)
     assert rows[0].label == ".text" and rows[-1].label == ".bss"  # .bss: VM only
+
+
+def test_pie_and_compressed_sections_golden() -> None:
+    """Issue 16: a PIE is named as readelf names it, and a compressed section says so,
+    with its uncompressed size in a note (the figures of Go's hello world)."""
+    from icount.size import views
+    from icount.size.model import Image, Region
+
+    image = Image(
+        "hello_go",
+        "x86_64",
+        "ELF64",
+        "position-independent executable",
+        4096 + 217_253 + 115_134,
+        4096,
+        sections=[
+            Region(".text", 0, 4096, 4096, executable=True, sym_addr=0, sym_size=4096),
+            Region(".debug_info", 4096, 217_253, 0, sym_addr=0, compressed=("zlib", 523_952)),
+            Region(".debug_line", 221_349, 115_134, 0, sym_addr=0, compressed=("zlib", 202_513)),
+        ],
+    )
+    b = views.by_sections(image)
+    check("compressed.table", render_table(render.table([b], "sections"), "table", 100))
