@@ -186,6 +186,9 @@ class Child:
         self.argv = list(argv)
         self.pid = popen.pid
         self.started = time.time()
+        # what the started process left running when it exited, described (set once
+        # its exit is seen): a daemon's process, or workers it did not wait for
+        self.left_behind: str | None = None
         _LIVE[self.pid] = self
 
     def __enter__(self) -> Child:
@@ -246,7 +249,12 @@ class Child:
             return []
 
     def _reap_group(self) -> None:
-        # The leader is gone; members of its group (forked workers) may not be.
+        # The leader is gone; members of its group (forked workers) may not be, and
+        # orphans of it are icount's children now (the subreaper): say which they were.
+        if self.pid in _LIVE:
+            left = [p for p in adopted(self.started) if p.pid != self.pid]
+            if left:
+                self.left_behind = describe(left)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         _LIVE.pop(self.pid, None)

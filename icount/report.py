@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from icount import numfmt
 from icount.results import UNIT_PER_REQUEST, Cell, Results, results_json
+from icount.results.details import ServeDetail
 from icount.tables import Column, Table, render, render_csv
 
 CSV_HEADER = (
@@ -99,10 +100,38 @@ def build_table(results: Results, extra: Sequence[ExtraColumn] = ()) -> Table:
         table.add_row(row)
 
     table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
+    table.notes += counting_notes(cells)
     if reasons:
         table.notes.append("not valid:")
         table.notes += reasons
     return table
+
+
+def counting_notes(cells: Sequence[Cell]) -> list[str]:
+    """What each cell's figure sums, where it is not simply one process: the number of
+    processes a server's windows summed, or the one process or thread asked for."""
+    notes: list[str] = []
+    for cell in cells:
+        thread = cell.params.get("thread")
+        if thread is not None:
+            notes.append(f"{cell.key_text}: valgrind thread {thread} of the started process only")
+            continue
+        if cell.params.get("processes") == "root":
+            notes.append(f"{cell.key_text}: the started process only (--processes root)")
+            continue
+        counts = {
+            len(rep.processes)
+            for run in cell.runs
+            if run.valid and isinstance(run.detail, ServeDetail)
+            for rep in run.detail.reps
+        }
+        if counts and max(counts) > 1:
+            many = f"{min(counts)}-{max(counts)}" if min(counts) != max(counts) else max(counts)
+            notes.append(
+                f"{cell.key_text}: {many} processes summed per window (the started process "
+                "and its children)"
+            )
+    return notes
 
 
 def _cell_text(cell: Cell | None, reasons: list[str]) -> str:

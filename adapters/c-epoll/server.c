@@ -3,7 +3,7 @@
  * header, so every answer is identical and its cost does not drift with the clock).
  *
  *   c-epoll --port P [--loop K] [--crash-after N] [--status CODE] [--body TEXT] [--vary FILE]
- *           [--workers N | --threads N | --fork-per-connection]
+ *           [--workers N | --threads N | --fork-per-connection] [--daemonize]
  *
  * Test flags (used by icount's own tests):
  *   --loop K         run K iterations of a loop of known cost per request. The loop body is
@@ -23,6 +23,8 @@
  *   --threads N      N threads in one process, each with its own epoll on the socket;
  *   --fork-per-connection  the started process accepts, and forks a child that serves
  *                    one connection (blocking I/O) until the client closes it.
+ *   --daemonize      the started process forks, and exits 0 once the child (in a new
+ *                    session) listens: a server that puts itself in the background.
  * SIGTERM keeps its default action, so callgrind writes its profile when stopped.
  */
 #define _GNU_SOURCE
@@ -224,7 +226,7 @@ static int handle_requests(int ep, struct conn *c) {
 static void usage(void) {
     fprintf(stderr, "usage: c-epoll --port P [--loop K] [--crash-after N] [--status CODE] "
                     "[--body TEXT] [--vary FILE] [--workers N | --threads N | "
-                    "--fork-per-connection]\n");
+                    "--fork-per-connection] [--daemonize]\n");
     exit(2);
 }
 
@@ -335,11 +337,15 @@ static int fork_loop(int lfd) {
 int main(int argc, char **argv) {
     int port = -1;
     const char *vary_file = NULL;
-    int workers = 0, threads = 0, fork_per_connection = 0;
+    int workers = 0, threads = 0, fork_per_connection = 0, daemonize = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--fork-per-connection") == 0) {
             fork_per_connection = 1;
+            continue;
+        }
+        if (strcmp(a, "--daemonize") == 0) {
+            daemonize = 1;
             continue;
         }
         if (i + 1 >= argc)
@@ -401,6 +407,16 @@ int main(int argc, char **argv) {
     if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1024) < 0) {
         perror("c-epoll: bind/listen");
         return 1;
+    }
+    if (daemonize) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("c-epoll: fork");
+            return 1;
+        }
+        if (pid > 0)
+            return 0; /* the listening socket is the child's now */
+        setsid();
     }
     if (workers > 0) {
         for (int w = 0; w < workers; w++) {

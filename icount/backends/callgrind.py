@@ -176,28 +176,19 @@ class CallgrindBackend:
             )
             profiles = sorted(run_dir.glob(PROFILE_GLOB))
             total, problem = sum_profiles(profiles)
+            problem = problem or _uncounted(run_dir, profiles)
         finally:
             if not self.keep_profiles:
                 for f in run_dir.glob(PROFILE_GLOB):
                     f.unlink()
-        logs = sorted(run_dir.glob("valgrind.log.*"))
-        said = next((w for log in logs if (w := valgrind_problem(log))), None)
         if done.timed_out:
             problem = f"timed out after {timeout:g} s"
         elif done.leftovers:
             problem = left_running(done.leftovers)
-        elif said:
-            problem = said
-        elif not profiles:
-            launch = next((w for log in logs if (w := valgrind_failure(log))), None)
-            problem = launch or "callgrind wrote no profile"
-        elif len(profiles) < len(logs):
-            problem = (
-                f"{len(logs)} processes ran under callgrind but {len(profiles)} wrote a "
-                "profile: the others' instructions are missing"
-            )
         value = total if problem is None else None
-        return Counted(value, done.returncode, done.timed_out, problem, len(profiles))
+        # callgrind.out.PID and its dumps (callgrind.out.PID.N, made before each fork)
+        pids = {p.name.split(".")[2] for p in profiles if p.name.count(".") >= 2}
+        return Counted(value, done.returncode, done.timed_out, problem, len(pids))
 
     def server_problem(self, argv: Sequence[str]) -> str | None:
         if _is_script(argv[0]):
@@ -230,6 +221,27 @@ class CallgrindBackend:
             root_only=self.root_only,
             keep_profiles=self.keep_profiles,
         )
+
+
+def _uncounted(run_dir: Path, profiles: Sequence[Path]) -> str | None:
+    """Why the profiles of a command's run are not all of its work, from the one log
+    valgrind wrote per process: a tool error, no profile at all, or processes whose
+    log has no profile beside it."""
+    logs = sorted(run_dir.glob("valgrind.log.*"))
+    said = next((w for log in logs if (w := valgrind_problem(log))), None)
+    if said:
+        return said
+    if not profiles:
+        launch = next((w for log in logs if (w := valgrind_failure(log))), None)
+        return launch or "callgrind wrote no profile"
+    pids = [log.name.split(".")[2] for log in logs]
+    unprofiled = [pid for pid in pids if not (run_dir / f"callgrind.out.{pid}").exists()]
+    if unprofiled:
+        return (
+            f"{len(pids)} processes ran under callgrind but {len(unprofiled)} (pid "
+            f"{', '.join(unprofiled)}) wrote no profile: their instructions are missing"
+        )
+    return None
 
 
 def left_running(leftovers: str) -> str:

@@ -349,6 +349,9 @@ class CallgrindServer:
     def alive(self) -> bool:
         return self.child.poll() is None
 
+    def left_behind(self) -> str | None:
+        return self.child.left_behind
+
     def stop(self) -> int:
         return self.child.stop(grace_s=STOP_GRACE_S)
 

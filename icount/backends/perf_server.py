@@ -201,6 +201,9 @@ class PerfServer:
     def alive(self) -> bool:
         return self.child.poll() is None
 
+    def left_behind(self) -> str | None:
+        return self.child.left_behind
+
     def uncounted(self) -> list[str]:
         return []  # inherited counters follow every child; --processes root is a choice
 

@@ -109,6 +109,10 @@ class Server(Protocol):
         """Remove what the backend left in `run_dir` (unless asked to keep it)."""
         ...
 
+    def left_behind(self) -> str | None:
+        """After the started process exited: what it left running, described."""
+        ...
+
     def uncounted(self) -> list[str]:
         """Live processes of the server that the backend does not count, described."""
         ...

@@ -72,11 +72,22 @@ def _start(
 
 
 def gone(server: Server) -> str | None:
-    """Why the server is gone ('exited with status 1; stderr: ...'), or None if alive."""
+    """Why the server is gone ('exited with status 1; stderr: ...'), or None if alive:
+    with the backend's own complaint when it has one, and what a server that
+    daemonized left running (which icount stops)."""
     if server.alive():
         return None
     rc = server.stop()
-    return f"the server {procs.exit_reason(rc, server.run_dir / 'server.stderr')}"
+    left = server.left_behind()
+    if rc == 0 and left:
+        return (
+            f"the server daemonized: the started process exited 0 and left {left} "
+            "running (icount stopped it); icount counts a server that stays in the "
+            "foreground (nginx: 'daemon off;', others: a --foreground or --no-daemon flag)"
+        )
+    why = f"the server {procs.exit_reason(rc, server.run_dir / 'server.stderr')}"
+    failure = server.failure()
+    return f"{why}; {failure}" if failure else why
 
 
 def check_alive(server: Server) -> None:

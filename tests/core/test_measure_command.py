@@ -156,3 +156,41 @@ def test_segfault_marks_the_cell_invalid(
     assert "- [1]" in done.stdout
     assert "[1] segv/callgrind: run 1 of 3: killed by SIGSEGV" in done.stdout
     assert "1 of 1 cells are not valid" in done.stderr
+
+
+# The parent runs K iterations, then forks a child that runs K more without exec: a
+# child under callgrind inherits the costs its parent gathered since its last dump, so
+# summing the two profiles would count the parent's loop twice (+3 x 2K from K to 2K).
+FORKING_C = r"""
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void loop(long k) { if (k > 0) __asm__ volatile("1: sub $1, %0\n\tjnz 1b" : "+r"(k)); }
+int main(int argc, char **argv) {
+    long k = argc > 1 ? atol(argv[1]) : 0;
+    loop(k);
+    pid_t pid = fork();
+    if (pid == 0) { loop(k); _exit(0); }
+    waitpid(pid, 0, 0);
+    return 0;
+}
+"""
+
+
+@needs_x86
+def test_a_forked_child_is_counted_once(
+    icount: Icount, need_valgrind: None, compile_c: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    exe = compile_c("forking", FORKING_C)
+    k = 200_000
+    medians = []
+    for n in (k, 2 * k):
+        done = icount("run", "-q", "--backend", "callgrind", "--runs", "1", "-o", f"f{n}.json",
+                      "--", str(exe), str(n), cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        medians.append(_median(tmp_path / f"f{n}.json"))
+        doc = json.loads((tmp_path / f"f{n}.json").read_text())
+        assert doc["cells"][0]["runs"][0]["detail"]["processes"] == 2
+    # parent and child each run K more iterations: 2 x K x 2 instructions, not 3 x
+    difference = medians[1] - medians[0]
+    assert abs(difference - 2 * k * LOOP_COST) <= 0.001 * k * LOOP_COST, (medians, difference)

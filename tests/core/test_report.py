@@ -62,3 +62,33 @@ def test_golden(name: str, fmt: str) -> None:
     # Same input in another order renders the same bytes.
     shuffled = Results(res.fingerprint, tuple(reversed(res.cells)))
     assert report.render_results(shuffled, fmt, 100, extra) == text
+
+
+def test_notes_say_what_each_figure_sums() -> None:
+    from icount.results.details import ProcessShare
+
+    def served(processes: int) -> ServeDetail:
+        shares = tuple(ProcessShare(i, "root" if i == 0 else "child", 10) for i in range(processes))
+        return ServeDetail(WINDOW_DUMPS, 100, (Rep(8000, 1000, shares),))
+
+    def one(name: str, detail: ServeDetail, **params: object) -> Cell:
+        runs = (Run(8.0, True, None, detail),)
+        return Cell(name, "p", "callgrind", results.UNIT_PER_REQUEST, runs, params, 1, 0.01)
+
+    res = Results(
+        FP,
+        (
+            one("workers", served(3)),
+            one("single", served(1)),
+            one("root", served(1), processes="root"),
+            one("thread", served(1), thread=2, processes="root"),
+        ),
+    )
+    notes = report.build_table(res).notes
+    assert (
+        "workers/p/callgrind: 3 processes summed per window (the started process and its children)"
+        in notes
+    )
+    assert "root/p/callgrind: the started process only (--processes root)" in notes
+    assert "thread/p/callgrind: valgrind thread 2 of the started process only" in notes
+    assert not any(n.startswith("single/") for n in notes)  # one process: nothing to say

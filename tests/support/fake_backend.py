@@ -162,6 +162,9 @@ class FakeServer:
     def uncounted(self) -> list[str]:
         return list(self.config.uncounted)
 
+    def left_behind(self) -> str | None:
+        return None
+
     def failure(self) -> str | None:
         return None
 
