@@ -123,6 +123,7 @@ class CallgrindServer:
         thread: int | None = None,
         root_only: bool = False,
         keep_profiles: bool = False,
+        instrumented: bool = False,
     ) -> None:
         self.run_dir = run_dir
         # valgrind's own files go to a scratch folder under /tmp that any user can reach
@@ -146,6 +147,7 @@ class CallgrindServer:
             trace_children=True,
             vgdb_prefix=self.vgdb_prefix,
             separate_threads=thread is not None,
+            instrumented_at_start=instrumented,
         )
         try:
             self.child = procs.spawn(
@@ -165,6 +167,9 @@ class CallgrindServer:
         self._order: dict[int, int] = {self.pid: 0}  # processes in the order first seen
         self._threads: set[int] = set()  # valgrind thread numbers of the started process
         self._dumps = 0
+        self._instrumented = instrumented
+        self._starts_instrumented = instrumented  # a process exec'd later does too
+        self._at_open: set[int] = set()  # processes live when the current window opened
 
     # ------------------------------------------------------------ processes
 
@@ -321,9 +326,24 @@ class CallgrindServer:
         )
         return WindowCount(sum(counts.values()), parts)
 
+    def instrument(self, on: bool) -> None:
+        """vgdb `instrumentation on|off` on every live process (a child forked later
+        inherits the state; one exec'd later starts uninstrumented: see close_window)."""
+        if on == self._instrumented:
+            return
+        word = "on" if on else "off"
+        for p in self.processes():
+            done = self._vgdb(p.pid, f"instrumentation {word}", VGDB_TIMEOUT_S)
+            if not done.ok and p.is_running():
+                why = _last_line(done)
+                raise RunFailedError(f"callgrind instrumentation {word} on pid {p.pid}: {why}")
+        self._instrumented = on
+
     def open_window(self) -> None:
+        self.instrument(True)
         self._dump_all("icount-open")
         self._collect()  # start-up, readiness, warm-up and the opening dumps: not counted
+        self._at_open = {p.pid for p in self.processes()}
 
     def close_window(self) -> WindowCount:
         dumped = self._dump_all("icount-close")
@@ -335,6 +355,13 @@ class CallgrindServer:
         if missing:
             raise RunFailedError(
                 f"vgdb dumped pid {missing[0]} but callgrind wrote no profile for it"
+            )
+        unseen = [pid for pid, n in counts.items() if pid not in self._at_open and n == 0]
+        if unseen and not self._starts_instrumented:
+            raise RunFailedError(
+                f"process {unseen[0]} started inside the window and executed nothing under "
+                "callgrind: it was exec'd while instrumentation starts off (the warm-up "
+                "runs uninstrumented); measure this server with --warmup-instrumented"
             )
         if self.thread is not None and self.pid not in counts:
             seen = ", ".join(map(str, sorted(self._threads))) or "none"

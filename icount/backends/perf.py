@@ -127,6 +127,11 @@ def create(options: BackendOptions) -> PerfBackend:
         raise UsageError("--thread needs the callgrind backend", hint="pass --backend callgrind")
     if options.keep_profiles:
         raise UsageError("--keep-profiles keeps callgrind files", hint="pass --backend callgrind")
+    if options.warmup_instrumented:
+        raise UsageError(
+            "--warmup-instrumented is a callgrind setting (perf runs natively)",
+            hint="pass --backend callgrind",
+        )
     return PerfBackend(event=options.event or EVENT, inherit=options.processes != "root")
 
 
@@ -207,9 +212,17 @@ class PerfBackend:
         env: Mapping[str, str],
         cwd: Path,
         cpus: Sequence[int],
+        whole_life: bool = False,
     ) -> Server:
         from icount.backends.perf_server import PerfServer
 
         return PerfServer(
-            argv, run_dir, env=env, cwd=cwd, cpus=cpus, event=self.event, inherit=self.inherit
+            argv,
+            run_dir,
+            env=env,
+            cwd=cwd,
+            cpus=cpus,
+            event=self.event,
+            inherit=self.inherit,
+            enabled=whole_life,
         )

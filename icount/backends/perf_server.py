@@ -38,7 +38,9 @@ STOP_GRACE_S = 5.0
 _STDERR_WRAPPER = 'f=$1; shift; exec "$@" 2>"$f"'
 
 
-def perf_args(out_event: str, ctl: Path, ack: Path, inherit: bool = True) -> list[str]:
+def perf_args(
+    out_event: str, ctl: Path, ack: Path, inherit: bool = True, enabled: bool = False
+) -> list[str]:
     """perf stat's arguments for a server. Counters are inherited by every child the
     server forks (perf's default, kept unless `inherit` is off): the enable/disable
     commands apply to the children's counters too, and each interval's count sums them."""
@@ -50,8 +52,9 @@ def perf_args(out_event: str, ctl: Path, ack: Path, inherit: bool = True) -> lis
         *([] if inherit else ["--no-inherit"]),
         "-I",
         str(INTERVAL_MS),
+        # -1: counters start disabled, switched on for windows; 0: counting from exec
         "-D",
-        "-1",
+        "0" if enabled else "-1",
         "--control",
         f"fifo:{ctl},{ack}",
         "-e",
@@ -72,6 +75,7 @@ class PerfServer:
         cpus: Sequence[int],
         event: str = EVENT,
         inherit: bool = True,
+        enabled: bool = False,
     ) -> None:
         self.event = event
         self.run_dir = run_dir
@@ -90,7 +94,7 @@ class PerfServer:
         full = [
             *prefix,
             exe,
-            *perf_args(event, self.ctl_path, self.ack_path, inherit),
+            *perf_args(event, self.ctl_path, self.ack_path, inherit, enabled),
             "--",
             "/bin/sh",
             "-c",
@@ -176,6 +180,9 @@ class PerfServer:
 
     def preflight(self) -> str | None:
         return None  # the control fifo answers whether the server is idle or not
+
+    def instrument(self, on: bool) -> None:
+        pass  # perf counts natively: nothing to switch
 
     def close_window(self) -> WindowCount:
         self._command("disable")

@@ -32,6 +32,7 @@ class BackendOptions:
     does not support, naming the flag."""
 
     thread: int | None = None  # callgrind: count only this valgrind thread (--thread)
+    warmup_instrumented: bool = False  # callgrind: warm up instrumented (the old, slow way)
     processes: str = "all"  # "root": count only the started process (--processes)
     keep_profiles: bool = False  # callgrind: keep the profile files (--keep-profiles)
     event: str | None = None  # perf: the event to count (tests use software events)
@@ -92,6 +93,12 @@ class Server(Protocol):
     def preflight(self) -> str | None:
         """None when windows can be taken on this process, else why not (the caller
         then falls back to whole lifetimes, `lifetime_count`)."""
+        ...
+
+    def instrument(self, on: bool) -> None:
+        """Switch the backend's instrumentation on or off where it has one to switch
+        (callgrind: warm-up runs uninstrumented, ~5x faster; the guest's instructions do
+        not depend on it). A window opens with instrumentation on."""
         ...
 
     def open_window(self) -> None: ...
@@ -170,4 +177,8 @@ class Backend(Protocol):
         env: Mapping[str, str],
         cwd: Path,
         cpus: Sequence[int],
-    ) -> Server: ...
+        whole_life: bool = False,
+    ) -> Server:
+        """Start a server to count in windows; `whole_life`: counted from its exec (the
+        differential method's lifetimes, cold starts)."""
+        ...

@@ -88,6 +88,12 @@ def serve_command(
         help="all: every process of the server (forked workers, exec'd children); "
         "root: only the started process.",
     ),
+    warmup_instrumented: bool = typer.Option(
+        False,
+        "--warmup-instrumented",
+        help="callgrind: warm up with instrumentation on (~5x slower; the counts are the "
+        "same) instead of off until the first window.",
+    ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
@@ -126,6 +132,7 @@ def serve_command(
         backend=backend,
         thread=thread,
         processes=processes,
+        warmup_instrumented=warmup_instrumented,
         keep_profiles=keep_profiles,
         server_cpus=server_cpus,
         load_cpus=load_cpus,

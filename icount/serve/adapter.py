@@ -12,6 +12,7 @@ each must give. Schema (every key but `start` and `paths` optional):
     start = ["{build}/c-epoll", "--port", "{port}"]
     binary = "{build}/c-epoll"          # a path, or a program name looked up on PATH
     warmup_hint = 10000                 # a larger default warm-up (JIT servers)
+    requests = 10000                    # requests per window (servers with periodic work)
     [env]
     PYTHONHASHSEED = "0"
     [ready]
@@ -96,6 +97,7 @@ class Adapter:
     paths: tuple[PathSpec, ...]
     requires: tuple[str, ...] = ()
     warmup_hint: int | None = None
+    requests: int | None = None  # requests per window, where the backend default is short
 
 
 # ---------------------------------------------------------------------------- loading
@@ -228,8 +230,8 @@ def load_adapter(path: Path) -> Adapter:
 def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Adapter:
     """Validate an adapter's table (from a TOML file, or built from `--cmd` flags)."""
     s = _Schema(doc, "", source)
-    s.check_keys({"name", "requires", "build", "start", "binary", "warmup_hint", "env", "ready",
-                  "paths"})  # fmt: skip
+    s.check_keys({"name", "requires", "build", "start", "binary", "warmup_hint", "requests",
+                  "env", "ready", "paths"})  # fmt: skip
     name = s.get("name", str, directory.name)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
         raise s.fail(f"adapter name {name!r} may use only letters, digits, '_', '.', '+', '-'")
@@ -252,6 +254,9 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
     warmup_hint = s.get("warmup_hint", int)
     if warmup_hint is not None and warmup_hint < 0:
         raise s.fail("'warmup_hint' must be >= 0")
+    requests = s.get("requests", int)
+    if requests is not None and not 1 <= requests <= 10_000_000:
+        raise s.fail("'requests' (per window) must be between 1 and 10,000,000")
     env = s.str_table("env")
     _check_placeholders(s, "env", list(env.values()), {"build", "src", "port"})
 
@@ -285,6 +290,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
         paths=tuple(paths),
         requires=tuple(requires),
         warmup_hint=warmup_hint,
+        requests=requests,
     )
 
 

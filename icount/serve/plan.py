@@ -23,9 +23,11 @@ from icount.errors import UsageError
 from icount.numfmt import parse_percent
 from icount.results import UNIT_PER_REQUEST, Results
 from icount.serve import cpus as cpus_mod
+from icount.serve.adapter import Adapter
 from icount.serve.runs import CellOptions
 from icount.serve.server import Target
 from icount.serve.targets import CmdServer, choose_targets
+from icount.serve.warmup import is_jit
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class ServeRequest:
     backend: str = "auto"
     thread: int | None = None
     processes: str = "all"  # "root": the started process only
+    warmup_instrumented: bool = False  # callgrind: warm up instrumented (slow; the old way)
     keep_profiles: bool = False
     server_cpus: str | None = None
     load_cpus: str | None = None
@@ -73,6 +76,7 @@ RESUMED_OPTIONS = (
     "backend",
     "thread",
     "processes",
+    "warmup_instrumented",
 )
 
 
@@ -166,18 +170,19 @@ class Plan:
 
     def options(self, target: Target) -> CellOptions:
         defaults = self.backend.serve_defaults
-        if self.auto_warmup:
+        a = target.adapter
+        if self.auto_warmup or (self.warmup is None and default_auto(a)):
             warmup = None
         elif self.warmup is not None:
             warmup = self.warmup
-        else:  # the default, raised to the adapter's hint (JIT servers)
-            warmup = max(defaults.warmup, target.adapter.warmup_hint or 0)
+        else:  # the default, raised to the adapter's hint (JIT servers it was tuned for)
+            warmup = max(defaults.warmup, a.warmup_hint or 0)
         return CellOptions(
             backend=self.backend,
             cpus=self.cpus,
             runs=self.request.runs,
             reps=self.request.reps,
-            requests=self.request.requests or defaults.requests,
+            requests=self.request.requests or a.requests or defaults.requests,
             warmup=warmup,
             concurrency=self.request.concurrency,
             load_kind=self.load_kind,
@@ -187,13 +192,26 @@ class Plan:
     def notes(self) -> list[str]:
         """What the user should know before the measurement starts."""
         fmt = cpus_mod.format_cpu_list
+        jit = [
+            f"{t.adapter.name} runs a JIT runtime ({Path(t.adapter.start[0]).name}): it warms "
+            "up with --warmup auto (give --warmup N to fix a count)"
+            for t in self.targets
+            if self.warmup is None and not self.auto_warmup and default_auto(t.adapter)
+        ]
         return [
             *(f"skipping {name}: {why}" for name, why in self.skipped),
+            *jit,
             f"backend {self.backend.name}: {self.backend_why}",
             f"load generator {self.load_kind}: {self.load_why}",
             f"server on CPU {fmt(self.cpus.server)}, load on CPU {fmt(self.cpus.load)} "
             f"({self.cpus.why})",
         ]
+
+
+def default_auto(adapter: Adapter) -> bool:
+    """A server that warms up with `auto` when --warmup is not given: a known JIT runtime
+    (node, bun, java...) whose adapter names no warm-up of its own."""
+    return adapter.warmup_hint is None and is_jit(adapter.start[0])
 
 
 def parse_warmup(text: str | None) -> tuple[bool, int | None]:
@@ -254,6 +272,7 @@ def prepare(
             thread=request.thread,
             processes=request.processes,
             keep_profiles=request.keep_profiles,
+            warmup_instrumented=request.warmup_instrumented,
         ),
     )
     load_kind, load_why = _load_kind(request.load, backend)

@@ -4,11 +4,11 @@ Per run (`measure_run`):
  1. start the server and wait until it answers (server.py);
  2. verify the cell's path once: a wrong answer makes the run invalid with the
     difference, before anything is counted;
- 3. open the load generator's connections, warm up (a fixed count, or `auto`: windows
-    of --requests until two consecutive ones agree within a quarter of --max-spread,
-    capped at AUTO_MAX_WINDOWS);
+ 3. open the load generator's connections, warm up (a fixed count, or `auto`: see
+    warmup.py), uninstrumented where the backend can (callgrind);
  4. --reps windows of exactly --requests; per-request = window instructions ÷
-    completed requests; any failed request invalidates the run;
+    completed requests; any failed request invalidates the run, and so do reps that
+    fall window after window (still warming up) or differ by the spread limit;
  5. stop the server whatever happened.
 Run value = median of its reps; cell value = median of runs (results.Cell).
 
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from icount.backends import Backend
@@ -57,8 +57,8 @@ from icount.serve.server import (
     verify,
     with_server_state,
 )
-
-AUTO_MAX_WINDOWS = 30
+from icount.serve.warmup import AutoLimits, WarmupFailed, auto_warmup, still_warming
+from icount.stats import summarize
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class CellOptions:
     concurrency: int = 1
     load_kind: str = "builtin"
     max_spread: float = 0.01
+    auto_limits: AutoLimits = field(default_factory=AutoLimits)
 
 
 @dataclass(frozen=True)
@@ -158,23 +159,41 @@ def _window(
 def _auto_warmup(
     server: Server, client: LoadGenerator, opts: CellOptions, note: Note
 ) -> tuple[int, tuple[tuple[int, float], ...]]:
-    """Windows of --requests until two consecutive per-request figures agree.
-    Returns (requests it took, the curve: requests served, per-request figure)."""
-    curve: list[tuple[int, float]] = []
-    limit = opts.max_spread / 4
-    for i in range(AUTO_MAX_WINDOWS):
-        note(f"warm-up auto: window {i + 1}")
-        floor = opts.backend.instruction_floor
-        rep, _ = _window(server, client, opts.requests, f"warm-up window {i + 1}", floor)
-        curve.append(((i + 1) * opts.requests, round(rep.per_request, 3)))
-        values = [v for _, v in curve]
-        if len(values) >= 2 and abs(values[-1] - values[-2]) / values[-1] < limit:
-            return (i + 1) * opts.requests, tuple(curve)
-    last, before = curve[-1][1], curve[-2][1]
-    raise RunInvalid(
-        f"--warmup auto: {AUTO_MAX_WINDOWS} windows of {opts.requests} requests did not settle "
-        f"(last two differ by {abs(last - before) / last * 100:.2f}%); give --warmup N"
-    )
+    """`--warmup auto` on this server (warmup.py): probe windows, counted, and cheap
+    warm-up between them with the backend's instrumentation off."""
+    floor = opts.backend.instruction_floor
+
+    def probe(n: int) -> float:
+        rep, _ = _window(server, client, n, "warm-up probe", floor)
+        return rep.per_request
+
+    def cheap(n: int) -> None:
+        server.instrument(False)
+        _load(server, client, n, "warm-up")
+
+    try:
+        return auto_warmup(probe, cheap, opts.requests, opts.max_spread, note, opts.auto_limits)
+    except WarmupFailed as e:
+        raise RunInvalid(str(e)) from None
+
+
+def _check_reps(reps: Sequence[Rep], max_spread: float) -> None:
+    """The windows of one process must agree: reps that keep falling mean the server was
+    still warming up, and reps that differ by the limit or more mean work that does not
+    come with every request (a garbage collector, timers) varies between windows."""
+    values = [r.per_request for r in reps]
+    falling = still_warming(values, max_spread)
+    if falling:
+        raise RunInvalid(falling)
+    spread = summarize(values).spread if values else 0.0
+    if spread >= max_spread:
+        shown = ", ".join(f"{v:.6g}" for v in values)
+        raise RunInvalid(
+            f"the windows of one server process differ by {spread * 100:.2f}% ({shown} per "
+            f"request), not below --max-spread {max_spread * 100:g}%: work that does not "
+            "come with every request (a garbage collector, timers) varies between windows; "
+            "longer windows (--requests) average it over more cycles"
+        )
 
 
 def _decide(server: Server, backend: Backend) -> WindowMethod:
@@ -209,6 +228,7 @@ def _windows(
             rps.append(round(rate, 1))
         request = request_identity(client.request_bytes)
     check_alive(server)
+    _check_reps(reps, opts.max_spread)
     detail = ServeDetail(window, warmup, tuple(reps), request, warmup_curve=curve)
     return detail, tuple(rps)
 
@@ -217,7 +237,10 @@ def _lifetime(
     target: Target, path: PathSpec, opts: CellOptions, run_dir: Path, n: int, note: Note
 ) -> tuple[float, LoadResult, bytes | None]:
     """Instructions of one whole server life serving warm-up + n requests."""
-    with running_server(target, opts.backend, opts.cpus.server, run_dir, note) as (server, port):
+    with running_server(target, opts.backend, opts.cpus.server, run_dir, note, whole_life=True) as (
+        server,
+        port,
+    ):
         with _client(server, opts, port, path) as client:
             note(f"lifetime of {n} requests (differential method)")
             if opts.warmup:

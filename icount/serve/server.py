@@ -49,7 +49,13 @@ def free_port() -> int:
 
 
 def _start(
-    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, workdir: Path, port: int
+    target: Target,
+    backend: Backend,
+    cpus: tuple[int, ...],
+    run_dir: Path,
+    workdir: Path,
+    port: int,
+    whole_life: bool,
 ) -> Server:
     from icount.serve import adapter as adapter_mod
 
@@ -68,7 +74,9 @@ def _start(
         workdir,
         {"LD_BIND_NOW": "1", **adapter_mod.expand_env(a, port=port, build_dir=target.build_dir)},
     )
-    return backend.start_server(argv, run_dir, env=env, cwd=workdir, cpus=cpus)
+    return backend.start_server(
+        argv, run_dir, env=env, cwd=workdir, cpus=cpus, whole_life=whole_life
+    )
 
 
 def gone(server: Server) -> str | None:
@@ -148,7 +156,12 @@ def verify(server: Server, port: int, path: PathSpec, timeout: float) -> None:
 
 @contextlib.contextmanager
 def running_server(
-    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, note: Note
+    target: Target,
+    backend: Backend,
+    cpus: tuple[int, ...],
+    run_dir: Path,
+    note: Note,
+    whole_life: bool = False,
 ) -> Iterator[tuple[Server, int]]:
     """A started, ready server: yields (server, port). Stops it and removes its working
     directory whatever happens; a RunFailedError inside (a window that failed, a client
@@ -158,7 +171,7 @@ def running_server(
     port = free_port()
     server: Server | None = None
     try:
-        server = _start(target, backend, cpus, run_dir, workdir, port)
+        server = _start(target, backend, cpus, run_dir, workdir, port, whole_life)
         _wait_ready(server, port, target.adapter, note)
         yield server, port
     except RunFailedError as e:

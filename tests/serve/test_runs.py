@@ -5,16 +5,18 @@ known by construction (tests/support/fake_backend.py), so every figure is exact.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from icount.results.details import WINDOW_DIFFERENTIAL, WINDOW_DUMPS
 from icount.serve import adapter as adapters
+from icount.serve import warmup
 from icount.serve.cpus import CpuSplit
 from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
 from icount.serve.server import Target
+from icount.serve.warmup import AutoLimits
 from tests.support.fake_backend import FakeBackend, FakeConfig
 
 SPLIT = CpuSplit((0,), (0,), "test")
@@ -51,7 +53,7 @@ def run(
     warmup: int | None = 20,
     window: WindowMethod | None = None,
     path: int = 0,
-    **kw: int,
+    **kw: Any,
 ) -> RunOutcome:
     opts = CellOptions(
         backend=FakeBackend(config), cpus=SPLIT, runs=1, reps=3, requests=100, warmup=warmup, **kw
@@ -112,31 +114,60 @@ def test_a_process_that_cannot_be_reached_after_the_decision_is_invalid(
     assert outcome.reason == "fake control failed: vgdb timed out"
 
 
-def test_auto_warmup_runs_windows_until_two_agree_and_records_the_curve(
+def test_auto_warmup_probes_with_cheap_warmup_between_until_the_curve_settles(
     target: Target, tmp_path: Path
 ) -> None:
-    # A JIT-like cost: 2,000 extra per request, halving every 100 requests.
-    config = FakeConfig(cost=lambda i, p: 1000.0 + 2000.0 * 0.5 ** (i / 100), window_cost=0)
+    # A JIT-like cost: 2,000 extra per request, halving every 300 requests.
+    config = FakeConfig(cost=lambda i, p: 1000.0 + 2000.0 * 0.5 ** (i / 300), window_cost=0)
     outcome = run(target, tmp_path, config, warmup=None)
     assert outcome.reason is None and outcome.detail is not None
     curve = outcome.detail.warmup_curve
-    assert [n for n, _ in curve] == [100 * (i + 1) for i in range(len(curve))]
+    # probes of 100 requests, cheap warm-up of 100, 200, 400 ... between them
+    assert [n for n, _ in curve][:4] == [100, 300, 600, 1100]
     values = [v for _, v in curve]
     assert values == sorted(values, reverse=True)  # falling, as constructed
-    # stops at the first pair within a quarter of the 1% limit, not before
-    assert abs(values[-1] - values[-2]) / values[-1] < 0.0025
-    assert all(abs(b - a) / b >= 0.0025 for a, b in itertools.pairwise(values[:-1]))
-    assert outcome.detail.warmup == 100 * len(curve)
+    assert warmup.settled(values, 0.01 / 2)  # the last three within half the limit...
+    assert not warmup.settled(values[:-1], 0.01 / 2)  # ...and not one probe earlier
+    assert outcome.detail.warmup == curve[-1][0]
+    # instrumentation off for each stretch of cheap warm-up; windows switch it back on
+    assert config.instrumented.count(False) == len(curve) - 1
+    # the reps after it agree: no longer warming up
+    assert outcome.value is not None and abs(outcome.value - 1000.0) / 1000.0 < 0.01
 
 
-def test_auto_warmup_that_never_settles_is_refused(target: Target, tmp_path: Path) -> None:
-    config = FakeConfig(cost=lambda i, p: 1e6 * 0.9 ** (i / 100), window_cost=0)
-    outcome = run(target, tmp_path, config, warmup=None)
-    assert outcome.value is None
-    assert outcome.reason == (
-        "--warmup auto: 30 windows of 100 requests did not settle "
-        "(last two differ by 11.11%); give --warmup N"
+def test_auto_warmup_that_does_not_settle_within_its_caps_is_refused(
+    target: Target, tmp_path: Path
+) -> None:
+    config = FakeConfig(cost=lambda i, p: 1000.0 + 1e6 / (1 + i / 100), window_cost=0)
+    outcome = run(target, tmp_path, config, warmup=None, auto_limits=AutoLimits(3000, 60.0))
+    assert outcome.value is None and outcome.reason is not None
+    assert outcome.reason.startswith("--warmup auto did not settle within 3000 requests: ")
+    assert "the count went from " in outcome.reason
+    # probes end at 100, 300, 600, 1100 and 2000; the next would pass the cap
+    assert "per request over 2000 requests" in outcome.reason
+    assert outcome.reason.endswith("try --warmup 4000")
+
+
+def test_reps_that_keep_falling_are_refused_as_still_warming_up(
+    target: Target, tmp_path: Path
+) -> None:
+    """A fixed warm-up too short for a JIT-like server: the reps fall window after window."""
+    config = FakeConfig(cost=lambda i, p: 1000.0 + 4000.0 * 0.5 ** (i / 100), window_cost=0)
+    outcome = run(target, tmp_path, config, warmup=10)
+    assert outcome.value is None and outcome.reason is not None
+    assert outcome.reason.startswith(
+        "still warming up: each window counted less than the one before"
     )
+    assert "use --warmup auto or a larger --warmup N" in outcome.reason
+
+
+def test_reps_that_differ_by_the_limit_are_refused_with_why(target: Target, tmp_path: Path) -> None:
+    """Work that comes every Nth request (a collector): windows of 100 differ by it."""
+    config = FakeConfig(cost=lambda i, p: 1000.0 + (5e4 if i % 250 == 0 else 0.0), window_cost=0)
+    outcome = run(target, tmp_path, config)
+    assert outcome.value is None and outcome.reason is not None
+    assert outcome.reason.startswith("the windows of one server process differ by")
+    assert "longer windows (--requests) average it over more cycles" in outcome.reason
 
 
 def test_auto_warmup_needs_windows(target: Target, tmp_path: Path) -> None:

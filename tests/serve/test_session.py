@@ -81,10 +81,13 @@ def test_warmup_auto_records_how_many_requests_it_took(
     cell = cells(out)[("auto", "plaintext")]
     assert cell["params"]["warmup"] == "auto"
     detail = cell["runs"][0]["detail"]
+    served = [n for n, _ in detail["warmup_curve"]]
     windows = [per_request for _, per_request in detail["warmup_curve"]]
-    assert len(windows) >= 2
-    assert abs(windows[-1] - windows[-2]) / windows[-1] < 0.01 / 4
-    assert detail["warmup"] == 100 * len(windows)
+    # probes of 100 requests with 100, 200, 400 ... uncounted between them, until two in
+    # a row agree within half the limit (c-epoll is flat from the start: three probes)
+    assert served == [100, 300, 600][: len(served)] and len(windows) >= 3
+    assert abs(windows[-1] - windows[-2]) / windows[-1] < 0.01 / 2
+    assert detail["warmup"] == served[-1]
 
 
 @pytest.mark.slow

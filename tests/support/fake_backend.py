@@ -48,6 +48,7 @@ class FakeConfig:
     preflight_problem: str | None = None
     floor: float | None = 100.0  # the backend's instruction floor per request
     uncounted: tuple[str, ...] = ()  # processes the fake pretends not to count
+    instrumented: list[bool] = field(default_factory=list)  # every instrument() call
     started: list[FakeServer] = field(default_factory=list)
 
 
@@ -130,6 +131,9 @@ class FakeServer:
 
     def preflight(self) -> str | None:
         return self.config.preflight_problem
+
+    def instrument(self, on: bool) -> None:
+        self.config.instrumented.append(on)
 
     def open_window(self) -> None:
         if self.config.preflight_problem is not None:
@@ -219,5 +223,6 @@ class FakeBackend:
         env: Mapping[str, str],
         cwd: Path,
         cpus: Sequence[int],
+        whole_life: bool = False,
     ) -> Server:
         return FakeServer(argv, run_dir, self.config)

@@ -1,0 +1,145 @@
+"""Warm-up: how a server reaches the state it is counted in, and how icount knows.
+
+A JIT runtime's per-request count falls for thousands of requests (Node's http module:
+~414k after 100 requests, ~56k after ~9,000; Express 1.1M after 100, 572k after 20,000),
+so a count taken too early is valid-looking and wrong. Three defences:
+
+- `--warmup auto` (the default for known JIT runtimes started with `--cmd`): probe
+  windows of `--requests` requests, counted, with cheap warm-up between them that doubles
+  each time (uninstrumented under callgrind, ~5x faster), until two probes in a row
+  agree within half the spread limit. The second of them was taken after about twice as
+  many requests as the first, so they agree only where the curve is flat over a doubling
+  of the requests served, not where two adjacent windows of a slowly falling curve
+  happen to agree (the old rule). Capped in requests and in time; when it gives up, the
+  curve says where it was going and the reason suggests an N. A curve that falls too
+  slowly to show between two probes is caught by the next defence.
+- Whatever the warm-up, the reps of every run are checked: reps that fall window after
+  window by more than a quarter of the limit mean the server was still warming up, and
+  the run is invalid with the reason, never a valid cell.
+- The curve (requests served, per-request figure) is recorded in the results file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MIN_PROBES = 3  # the first two probes are 1 and 3 windows in: too early to call
+AUTO_MAX_REQUESTS = 200_000  # requests served by the end of an auto warm-up, at most
+AUTO_MAX_SECONDS = 900.0  # and wall time
+# Runtimes that compile as they run: their --cmd servers warm up with `auto` by default.
+JIT_RUNTIMES = frozenset({"node", "nodejs", "bun", "deno", "java", "pypy", "pypy3", "dotnet"})
+
+
+class WarmupFailed(Exception):
+    """`--warmup auto` gave up; the message says where the curve was going."""
+
+    def __init__(self, message: str, curve: Sequence[tuple[int, float]]) -> None:
+        super().__init__(message)
+        self.curve = tuple(curve)
+
+
+@dataclass(frozen=True)
+class AutoLimits:
+    max_requests: int = AUTO_MAX_REQUESTS
+    max_seconds: float = AUTO_MAX_SECONDS
+
+
+def is_jit(program: str) -> bool:
+    """True for a server started as a known JIT runtime (node, bun, java, ...)."""
+    name = Path(program).name
+    return name in JIT_RUNTIMES or name.rstrip("0123456789.") in JIT_RUNTIMES
+
+
+def settled(values: Sequence[float], limit: float) -> bool:
+    """After MIN_PROBES probes, the last two per-request figures agree within `limit`."""
+    if len(values) < MIN_PROBES:
+        return False
+    a, b = values[-2], values[-1]
+    return b > 0 and abs(a - b) / b < limit
+
+
+def suggest(served: int) -> int:
+    """A --warmup N to try after an auto warm-up gave up at `served`: twice as far,
+    rounded up to a readable number."""
+    target = max(2 * served, 1000)
+    magnitude: int = 10 ** (len(str(target)) - 2)
+    return -(-target // magnitude) * magnitude  # rounded up
+
+
+def auto_warmup(
+    probe: Callable[[int], float],
+    cheap: Callable[[int], None],
+    probe_requests: int,
+    max_spread: float,
+    note: Callable[[str], None],
+    limits: AutoLimits = AutoLimits(),
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[int, tuple[tuple[int, float], ...]]:
+    """Probe windows with growing cheap warm-up between them until the curve settles.
+
+    `probe(n)` counts a window of n requests and returns its per-request figure;
+    `cheap(n)` serves n requests uncounted. Returns (requests served, the curve); raises
+    WarmupFailed when the caps are reached first.
+    """
+    limit = max_spread / 2
+    curve: list[tuple[int, float]] = []
+    served = 0
+    gap = probe_requests
+    start = clock()
+    while True:
+        note(f"warm-up auto: probe {len(curve) + 1} after {served} requests")
+        value = probe(probe_requests)
+        served += probe_requests
+        curve.append((served, round(value, 3)))
+        values = [v for _, v in curve]
+        if settled(values, limit):
+            return served, tuple(curve)
+        elapsed = clock() - start
+        if served + gap > limits.max_requests or elapsed > limits.max_seconds:
+            first, last = values[0], values[-1]
+            where = (
+                f"from {first:.6g} to {last:.6g} per request over {served} requests"
+                if len(values) > 1
+                else f"{last:.6g} per request"
+            )
+            cap = (
+                f"{limits.max_requests} requests"
+                if served + gap > limits.max_requests
+                else f"{limits.max_seconds:g} s"
+            )
+            raise WarmupFailed(
+                f"--warmup auto did not settle within {cap}: the count went {where}, "
+                f"the last two probes {_range_text(values[-2:])} apart; try --warmup "
+                f"{suggest(served)}",
+                curve,
+            )
+        cheap(gap)
+        served += gap
+        gap *= 2
+
+
+def _range_text(values: Sequence[float]) -> str:
+    mid = statistics.median(values)
+    return f"{(max(values) - min(values)) / mid * 100:.2f}%" if mid else "?"
+
+
+def still_warming(per_request: Sequence[float], max_spread: float) -> str | None:
+    """Why the reps of one process say it was still warming up (each lower than the one
+    before, by more than a quarter of the limit from first to last), or None."""
+    if len(per_request) < 2:
+        return None
+    falling = all(b < a for a, b in itertools.pairwise(per_request))
+    drop = (per_request[0] - per_request[-1]) / per_request[-1] if per_request[-1] else 0.0
+    if falling and drop >= max_spread / 4:
+        shown = ", ".join(f"{v:.6g}" for v in per_request)
+        return (
+            f"still warming up: each window counted less than the one before ({shown} per "
+            f"request, {drop * 100:.2f}% from first to last); use --warmup auto or a larger "
+            "--warmup N"
+        )
+    return None

@@ -1,0 +1,91 @@
+"""`--warmup auto` and the still-warming check on constructed curves (pure functions)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from icount.serve import warmup
+from icount.serve.warmup import AutoLimits, WarmupFailed
+
+
+class Curve:
+    """A server whose per-request figure at request i is `f(i)`; counts what it serves."""
+
+    def __init__(self, f: object) -> None:
+        self.f = f
+        self.served = 0
+        self.cheap: list[int] = []
+
+    def probe(self, n: int) -> float:
+        start = self.served
+        self.served += n
+        return sum(self.f(i) for i in range(start, start + n)) / n  # type: ignore[operator]
+
+    def warm(self, n: int) -> None:
+        self.cheap.append(n)
+        self.served += n
+
+
+def test_probes_double_the_requests_served_until_two_in_a_row_agree() -> None:
+    # a JIT-like cost: 2,000 extra per request, halving every 2,000 requests
+    server = Curve(lambda i: 1000.0 + 2000.0 * 0.5 ** (i / 2000))
+    served, curve = warmup.auto_warmup(server.probe, server.warm, 100, 0.01, lambda s: None)
+    assert server.cheap == [100 * 2**k for k in range(len(server.cheap))]  # doubling
+    values = [v for _, v in curve]
+    assert abs(values[-1] - values[-2]) / values[-1] < 0.005  # agree within half the limit
+    assert all(abs(a - b) / b >= 0.005 for a, b in itertools.pairwise(values[:-1]))
+    assert values[-1] == pytest.approx(1000.0, rel=0.005)  # where the curve flattens
+    assert served == curve[-1][0] == sum(server.cheap) + 100 * len(curve)
+
+
+def test_a_decay_too_slow_to_flatten_within_the_caps_is_refused_with_a_suggestion() -> None:
+    server = Curve(lambda i: 1000.0 + 2000.0 * 0.5 ** (i / 20000))
+    with pytest.raises(WarmupFailed) as info:
+        warmup.auto_warmup(server.probe, server.warm, 100, 0.01, lambda s: None)
+    assert str(info.value).startswith("--warmup auto did not settle within 200000 requests")
+    assert str(info.value).endswith("try --warmup 210000")
+    assert info.value.curve[-1][0] == 103400  # the next doubling would pass the cap
+
+
+def test_a_plateau_that_fools_the_probes_is_caught_by_the_reps() -> None:
+    """No finite rule sees a drop that starts after it stopped looking; the reps do."""
+    server = Curve(lambda i: 3000.0 if i < 650 else max(1000.0, 3000.0 - (i - 650) * 2.0))
+    served, _ = warmup.auto_warmup(server.probe, server.warm, 100, 0.01, lambda s: None)
+    assert served == 600  # three probes at 3,000 per request: settled, wrongly
+    reps = [server.probe(100) for _ in range(3)]
+    assert warmup.still_warming(reps, 0.01) is not None
+
+
+def test_the_time_cap_gives_up_with_the_curve_and_a_suggestion() -> None:
+    clock = iter(range(0, 10_000, 100))
+    server = Curve(lambda i: 1e6 / (1 + i))
+    with pytest.raises(WarmupFailed) as info:
+        warmup.auto_warmup(server.probe, server.warm, 100, 0.01, lambda s: None,
+                           AutoLimits(10**9, 250.0), lambda: float(next(clock)))  # fmt: skip
+    assert "did not settle within 250 s" in str(info.value)
+    assert len(info.value.curve) == 3  # the clock reads 100, 200, 300 s after each probe
+    assert str(info.value).endswith(f"try --warmup {warmup.suggest(info.value.curve[-1][0])}")
+
+
+@pytest.mark.parametrize(("served", "n"), [(0, 1000), (300, 1000), (2000, 4000), (12345, 25000)])
+def test_suggested_warmups_are_readable(served: int, n: int) -> None:
+    assert warmup.suggest(served) == n
+
+
+def test_still_warming_needs_a_steady_fall_larger_than_a_quarter_of_the_limit() -> None:
+    assert warmup.still_warming([1.22e6, 1.11e6, 0.7e6], 0.01) is not None  # Express at 100
+    assert warmup.still_warming([55600, 55580, 55570], 0.01) is None  # 0.05%: settled
+    assert warmup.still_warming([100.0, 98.0, 99.0], 0.01) is None  # not monotone
+    assert warmup.still_warming([100.0], 0.01) is None
+
+
+@pytest.mark.parametrize("program", ["node", "/usr/bin/node", "nodejs", "bun", "java", "pypy3"])
+def test_jit_runtimes_are_known(program: str) -> None:
+    assert warmup.is_jit(program)
+
+
+@pytest.mark.parametrize("program", ["nginx", "python3", "/usr/bin/python3.11", "c-epoll"])
+def test_other_servers_are_not_jit_runtimes(program: str) -> None:
+    assert not warmup.is_jit(program)
