@@ -7,6 +7,7 @@ the table.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -101,6 +102,7 @@ def build_table(results: Results, extra: Sequence[ExtraColumn] = ()) -> Table:
 
     table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
     table.notes += counting_notes(cells)
+    table.notes += explaining_notes(cells)
     if reasons:
         table.notes.append("not valid:")
         table.notes += reasons
@@ -130,6 +132,28 @@ def counting_notes(cells: Sequence[Cell]) -> list[str]:
             notes.append(
                 f"{cell.key_text}: {many} processes summed per window (the started process "
                 "and its children)"
+            )
+    return notes
+
+
+def explaining_notes(cells: Sequence[Cell]) -> list[str]:
+    """Why a cell's windows differ (the functions behind it), and how much of a window
+    is work driven by the clock, where a run measured it."""
+    from icount.serve.spread import describe
+
+    notes: list[str] = []
+    for cell in cells:
+        explained = cell.extra.get("spread_explained")
+        if isinstance(explained, dict):
+            notes.append(f"{cell.key_text}: {describe(explained)}")
+        details = [r.detail for r in cell.runs if isinstance(r.detail, ServeDetail)]
+        shares = sorted(d.time_share for d in details if d.time_share is not None)
+        idle = [d.idle for d in details if d.idle is not None]
+        if shares and idle:
+            rate = statistics.median(i.instructions / i.seconds for i in idle if i.seconds)
+            notes.append(
+                f"{cell.key_text}: ~{shares[len(shares) // 2] * 100:.2g}% of each window is "
+                f"work driven by the clock ({numfmt.si(rate)} instructions/s while idle)"
             )
     return notes
 

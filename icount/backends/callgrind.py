@@ -275,12 +275,22 @@ def _is_script(path: str) -> bool:
 
 def read_ir(path: Path) -> int:
     """Total `Ir` of one callgrind file (ParseError when it is not a profile)."""
+    return read_functions(path)[0]
+
+
+def read_functions(path: Path) -> tuple[int, dict[str, int]]:
+    """(total `Ir`, self `Ir` by function name) of one callgrind file."""
     from icount.callgrind.parser import parse_file
 
     prof = parse_file(path)
     if "Ir" not in prof.totals:
         raise ParseError("callgrind profile has no Ir event", source=str(path))
-    return prof.totals["Ir"]
+    column = prof.self_cost[:, prof.event_index("Ir")]
+    by_name: dict[str, int] = {}
+    for fn, cost in zip(prof.functions, column.tolist(), strict=True):
+        if cost:
+            by_name[fn.name] = by_name.get(fn.name, 0) + int(cost)
+    return prof.totals["Ir"], by_name
 
 
 def sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:

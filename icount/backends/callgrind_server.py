@@ -168,6 +168,7 @@ class CallgrindServer:
         self._threads: set[int] = set()  # valgrind thread numbers of the started process
         self._dumps = 0
         self._instrumented = instrumented
+        self._functions: dict[str, float] = {}  # self Ir by function since the last window
         self._starts_instrumented = instrumented  # a process exec'd later does too
         self._at_open: set[int] = set()  # processes live when the current window opened
 
@@ -283,7 +284,7 @@ class CallgrindServer:
             if f.dump is None and _alive(f.pid):
                 continue  # written at exit: not complete while the process lives
             try:
-                ir = callgrind.read_ir(self.out / f.name)
+                ir, by_function = callgrind.read_functions(self.out / f.name)
             except ParseError as e:
                 raise RunFailedError(f"unreadable callgrind profile: {e}") from None
             self._seen.add(f.name)
@@ -295,6 +296,8 @@ class CallgrindServer:
             if not self.keep_profiles:
                 (self.out / f.name).unlink(missing_ok=True)
             if self._counts(f):
+                for name, cost in by_function.items():
+                    self._functions[name] = self._functions.get(name, 0) + cost
                 self._order.setdefault(f.pid, len(self._order))
                 counts[f.pid] = counts.get(f.pid, 0) + ir
         return counts, wrote
@@ -324,7 +327,8 @@ class CallgrindServer:
             ProcessCount(pid, "root" if pid == self.pid else "child", counts[pid])
             for pid in ordered
         )
-        return WindowCount(sum(counts.values()), parts)
+        functions, self._functions = self._functions, {}
+        return WindowCount(sum(counts.values()), parts, functions)
 
     def instrument(self, on: bool) -> None:
         """vgdb `instrumentation on|off` on every live process (a child forked later
@@ -343,6 +347,7 @@ class CallgrindServer:
         self.instrument(True)
         self._dump_all("icount-open")
         self._collect()  # start-up, readiness, warm-up and the opening dumps: not counted
+        self._functions = {}
         self._at_open = {p.pid for p in self.processes()}
 
     def close_window(self) -> WindowCount:

@@ -66,6 +66,9 @@ class WindowCount:
     # where no PMU counts) are fractional.
     instructions: float
     processes: tuple[ProcessCount, ...] = ()  # empty where the backend counts no parts
+    # self instructions by function name, summed over the window's processes, where the
+    # backend sees functions (callgrind); explains why one window counted more than another
+    functions: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)

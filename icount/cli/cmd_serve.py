@@ -94,6 +94,12 @@ def serve_command(
         help="callgrind: warm up with instrumentation on (~5x slower; the counts are the "
         "same) instead of off until the first window.",
     ),
+    idle_seconds: float = typer.Option(
+        1.0,
+        "--idle-seconds",
+        help="An idle window after each run's reps, for the rate of work driven by the "
+        "clock [1; 0: none].",
+    ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
@@ -133,6 +139,7 @@ def serve_command(
         thread=thread,
         processes=processes,
         warmup_instrumented=warmup_instrumented,
+        idle_seconds=idle_seconds,
         keep_profiles=keep_profiles,
         server_cpus=server_cpus,
         load_cpus=load_cpus,

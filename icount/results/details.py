@@ -111,6 +111,18 @@ class Lifetimes:
 
 
 @dataclass(frozen=True)
+class IdleCount:
+    """An idle window after the reps: what the server executed with no request in
+    `seconds` (work driven by the clock: timers, polls, heartbeats)."""
+
+    instructions: float
+    seconds: float  # the pause icount made between the window's two edges
+
+    def to_json(self) -> dict[str, Any]:
+        return {"instructions": self.instructions, "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
 class ServeDetail:
     window: str  # WINDOW_DUMPS, WINDOW_DIFFERENTIAL or WINDOW_FIFO
     warmup: int  # requests sent before the first counted window
@@ -119,6 +131,10 @@ class ServeDetail:
     # --warmup auto: (requests served by the end of a probe window, its per-request figure)
     warmup_curve: tuple[tuple[int, float], ...] = ()
     lifetimes: Lifetimes | None = None
+    idle: IdleCount | None = None
+    # the share of a window's count that its idle rate explains (time-driven work), to
+    # two significant digits, where it is 0.1% or more
+    time_share: float | None = None
 
     @property
     def per_request(self) -> tuple[float, ...]:
@@ -132,6 +148,8 @@ class ServeDetail:
             "reps": [r.to_json() for r in self.reps],
             "request": self.request.to_json() if self.request else None,
             "lifetimes": self.lifetimes.to_json() if self.lifetimes else None,
+            "idle": self.idle.to_json() if self.idle else None,
+            "time_share": self.time_share,
         }
 
 
@@ -165,6 +183,8 @@ def detail_from_json(doc: Any, unit_is_per_request: bool) -> Detail:
         )
     request = d.get("request")
     lifetimes = d.get("lifetimes")
+    idle = d.get("idle")
+    share = d.get("time_share")
     return ServeDetail(
         window=str_(d["window"], "detail.window"),
         warmup=int_(d["warmup"], "detail.warmup"),
@@ -179,6 +199,13 @@ def detail_from_json(doc: Any, unit_is_per_request: bool) -> Detail:
             _curve_point(p) for p in list_(d.get("warmup_curve", []), "detail.warmup_curve")
         ),
         lifetimes=None if lifetimes is None else _lifetimes(obj(lifetimes, "detail.lifetimes")),
+        idle=None
+        if idle is None
+        else IdleCount(
+            num(obj(idle, "detail.idle")["instructions"], "idle.instructions"),
+            num(idle["seconds"], "idle.seconds"),
+        ),
+        time_share=None if share is None else num(share, "detail.time_share"),
     )
 
 

@@ -24,7 +24,7 @@ from icount.numfmt import parse_percent
 from icount.results import UNIT_PER_REQUEST, Results
 from icount.serve import cpus as cpus_mod
 from icount.serve.adapter import Adapter
-from icount.serve.runs import CellOptions
+from icount.serve.runs import IDLE_SECONDS, CellOptions
 from icount.serve.server import Target
 from icount.serve.targets import CmdServer, choose_targets
 from icount.serve.warmup import is_jit
@@ -52,6 +52,7 @@ class ServeRequest:
     server_cpus: str | None = None
     load_cpus: str | None = None
     max_load: float | None = None
+    idle_seconds: float = IDLE_SECONDS  # an idle window after each run's reps; 0: none
 
     def to_json(self, adapters: tuple[Target, ...]) -> dict[str, Any]:
         """The plan as the provenance records it (targets as absolute adapter paths)."""
@@ -77,6 +78,7 @@ RESUMED_OPTIONS = (
     "thread",
     "processes",
     "warmup_instrumented",
+    "idle_seconds",
 )
 
 
@@ -126,7 +128,9 @@ def _fits(value: Any, annotation: str) -> bool:
     if isinstance(value, bool):
         return "bool" in annotation
     if isinstance(value, int):
-        return "int" in annotation
+        return "int" in annotation or "float" in annotation
+    if isinstance(value, float):
+        return "float" in annotation
     return isinstance(value, str) and "str" in annotation
 
 
@@ -187,6 +191,7 @@ class Plan:
             concurrency=self.request.concurrency,
             load_kind=self.load_kind,
             max_spread=self.max_spread,
+            idle_seconds=self.request.idle_seconds,
         )
 
     def notes(self) -> list[str]:
@@ -247,6 +252,8 @@ def prepare(
     """Resolve and check everything before the first server starts."""
     from icount.serve import session
 
+    if not 0 <= request.idle_seconds <= 600:
+        raise UsageError("--idle-seconds takes 0 to 600 seconds")
     if request.processes not in ("all", "root"):
         raise UsageError(f"--processes takes all or root, got {request.processes!r}")
     spread = parse_percent(request.max_spread, "--max-spread")

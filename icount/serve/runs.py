@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from icount.backends import Backend
 from icount.backends.protocol import Server
 from icount.results.details import (
     WINDOW_DIFFERENTIAL,
+    IdleCount,
     Lifetimes,
     ProcessShare,
     Rep,
@@ -58,7 +60,9 @@ from icount.serve.server import (
     with_server_state,
 )
 from icount.serve.warmup import AutoLimits, WarmupFailed, auto_warmup, still_warming
-from icount.stats import summarize
+
+IDLE_SECONDS = 1.0
+TIME_SHARE_SHOWN = 0.001  # time-driven shares below 0.1% of a window are not worth a note
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ class CellOptions:
     load_kind: str = "builtin"
     max_spread: float = 0.01
     auto_limits: AutoLimits = field(default_factory=AutoLimits)
+    idle_seconds: float = IDLE_SECONDS  # an idle window after the reps; 0: none
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,9 @@ class RunOutcome:
     window: WindowMethod | None  # how windows were taken; None if no server got so far
     # Client throughput varies from run to run: provenance, not a result.
     client_rps: tuple[float, ...] = ()
+    # each rep's self instructions by function, where the backend sees them: kept in
+    # memory for the cell's spread explanation, not saved
+    functions: tuple[Mapping[str, float] | None, ...] = ()
 
 
 def request_identity(data: bytes | None) -> RequestIdentity | None:
@@ -130,7 +138,7 @@ def _client(
 
 def _window(
     server: Server, client: LoadGenerator, n: int, what: str, floor: float | None
-) -> tuple[Rep, float]:
+) -> tuple[Rep, LoadResult, Mapping[str, float] | None]:
     """One counted window of `n` requests: (its rep, the client's req/s). A window whose
     requests were answered by processes the backend does not count is refused: its
     figure would be a valid-looking part of the work, or zero."""
@@ -153,7 +161,7 @@ def _window(
             f"process{'es' if counted != 1 else ''}, below the floor of {floor:g} that any "
             "real request path exceeds (a server whose workers escaped counting?)"
         )
-    return rep, result.rps
+    return rep, result, count.functions
 
 
 def _auto_warmup(
@@ -164,7 +172,7 @@ def _auto_warmup(
     floor = opts.backend.instruction_floor
 
     def probe(n: int) -> float:
-        rep, _ = _window(server, client, n, "warm-up probe", floor)
+        rep, _, _ = _window(server, client, n, "warm-up probe", floor)
         return rep.per_request
 
     def cheap(n: int) -> None:
@@ -178,22 +186,26 @@ def _auto_warmup(
 
 
 def _check_reps(reps: Sequence[Rep], max_spread: float) -> None:
-    """The windows of one process must agree: reps that keep falling mean the server was
-    still warming up, and reps that differ by the limit or more mean work that does not
-    come with every request (a garbage collector, timers) varies between windows."""
-    values = [r.per_request for r in reps]
-    falling = still_warming(values, max_spread)
+    """Reps that keep falling mean the server was still warming up: never a valid run.
+    (Reps that merely differ, as a garbage collector makes them, are explained with the
+    cell: see spread.py.)"""
+    falling = still_warming([r.per_request for r in reps], max_spread)
     if falling:
         raise RunInvalid(falling)
-    spread = summarize(values).spread if values else 0.0
-    if spread >= max_spread:
-        shown = ", ".join(f"{v:.6g}" for v in values)
-        raise RunInvalid(
-            f"the windows of one server process differ by {spread * 100:.2f}% ({shown} per "
-            f"request), not below --max-spread {max_spread * 100:g}%: work that does not "
-            "come with every request (a garbage collector, timers) varies between windows; "
-            "longer windows (--requests) average it over more cycles"
-        )
+
+
+def _idle(
+    server: Server, seconds: float, reps: Sequence[Rep], walls: Sequence[float]
+) -> tuple[IdleCount, float | None]:
+    """An idle window of `seconds`, and the share of a rep's count its rate explains."""
+    server.open_window()
+    time.sleep(seconds)
+    count = server.close_window()
+    idle = IdleCount(count.instructions, seconds)
+    window_s = statistics.median(walls)
+    per_window = statistics.median(r.instructions for r in reps)
+    share = count.instructions / seconds * window_s / per_window if per_window else 0.0
+    return idle, (float(f"{share:.2g}") if share >= TIME_SHARE_SHOWN else None)
 
 
 def _decide(server: Server, backend: Backend) -> WindowMethod:
@@ -206,7 +218,7 @@ def _decide(server: Server, backend: Backend) -> WindowMethod:
 
 def _windows(
     server: Server, port: int, path: PathSpec, opts: CellOptions, window: str, note: Note
-) -> tuple[ServeDetail, tuple[float, ...]]:
+) -> tuple[ServeDetail, tuple[float, ...], tuple[Mapping[str, float] | None, ...]]:
     """Verify, warm up, then --reps windows on a ready server."""
     curve: tuple[tuple[int, float], ...] = ()
     with _client(server, opts, port, path) as client:
@@ -219,18 +231,28 @@ def _windows(
                 _load(server, client, warmup, "warm-up")
         reps: list[Rep] = []
         rps: list[float] = []
+        walls: list[float] = []
+        functions: list[Mapping[str, float] | None] = []
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
-            rep, rate = _window(
+            rep, result, by_function = _window(
                 server, client, opts.requests, f"rep {r + 1}", opts.backend.instruction_floor
             )
             reps.append(rep)
-            rps.append(round(rate, 1))
+            rps.append(round(result.rps, 1))
+            walls.append(result.wall_s)
+            functions.append(by_function)
         request = request_identity(client.request_bytes)
+        idle, share = None, None
+        if opts.idle_seconds > 0:
+            note(f"idle window: {opts.idle_seconds:g} s")
+            idle, share = _idle(server, opts.idle_seconds, reps, walls)
     check_alive(server)
     _check_reps(reps, opts.max_spread)
-    detail = ServeDetail(window, warmup, tuple(reps), request, warmup_curve=curve)
-    return detail, tuple(rps)
+    detail = ServeDetail(
+        window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share
+    )
+    return detail, tuple(rps), tuple(functions)
 
 
 def _lifetime(
@@ -299,9 +321,11 @@ def measure_run(
                     if problem is not None:
                         raise RunInvalid(f"{opts.backend.name} control failed: {problem}")
                 if decided.name != WINDOW_DIFFERENTIAL:
-                    detail, rps = _windows(server, port, path, opts, decided.name, note)
+                    detail, rps, functions = _windows(server, port, path, opts, decided.name, note)
         if decided.name == WINDOW_DIFFERENTIAL:
             detail, rps = _differential(target, path, opts, run_dir, note)
+            functions = ()
     except RunInvalid as e:
         return RunOutcome(None, str(e), None, decided)
-    return RunOutcome(float(statistics.median(detail.per_request)), None, detail, decided, rps)
+    value = float(statistics.median(detail.per_request))
+    return RunOutcome(value, None, detail, decided, rps, functions)

@@ -20,6 +20,7 @@ from icount.progress import Progress
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import ServeDetail, ServeParams, request_params
 from icount.serve import cpus as cpus_mod
+from icount.serve import spread
 from icount.serve.adapter import PathSpec
 from icount.serve.plan import Plan
 from icount.serve.runs import CellOptions, WindowMethod, measure_run
@@ -141,6 +142,16 @@ def _note(progress: Progress, head: str, eta: str, done: int, total: int, text: 
     progress(f"{head}: {text} ({eta})" if eta else f"{head}: {text}", done, total)
 
 
+def _extra(target: Target, windows: Sequence[spread.Window], max_spread: float) -> dict[str, Any]:
+    """What the table shows beside the counts: the binary's size, and why the windows
+    differ where they differ enough to ask."""
+    extra = binary_sizes(target)
+    explained = spread.explain(windows, max_spread)
+    if explained is not None:
+        extra["spread_explained"] = explained
+    return extra
+
+
 def provenance(plan: Plan, state: SessionState) -> dict[str, Any]:
     return {
         "plan": plan.request.to_json(plan.targets),
@@ -186,6 +197,7 @@ def run_session(
         # no square brackets: the progress bar reads its text as rich markup
         key = f"{t.adapter.name}/{p.name}/{backend}"
         runs: list[Run] = []
+        windows: list[spread.Window] = []
         built = state.built.get(t.adapter.name, "")
         setup_error = built if built.startswith("build failed") else None
         history = per_target.setdefault(t.adapter.name, [])
@@ -202,6 +214,14 @@ def run_session(
             state.client_rps.setdefault(key, []).append(list(outcome.client_rps))
             history.append(time.monotonic() - t0)
             runs.append(Run(outcome.value, outcome.reason is None, outcome.reason, outcome.detail))
+            if outcome.detail is not None:
+                windows += [
+                    spread.Window(f"run {i + 1} rep {j + 1}", rep, functions)
+                    for j, (rep, functions) in enumerate(
+                        zip(outcome.detail.reps, outcome.functions, strict=False)
+                    )
+                    if functions is not None
+                ]
             finished += 1
             if outcome.reason is not None:
                 break
@@ -225,7 +245,7 @@ def run_session(
             params=params,
             runs_wanted=opts.runs,
             max_spread=opts.max_spread,
-            extra=binary_sizes(t),
+            extra=_extra(t, windows, opts.max_spread),
             setup_error=setup_error,
             order=order[(t.adapter.name, p.name)],
         )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from icount.results.details import WINDOW_DIFFERENTIAL, WINDOW_DUMPS
+from icount.results.details import WINDOW_DIFFERENTIAL, WINDOW_DUMPS, IdleCount
 from icount.serve import adapter as adapters
 from icount.serve import warmup
 from icount.serve.cpus import CpuSplit
@@ -55,6 +55,7 @@ def run(
     path: int = 0,
     **kw: Any,
 ) -> RunOutcome:
+    kw.setdefault("idle_seconds", 0)  # the idle window sleeps: one test asks for it
     opts = CellOptions(
         backend=FakeBackend(config), cpus=SPLIT, runs=1, reps=3, requests=100, warmup=warmup, **kw
     )
@@ -161,13 +162,21 @@ def test_reps_that_keep_falling_are_refused_as_still_warming_up(
     assert "use --warmup auto or a larger --warmup N" in outcome.reason
 
 
-def test_reps_that_differ_by_the_limit_are_refused_with_why(target: Target, tmp_path: Path) -> None:
-    """Work that comes every Nth request (a collector): windows of 100 differ by it."""
-    config = FakeConfig(cost=lambda i, p: 1000.0 + (5e4 if i % 250 == 0 else 0.0), window_cost=0)
+def test_reps_that_differ_but_do_not_fall_are_a_valid_run_with_each_windows_functions(
+    target: Target, tmp_path: Path
+) -> None:
+    """Work every 250th request (a collector): windows of 100 differ by it, and the run
+    keeps each window's functions for the cell's explanation."""
+    config = FakeConfig(
+        cost=lambda i, p: 1000.0 + (5e4 if i % 250 == 0 else 0.0),
+        function=lambda i: "gc_cycle" if i % 250 == 0 else "handle_request",
+        window_cost=0,
+    )
     outcome = run(target, tmp_path, config)
-    assert outcome.value is None and outcome.reason is not None
-    assert outcome.reason.startswith("the windows of one server process differ by")
-    assert "longer windows (--requests) average it over more cycles" in outcome.reason
+    assert outcome.reason is None and outcome.detail is not None
+    # ready + verify + 20 warm-up: the reps serve requests 22-121, 122-221, 222-321
+    assert outcome.detail.per_request == (1000.0, 1000.0, 1500.0)
+    assert [f and f.get("gc_cycle") for f in outcome.functions] == [None, None, 51000.0]
 
 
 def test_auto_warmup_needs_windows(target: Target, tmp_path: Path) -> None:
@@ -185,3 +194,15 @@ def test_a_wrong_answer_is_refused_before_anything_is_counted(
     assert outcome.reason is not None
     assert outcome.reason.startswith("wrong answer from /json: body differs at byte 0")
     assert config.started[0].windows == 0  # no window was opened
+
+
+def test_an_idle_window_after_the_reps_measures_the_rate_of_clock_driven_work(
+    target: Target, tmp_path: Path
+) -> None:
+    # the fake's only work without requests is its window cost: 27 in the idle window
+    config = FakeConfig(cost=lambda i, p: 1000.0, window_cost=27.0)
+    outcome = run(target, tmp_path, config, idle_seconds=0.2)
+    assert outcome.reason is None and outcome.detail is not None
+    assert outcome.detail.idle == IdleCount(27.0, 0.2)
+    # 135 instructions/s against ~100,027 per window lasting well under a second
+    assert outcome.detail.time_share is None

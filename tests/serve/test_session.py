@@ -237,7 +237,13 @@ def test_resume_measures_only_the_missing_cells_fake(fake: Path, tmp_path: Path)
     from tests.support import fake_backend
 
     request = ServeRequest(
-        targets=(str(fake),), backend="fake", runs=2, reps=2, requests=50, warmup="5"
+        targets=(str(fake),),
+        backend="fake",
+        runs=2,
+        reps=2,
+        requests=50,
+        warmup="5",
+        idle_seconds=0,
     )
     full = tmp_path / "full.json"
     res = _session(request, full)
@@ -284,8 +290,44 @@ def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> 
     cmd = CmdServer("true --port {port}", name="viacmd", paths=("a=/plaintext", "b=/json"),
                     body="Hello, World!")  # fmt: skip
     out = tmp_path / "cmd.json"
-    first = _session(ServeRequest(cmd=cmd, backend="fake", runs=1, reps=1), out)
+    first = _session(ServeRequest(cmd=cmd, backend="fake", runs=1, reps=1, idle_seconds=0), out)
     by_path = {c.path: c for c in first.cells}
     assert by_path["a"].valid and not by_path["b"].valid  # /json does not answer that body
     resumed = resume_request(ServeRequest(), out, frozenset())
     assert resumed.cmd == cmd and resumed.runs == 1
+
+
+def test_a_spread_between_windows_is_explained_by_the_functions_behind_it_fake(
+    fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every 250th request also runs `gc_cycle` (50,000 instructions): one window in
+    three counts it. The cell names the function, in its results and in its table."""
+    from icount import report
+    from icount.serve.plan import ServeRequest
+    from tests.support import fake_backend
+
+    monkeypatch.setattr(
+        fake_backend,
+        "CONFIG",
+        fake_backend.FakeConfig(
+            cost=lambda i, p: 1000.0 + (5e4 if i % 250 == 0 else 0.0),
+            function=lambda i: "gc_cycle" if i % 250 == 0 else "handle_request",
+            window_cost=0,
+        ),
+    )
+    request = ServeRequest(targets=(str(fake),), backend="fake", runs=2, reps=3, requests=100,
+                           warmup="20", idle_seconds=0)  # fmt: skip
+    res = _session(request, tmp_path / "r.json")
+    cell = next(c for c in res.cells if c.path == "plaintext")
+    assert cell.valid  # the runs agree (median of reps 1000, 1000): the windows do not
+    explained = cell.extra["spread_explained"]
+    assert explained["functions"][:2] == [["gc_cycle", 510.0], ["handle_request", -10.0]]
+    assert explained["high"] == {"window": "run 2 rep 3", "per_request": 1500.0}  # ties: by name
+    assert explained["explained"] == 1.0
+    notes = report.build_table(res).notes
+    assert any(
+        "fake/plaintext/fake: windows differ by 50.00% (run 2 rep 3 1.500k vs run 1 rep 1 "
+        "1.000k per request); per request, the highest minus the lowest: gc_cycle +510.0, "
+        "handle_request -10.0" in n
+        for n in notes
+    ), notes

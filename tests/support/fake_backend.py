@@ -44,6 +44,8 @@ class FakeConfig:
     `process`-th server started (0, 1, ...)."""
 
     cost: Callable[[int, int], float] = lambda i, process: 1000.0
+    # the function request i's cost is charged to (a window's profile, by name)
+    function: Callable[[int], str] = lambda i: "handle_request"
     window_cost: float = 27.0
     preflight_problem: str | None = None
     floor: float | None = 100.0  # the backend's instruction floor per request
@@ -114,6 +116,7 @@ class FakeServer:
         self._lock = threading.Lock()
         self.requests = 0
         self.total = 0.0
+        self.by_function: dict[str, float] = {}
         self._window_start: float | None = None
         self.windows = 0
         self._http: _HTTP | None = _HTTP(port, self)
@@ -123,7 +126,10 @@ class FakeServer:
 
     def served(self) -> None:
         with self._lock:
-            self.total += self.config.cost(self.requests, self.index)
+            cost = self.config.cost(self.requests, self.index)
+            name = self.config.function(self.requests)
+            self.total += cost
+            self.by_function[name] = self.by_function.get(name, 0.0) + cost
             self.requests += 1
 
     def alive(self) -> bool:
@@ -140,6 +146,7 @@ class FakeServer:
             raise RunFailedError(f"fake: {self.config.preflight_problem}")
         with self._lock:
             self._window_start = self.total
+            self.by_function = {}
 
     def close_window(self) -> WindowCount:
         with self._lock:
@@ -148,7 +155,8 @@ class FakeServer:
             count = self.total - self._window_start + self.config.window_cost
             self._window_start = None
             self.windows += 1
-        return WindowCount(count, (ProcessCount(self.pid, "root", count),))
+            functions = {**self.by_function, "vgdb": self.config.window_cost}
+        return WindowCount(count, (ProcessCount(self.pid, "root", count),), functions)
 
     def stop(self) -> int:
         if self._http is not None:

@@ -1,0 +1,3 @@
+module icount/go-http
+
+go 1.19

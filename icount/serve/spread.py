@@ -1,0 +1,72 @@
+"""Why the windows of a cell differ: the functions whose per-request cost differs most
+between its lowest and its highest window.
+
+A spread is a measurement too. Go's 1000-request windows differ by 7-9% because its
+garbage collector runs in some and not in others: comparing the two windows' profiles
+function by function names `runtime.scanobject`, `gcDrain` and friends, which tells a
+user that longer windows will average it, where a bare "spread 8%" tells nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icount.results.details import Rep
+
+EXPLAIN_FROM = 0.25  # explain spreads of a quarter of --max-spread and more
+TOP = 5  # functions named
+
+
+@dataclass(frozen=True)
+class Window:
+    """One counted window of a cell, with the self instructions of its functions."""
+
+    label: str  # "run 2 rep 1"
+    rep: Rep
+    functions: Mapping[str, float]
+
+
+def explain(windows: Sequence[Window], max_spread: float) -> dict[str, Any] | None:
+    """The functions behind the spread of `windows`, or None when the spread is below
+    EXPLAIN_FROM of the limit (or there is nothing to compare). Deterministic: ties in
+    size are broken by name."""
+    if len(windows) < 2:
+        return None
+    values = [w.rep.per_request for w in windows]
+    mid = statistics.median(values)
+    spread = (max(values) - min(values)) / mid if mid else 0.0
+    if spread < max_spread * EXPLAIN_FROM:
+        return None
+    low = min(windows, key=lambda w: (w.rep.per_request, w.label))
+    high = max(windows, key=lambda w: (w.rep.per_request, w.label))
+    names = set(low.functions) | set(high.functions)
+    deltas = {
+        name: high.functions.get(name, 0) / high.rep.requests
+        - low.functions.get(name, 0) / low.rep.requests
+        for name in names
+    }
+    top = sorted(deltas.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:TOP]
+    gap = high.rep.per_request - low.rep.per_request
+    return {
+        "spread": round(spread, 6),
+        "low": {"window": low.label, "per_request": round(low.rep.per_request, 3)},
+        "high": {"window": high.label, "per_request": round(high.rep.per_request, 3)},
+        "functions": [[name, round(delta, 1)] for name, delta in top],
+        "explained": round(sum(d for _, d in top) / gap, 3) if gap else 0.0,
+    }
+
+
+def describe(explained: Mapping[str, Any]) -> str:
+    """One line for the table's notes."""
+    from icount import numfmt
+
+    low, high = explained["low"], explained["high"]
+    parts = ", ".join(f"{name} {delta:+.1f}" for name, delta in explained["functions"])
+    return (
+        f"windows differ by {explained['spread'] * 100:.2f}% ({high['window']} "
+        f"{numfmt.si(high['per_request'])} vs {low['window']} {numfmt.si(low['per_request'])} "
+        f"per request); per request, the highest minus the lowest: {parts}"
+    )
