@@ -25,6 +25,10 @@
  *                    one connection (blocking I/O) until the client closes it.
  *   --daemonize      the started process forks, and exits 0 once the child (in a new
  *                    session) listens: a server that puts itself in the background.
+ *   --every N --every-loop K   every Nth request also runs periodic_work(): K loop
+ *                    iterations (a collector's periodic work, under its own name).
+ *   --tick-ms T --tick-loop K  every T ms, whatever the requests, tick_work() runs K loop
+ *                    iterations (work driven by the clock), on an absolute schedule.
  * SIGTERM keeps its default action, so callgrind writes its profile when stopped.
  */
 #define _GNU_SOURCE
@@ -41,6 +45,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 256
@@ -57,6 +62,8 @@ struct conn {
 };
 
 static long loop_iterations;
+static long every_n, every_loop;     /* --every N --every-loop K */
+static long tick_ms, tick_loop;      /* --tick-ms T --tick-loop K */
 static long crash_after = -1;
 static long handled;
 static int status_code = 200;
@@ -78,6 +85,28 @@ static void spin(long k) {
     while (v > 0)
         v = v - 1;
 #endif
+}
+
+/* Work that comes every Nth request (as a collector's does), under a name of its own.
+ * The two functions count their calls in different variables, so that the compiler
+ * cannot fold their identical loops into one symbol (gcc -O2's identical code folding). */
+static volatile long periodic_calls, ticks;
+
+__attribute__((noinline)) static void periodic_work(long k) {
+    periodic_calls++;
+    spin(k);
+}
+
+/* Work driven by the clock, not by requests (timers, heartbeats). */
+__attribute__((noinline)) static void tick_work(long k) {
+    ticks++;
+    spin(k);
+}
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static const char *reason(int code) {
@@ -200,6 +229,8 @@ static int handle_requests(int ep, struct conn *c) {
             abort();
         __atomic_add_fetch(&handled, 1, __ATOMIC_RELAXED);
         spin(loop_iterations);
+        if (every_n > 0 && __atomic_load_n(&handled, __ATOMIC_RELAXED) % every_n == 0)
+            periodic_work(every_loop);
 
         const char *resp = resp_404;
         size_t resp_len = resp_404_len;
@@ -226,7 +257,8 @@ static int handle_requests(int ep, struct conn *c) {
 static void usage(void) {
     fprintf(stderr, "usage: c-epoll --port P [--loop K] [--crash-after N] [--status CODE] "
                     "[--body TEXT] [--vary FILE] [--workers N | --threads N | "
-                    "--fork-per-connection] [--daemonize]\n");
+                    "--fork-per-connection] [--daemonize] [--every N --every-loop K] "
+                    "[--tick-ms T --tick-loop K]\n");
     exit(2);
 }
 
@@ -239,8 +271,20 @@ static int serve_loop(int lfd, int shared) {
     epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
 
     struct epoll_event events[MAX_EVENTS];
+    /* ticks on an absolute schedule: their number per second does not depend on how
+       long each takes, under valgrind or not */
+    long next_tick = tick_ms > 0 ? now_ms() + tick_ms : 0;
     for (;;) {
-        int n = epoll_wait(ep, events, MAX_EVENTS, -1);
+        int timeout = -1;
+        if (tick_ms > 0) {
+            long now = now_ms();
+            while (next_tick <= now) {
+                tick_work(tick_loop);
+                next_tick += tick_ms;
+            }
+            timeout = (int)(next_tick - now);
+        }
+        int n = epoll_wait(ep, events, MAX_EVENTS, timeout);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -365,6 +409,14 @@ int main(int argc, char **argv) {
             vary_file = v;
         else if (strcmp(a, "--workers") == 0)
             workers = atoi(v);
+        else if (strcmp(a, "--every") == 0)
+            every_n = atol(v);
+        else if (strcmp(a, "--every-loop") == 0)
+            every_loop = atol(v);
+        else if (strcmp(a, "--tick-ms") == 0)
+            tick_ms = atol(v);
+        else if (strcmp(a, "--tick-loop") == 0)
+            tick_loop = atol(v);
         else if (strcmp(a, "--threads") == 0)
             threads = atoi(v);
         else

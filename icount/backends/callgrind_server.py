@@ -43,6 +43,7 @@ import functools
 import os
 import re
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -65,6 +66,10 @@ PREFLIGHT_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 2.0  # a server busy beyond this (timers, GC threads) is dumped anyway
 STOP_GRACE_S = 60.0  # valgrind writes the final profile on SIGTERM; never cut it short
 FINAL_WAIT_S = 10.0  # how long a process that is exiting may take to write its profile
+# vgdb waits --max-invoke-ms before it forces an idle process, after it started (~5 ms);
+# once dumps were timed, the median time a dump took stands for it (the dump happens
+# near the end of vgdb's call)
+CLOSE_LATENCY_S = MAX_INVOKE_MS / 1000 + 0.005
 
 # callgrind.out.PID, callgrind.out.PID.3 (dump 3), callgrind.out.PID-02 (thread 2), ...
 _PROFILE_NAME = re.compile(re.escape(OUT_STEM) + r"\.(\d+)(?:\.(\d+))?(?:-(\d+))?")
@@ -171,6 +176,8 @@ class CallgrindServer:
         self._functions: dict[str, float] = {}  # self Ir by function since the last window
         self._starts_instrumented = instrumented  # a process exec'd later does too
         self._at_open: set[int] = set()  # processes live when the current window opened
+        self.opened_at = 0.0
+        self._dump_times: list[float] = []  # seconds each vgdb dump of the root took
 
     # ------------------------------------------------------------ processes
 
@@ -260,9 +267,12 @@ class CallgrindServer:
         for p in live:
             wait_idle(p.pid)
         for p in live:
+            t0 = time.monotonic()
             done = self._vgdb(p.pid, f"dump {label}-{self._dumps}", VGDB_TIMEOUT_S)
             if done.ok:
                 dumped.add(p.pid)
+                if p.pid == self.pid:
+                    self._dump_times.append(time.monotonic() - t0)
             elif p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
                 why = (
                     f"timed out after {VGDB_TIMEOUT_S:g} s" if done.timed_out else _last_line(done)
@@ -330,6 +340,12 @@ class CallgrindServer:
         functions, self._functions = self._functions, {}
         return WindowCount(sum(counts.values()), parts, functions)
 
+    @property
+    def close_latency_s(self) -> float:
+        if not self._dump_times:
+            return CLOSE_LATENCY_S
+        return float(statistics.median(self._dump_times[-8:]))
+
     def instrument(self, on: bool) -> None:
         """vgdb `instrumentation on|off` on every live process (a child forked later
         inherits the state; one exec'd later starts uninstrumented: see close_window)."""
@@ -346,6 +362,7 @@ class CallgrindServer:
     def open_window(self) -> None:
         self.instrument(True)
         self._dump_all("icount-open")
+        self.opened_at = time.monotonic()
         self._collect()  # start-up, readiness, warm-up and the opening dumps: not counted
         self._functions = {}
         self._at_open = {p.pid for p in self.processes()}

@@ -117,6 +117,8 @@ class PerfServer:
             raise
         self.pid = self.child.pid
         self._mark = 0
+        self.opened_at = 0.0
+        self.close_latency_s = 0.0  # `disable` is acknowledged as soon as perf reads it
         self._seen: list[IntervalRecord] = []
         self._read_to = 0  # bytes of out_file already parsed into _seen
 
@@ -177,6 +179,7 @@ class PerfServer:
     def open_window(self) -> None:
         self._mark = len(self._records())
         self._command("enable")
+        self.opened_at = time.monotonic()
 
     def preflight(self) -> str | None:
         return None  # the control fifo answers whether the server is idle or not

@@ -104,7 +104,19 @@ class Server(Protocol):
         not depend on it). A window opens with instrumentation on."""
         ...
 
-    def open_window(self) -> None: ...
+    def open_window(self) -> None:
+        """Start counting; `opened_at` is then the moment counting started
+        (time.monotonic()), after whatever bookkeeping the opening took."""
+        ...
+
+    @property
+    def opened_at(self) -> float: ...
+
+    @property
+    def close_latency_s(self) -> float:
+        """How long after close_window() is called counting typically stops."""
+        ...
+
     def close_window(self) -> WindowCount: ...
 
     def stop(self) -> int:

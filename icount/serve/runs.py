@@ -62,6 +62,7 @@ from icount.serve.server import (
 from icount.serve.warmup import AutoLimits, WarmupFailed, auto_warmup, still_warming
 
 IDLE_SECONDS = 1.0
+IDLE_SETTLE_S = 0.5
 TIME_SHARE_SHOWN = 0.001  # time-driven shares below 0.1% of a window are not worth a note
 
 
@@ -198,8 +199,14 @@ def _idle(
     server: Server, seconds: float, reps: Sequence[Rep], walls: Sequence[float]
 ) -> tuple[IdleCount, float | None]:
     """An idle window of `seconds`, and the share of a rep's count its rate explains."""
+    # Timers the reps delayed (a server busy with requests runs late) catch up first:
+    # run inside the window, they would be counted as the idle window's own.
+    time.sleep(IDLE_SETTLE_S)
     server.open_window()
-    time.sleep(seconds)
+    # the pause counts from the moment counting started to the moment it stops, not
+    # from when opening began to when closing does
+    elapsed = time.monotonic() - server.opened_at
+    time.sleep(max(seconds - elapsed - server.close_latency_s, 0.0))
     count = server.close_window()
     idle = IdleCount(count.instructions, seconds)
     window_s = statistics.median(walls)

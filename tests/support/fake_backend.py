@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socketserver
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,8 @@ class FakeServer:
         self.total = 0.0
         self.by_function: dict[str, float] = {}
         self._window_start: float | None = None
+        self.opened_at = 0.0
+        self.close_latency_s = 0.0
         self.windows = 0
         self._http: _HTTP | None = _HTTP(port, self)
         # a short poll: shutdown() waits for it, and tests start many servers
@@ -147,6 +150,7 @@ class FakeServer:
         with self._lock:
             self._window_start = self.total
             self.by_function = {}
+        self.opened_at = time.monotonic()
 
     def close_window(self) -> WindowCount:
         with self._lock:
