@@ -331,9 +331,12 @@ def _substitute(arg: str, values: Mapping[str, str], render: Any = None) -> str:
 
 
 def python_executable() -> str:
-    """The interpreter running icount, as a real file: `python3` found on PATH can be a
-    launcher script (pyenv's shims) whose exec would leave valgrind behind."""
-    return os.path.realpath(sys.executable)
+    """The interpreter running icount, with its virtual environment: `sys.executable`
+    as it is, since a venv's `bin/python` is a symlink whose path is how Python finds
+    the venv (resolving it would start the base interpreter without icount's packages).
+    `sys.executable` is never a launcher script (pyenv's `python3` shim execs the real
+    interpreter, which is what reports itself here), so valgrind follows it."""
+    return sys.executable
 
 
 def _values(adapter: Adapter, build_dir: Path, port: int | None) -> dict[str, str]:
