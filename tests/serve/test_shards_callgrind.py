@@ -180,3 +180,41 @@ def test_two_jobs_count_what_one_job_counts_on_python_within_the_spread(
         a, b = one[path], two[path]
         assert a["valid"] and b["valid"], (a["reason"], b["reason"])
         assert abs(b["median"] - a["median"]) / a["median"] < a["max_spread"]
+
+
+def test_ctrl_c_with_two_jobs_stops_both_cells_and_keeps_finished_ones(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
+) -> None:
+    import signal
+    import sys
+    import time
+
+    from .conftest import cells, leftovers
+
+    quick = make_adapter("a-quick")
+    slow = [make_adapter(f"{n}-slow", "--loop", "200000") for n in ("b", "c")]
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "icount", "serve", str(quick), *map(str, slow), "--runs", "1",
+         "--requests", "100000", "--warmup", "0", "--reps", "1", "--backend", "callgrind",
+         "--jobs", "2", "-o", str(out), "-q"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not out.exists():
+            time.sleep(0.1)
+        assert out.exists(), "the first cell was never saved"
+        deadline = time.monotonic() + 60  # both slow cells' servers running at once
+        while time.monotonic() < deadline and not (leftovers("b-slow") and leftovers("c-slow")):
+            time.sleep(0.1)
+        assert leftovers("b-slow") and leftovers("c-slow")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert list(cells(out)) == [("a-quick", "plaintext")]
+    assert leftovers(str(c_epoll)) == []
