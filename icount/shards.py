@@ -97,7 +97,7 @@ def resolve(flag: str | None, total_flag: int | None, env: Mapping[str, str]) ->
     ]
     if len(found) > 1:
         raise UsageError(
-            f"{' and '.join('$' + v for v in found)} are all set: which shard is this?",
+            f"{' and '.join('$' + v for v in found)} are set at once: which shard is this?",
             hint="pass --shard I/N, or --shard none",
         )
     var = found[0] if found else None

@@ -23,7 +23,7 @@ Examples:
   icount compare base.json new.json --threshold 1% --threshold 'nginx/*=2%' -f md
   icount compare base.json new.json -f benchmark-json -o bench.json
   icount compare base.json new.json -f svg -o change.svg
-  icount compare base.json shards/ -f md        # NEW: the shard files of a session
+  icount compare base.json shards/ -f md   # NEW: the folder of a session's shard files
   icount compare --interleave --base-cmd './fib-old 30' --new-cmd './fib 30' --pairs 5
 
 \b

@@ -217,6 +217,7 @@ def _measure_cell(
 
     with cpus_mod.pinned_self(cpus.load):
         for i in range(opts.runs if setup_error is None else 0):
+            job.check()
             t0 = time.monotonic()
             head = f"{key} run {i + 1}/{opts.runs}"
             eta = _eta(history, opts.runs - i)

@@ -55,7 +55,7 @@ def test_gitlab_is_one_based_and_buildkite_and_kubernetes_zero_based() -> None:
             None,
             None,
             {"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "2", "BUILDKITE_PARALLEL_JOB": "0"},
-            "$CI_NODE_INDEX and $BUILDKITE_PARALLEL_JOB are all set",
+            "$CI_NODE_INDEX and $BUILDKITE_PARALLEL_JOB are set at once",
         ),
     ],
 )
