@@ -16,7 +16,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,7 @@ import pytest
 
 from tests.support.cli import run_icount
 
-from .conftest import JSON_PATH, PLAINTEXT, AdapterMaker
+from .conftest import JSON_PATH, PLAINTEXT, AdapterMaker, cells, leftovers
 
 pytestmark = pytest.mark.slow
 
@@ -90,8 +94,6 @@ def test_github_matrix_of_serve_shards_merges_and_gates(
 
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import shutil
-
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed (scripts/setup.sh installs it)")
     if platform.machine() != "x86_64":
@@ -185,12 +187,6 @@ def test_two_jobs_count_what_one_job_counts_on_python_within_the_spread(
 def test_ctrl_c_with_two_jobs_stops_both_cells_and_keeps_finished_ones(
     need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
 ) -> None:
-    import signal
-    import sys
-    import time
-
-    from .conftest import cells, leftovers
-
     quick = make_adapter("a-quick")
     slow = [make_adapter(f"{n}-slow", "--loop", "200000") for n in ("b", "c")]
     out = tmp_path / "r.json"
