@@ -1,22 +1,28 @@
 """`icount run`: count whole commands, several fresh processes each, into cells.
 
 Core only: it reports progress through a callback and returns Results; it never
-prints. Each run executes in a fresh working directory of fixed path length, in
-icount's cleared environment, with ASLR off where permitted.
+prints. With a shard record it measures only that shard's commands; with --jobs,
+several commands at once, each pinned to CPUs of its own. Each run executes in a
+fresh working directory of fixed path length, in icount's cleared environment, with
+ASLR off where permitted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icount import environment, procs
+from icount import environment, jobs, procs
 from icount.backends import Backend, fingerprint
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
 from icount.results.details import CommandDetail, CommandParams
+from icount.results.shard import ShardRecord
+from icount.serve.cpus import pinned_self
+from icount.shards import PlannedCell
 from icount.stats import DEFAULT_MAX_SPREAD
 
 
@@ -35,6 +41,9 @@ class RunOptions:
     allowed_exits: frozenset[int] = frozenset({0})
     timeout: float | None = None
     cwd: Path | None = None  # None: a fresh fixed-length directory per run
+    # --jobs N: the CPUs of each of N commands measured at once; (): one at a time,
+    # wherever the kernel puts it
+    jobs: tuple[tuple[int, ...], ...] = ()
 
 
 def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
@@ -71,50 +80,98 @@ def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
     return Run(float(c.instructions), True, None, detail)
 
 
+def planned_cells(specs: Sequence[CommandSpec], opts: RunOptions) -> list[PlannedCell]:
+    """Every command of the session, in order, as shards are assigned. A command's cost
+    is not known before it runs: all weigh the same, and shards take turns."""
+    return [
+        PlannedCell(
+            spec.name,
+            "",
+            opts.backend.name,
+            {**_params(spec, opts), "runs": opts.runs, "max_spread": opts.max_spread},
+            float(opts.runs),
+        )
+        for spec in specs
+    ]
+
+
+def _params(spec: CommandSpec, opts: RunOptions) -> CommandParams:
+    return {
+        "argv": list(spec.argv),
+        "env": dict(sorted(spec.env.items())),
+        "allowed_exits": sorted(opts.allowed_exits),
+    }
+
+
+def _measure_cell(
+    spec: CommandSpec,
+    order: int,
+    opts: RunOptions,
+    artifacts: Path,
+    progress: Progress | None,
+    counter: jobs.Tally,
+    job: jobs.Job,
+) -> Cell:
+    runs: list[Run] = []
+    cpus = opts.jobs[job.slot] if opts.jobs else None
+    # the commands inherit the CPUs of the thread that starts them
+    with pinned_self(cpus) if cpus else contextlib.nullcontext():
+        for i in range(opts.runs):
+            job.check()
+            if progress:
+                progress(f"{spec.name}: run {i + 1}/{opts.runs}", counter.done, counter.total)
+            run = measure_once(
+                spec, opts, artifacts / environment.safe_name(spec.name, "command") / f"run-{i + 1}"
+            )
+            runs.append(run)
+            counter.add(1)
+            if not run.valid:
+                counter.add(opts.runs - i - 1)
+                break
+    return Cell(
+        name=spec.name,
+        path="",
+        backend=opts.backend.name,
+        unit=UNIT_INSTRUCTIONS,
+        runs=tuple(runs),
+        params=_params(spec, opts),
+        runs_wanted=opts.runs,
+        max_spread=opts.max_spread,
+        order=order,
+    )
+
+
 def measure(
     specs: Sequence[CommandSpec],
     opts: RunOptions,
     artifacts: Path,
     progress: Progress | None = None,
     on_cell: Callable[[Results], None] | None = None,
+    shard: ShardRecord | None = None,
 ) -> Results:
-    """Measure every command `opts.runs` times. A failed run ends its cell early
-    (the cell is invalid whatever the other runs say); other cells go on."""
-    results = Results(fingerprint(opts.backend, "command"), ())
-    total = len(specs) * opts.runs
-    done = 0
-    for order, spec in enumerate(specs):
-        runs: list[Run] = []
-        for i in range(opts.runs):
-            if progress:
-                progress(f"{spec.name}: run {i + 1}/{opts.runs}", done, total)
-            run = measure_once(
-                spec, opts, artifacts / environment.safe_name(spec.name, "command") / f"run-{i + 1}"
-            )
-            runs.append(run)
-            done += 1
-            if not run.valid:
-                done += opts.runs - i - 1
-                break
-        params: CommandParams = {
-            "argv": list(spec.argv),
-            "env": dict(sorted(spec.env.items())),
-            "allowed_exits": sorted(opts.allowed_exits),
-        }
-        cell = Cell(
-            name=spec.name,
-            path="",
-            backend=opts.backend.name,
-            unit=UNIT_INSTRUCTIONS,
-            runs=tuple(runs),
-            params=params,
-            runs_wanted=opts.runs,
-            max_spread=opts.max_spread,
-            order=order,
-        )
+    """Measure every command (of `shard`'s, when given) `opts.runs` times, len(opts.jobs)
+    commands at a time. A failed run ends its cell early (the cell is invalid whatever
+    the other runs say); other cells go on."""
+    results = Results(fingerprint(opts.backend, "command"), (), shard)
+    mine = None if shard is None else {e.key for e in shard.assigned()}
+    todo = [
+        (order, spec)
+        for order, spec in enumerate(specs)
+        if mine is None or (spec.name, "", opts.backend.name) in mine
+    ]
+    counter = jobs.Tally(len(todo) * opts.runs)
+
+    def work(item: tuple[int, CommandSpec], job: jobs.Job) -> Cell:
+        order, spec = item
+        return _measure_cell(spec, order, opts, artifacts, progress, counter, job)
+
+    def done(item: tuple[int, CommandSpec], cell: Cell) -> None:
+        nonlocal results
         results = results.with_cell(cell)
         if on_cell:
             on_cell(results)
+
+    jobs.run_jobs(todo, max(len(opts.jobs), 1), work, done)
     if progress:
-        progress("done", total, total)
+        progress("done", counter.total, counter.total)
     return results

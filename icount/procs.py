@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ from icount.errors import LaunchError, ToolMissingError, UsageError
 
 _LIVE: dict[int, Child] = {}
 _SUBREAPER: list[bool] = []  # set once: [True] when the prctl succeeded
+# Held from fork to registration in _LIVE, and while adopted() scans: with --jobs one
+# thread starts a process while another looks for orphans, which must not take the
+# new child, not yet registered, for one.
+_REGISTRY_LOCK = threading.RLock()
 
 DEFAULT_GRACE_S = 5.0
 PIPE_GRACE_S = 5.0  # how long output pipes may stay open after a command exited
@@ -55,13 +60,13 @@ def adopted(since: float = 0.0) -> list[psutil.Process]:
     """Orphans of icount's children re-parented to icount (see the module docstring),
     started at `since` (time.time()) or later; exited ones are reaped on the way."""
     found: list[psutil.Process] = []
-    try:
-        kids = psutil.Process().children()
-    except psutil.Error:
-        return found
+    with _REGISTRY_LOCK:
+        try:
+            kids = psutil.Process().children()
+        except psutil.Error:
+            return found
+        kids = [p for p in kids if p.pid not in _LIVE]
     for proc in kids:
-        if proc.pid in _LIVE:
-            continue
         try:
             created = proc.create_time()
             zombie = proc.status() == psutil.STATUS_ZOMBIE
@@ -283,6 +288,7 @@ def spawn(
     with contextlib.ExitStack() as files:
         out = files.enter_context(open(stdout, "wb")) if isinstance(stdout, Path) else stdout
         err = files.enter_context(open(stderr, "wb")) if isinstance(stderr, Path) else stderr
+        _REGISTRY_LOCK.acquire()
         try:
             popen = subprocess.Popen(
                 list(argv),
@@ -302,7 +308,10 @@ def spawn(
             raise LaunchError(f"command not executable: {exe}", program=exe) from e
         except OSError as e:  # e.g. ENOEXEC, or a CPU set the kernel refuses in preexec
             raise LaunchError(f"cannot start {exe}: {e.strerror or e}", program=exe) from e
-    return Child(popen, argv)
+        else:
+            return Child(popen, argv)
+        finally:
+            _REGISTRY_LOCK.release()
 
 
 @dataclass(frozen=True)

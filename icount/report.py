@@ -46,6 +46,8 @@ def _column_key(cell: Cell, multi_backend: bool) -> str:
 
 
 def _unit_title(cells: Sequence[Cell]) -> str:
+    if not cells:  # a shard the plan gave no cell, or a session interrupted before any
+        return "no cells"
     units = sorted({c.unit for c in cells})
     backends = sorted({c.backend for c in cells})
     what = "instructions per request" if units == [UNIT_PER_REQUEST] else ", ".join(units)

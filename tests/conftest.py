@@ -21,6 +21,17 @@ def _icount(
     return run_icount(args, cwd, timeout)
 
 
+# Read by `icount run` and `icount serve` as the shard to measure (icount/shards.py): a
+# test suite run inside a sharded CI job must not shard the sessions its tests start.
+SHARD_VARIABLES = ("CI_NODE_INDEX", "BUILDKITE_PARALLEL_JOB", "JOB_COMPLETION_INDEX")
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_shard(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in SHARD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def icount() -> Icount:
     """Run the real CLI in a subprocess, as a user would: icount("run", "--", ...)."""

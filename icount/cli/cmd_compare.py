@@ -23,7 +23,13 @@ Examples:
   icount compare base.json new.json --threshold 1% --threshold 'nginx/*=2%' -f md
   icount compare base.json new.json -f benchmark-json -o bench.json
   icount compare base.json new.json -f svg -o change.svg
+  icount compare base.json shards/ -f md   # NEW: the folder of a session's shard files
   icount compare --interleave --base-cmd './fib-old 30' --new-cmd './fib 30' --pairs 5
+
+\b
+BASE and NEW are each a results file or a folder of them: the shard files of
+one session (--shard I/N) merge as `icount table` merges them, refused unless
+complete and of one plan.
 
 \b
 Cells are matched by (name, path, backend). Each gets a verdict: regressed,
@@ -70,7 +76,9 @@ def register(app: typer.Typer) -> None:
 
 
 def compare_command(
-    files: list[Path] = typer.Argument(None, help="BASE.json NEW.json (results files)."),
+    files: list[Path] = typer.Argument(
+        None, help="BASE NEW: results files, or folders of shard files."
+    ),
     threshold: list[str] = typer.Option(
         [], "--threshold", "-t", help="PCT (default 1%) or 'GLOB=PCT' (repeatable)."
     ),
@@ -107,6 +115,10 @@ def compare_command(
     check_format(fmt, (*render.FORMATS, "svg"))
     if output is not None and any(output.resolve() == f.resolve() for f in files or []):
         raise UsageError(f"--output {output} is one of the files to compare")
+    if output is not None and any(
+        f.is_dir() and output.resolve().parent == f.resolve() for f in files or []
+    ):
+        raise UsageError(f"--output {output} is inside a folder of results to compare")
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
     if interleave:
         if files:
@@ -116,7 +128,9 @@ def compare_command(
         if base_cmd or new_cmd:
             raise UsageError("--base-cmd and --new-cmd need --interleave")
         if not files or len(files) != 2:
-            raise UsageError("compare takes two results files: BASE.json NEW.json")
+            raise UsageError(
+                "compare takes two results files (or folders of shard files): BASE NEW"
+            )
         comparison = _from_files(files[0], files[1], limits, force)
 
     used = {r.rule for r in comparison.rows}
@@ -157,8 +171,8 @@ def _from_files(base_path: Path, new_path: Path, limits: Thresholds, force: bool
     from icount import results
     from icount.compare import model
 
-    base = results.load(base_path)
-    new = results.load(new_path)
+    base = results.merge_inputs(results.load_inputs([base_path]))
+    new = results.merge_inputs(results.load_inputs([new_path]))
     diffs = model.fingerprint_differences(base.fingerprint, new.fingerprint)
     if diffs and not force:
         raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")

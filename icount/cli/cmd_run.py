@@ -18,6 +18,8 @@ Examples:
   icount run --runs 5 --name c-O2 -- ./fib-O2 35
   icount run --cmd 'c=./fib-c 35' --cmd 'rust=./fib-rs 35' --format md
   icount run --file commands.toml --backend callgrind -o results.json
+  icount run --file commands.toml --shard 1/4 -o shard-1.json   # a CI job of four
+  icount run --file commands.toml --backend callgrind --jobs 2
 
 \b
 A commands file (TOML):
@@ -32,6 +34,14 @@ PYTHONHASHSEED=0), a fresh working directory of fixed length and ASLR off
 A cell is valid when every run exits 0 (see --allow-exit) and the spread
 (max-min)/median is below --max-spread. Results (every run's count, the
 environment fingerprint) go to a JSON file; provenance to a file beside it.
+
+\b
+--shard I/N measures only shard I of N of the commands (the same split on every
+machine); without it icount reads GitLab's CI_NODE_INDEX/CI_NODE_TOTAL, Buildkite's
+BUILDKITE_PARALLEL_JOB/_COUNT or JOB_COMPLETION_INDEX (Kubernetes, with
+--shard-total); --shard none ignores them. `icount table SHARDS...` merges the
+shard files into the session's results. --jobs N runs N commands at once, each
+pinned to its own CPUs (under perf at most one command per CPU).
 """
 
 
@@ -65,8 +75,17 @@ def run_command(
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind profiles."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
+    shard: str = typer.Option(
+        None, "--shard", help="I/N: measure shard I of N of the commands; none: all [from CI]."
+    ),
+    shard_total: int = typer.Option(
+        None, "--shard-total", min=1, help="Shards in all, with $JOB_COMPLETION_INDEX."
+    ),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, max=64, help="Commands at once."),
 ) -> None:
-    from icount import backends, environment, measure_command, results
+    import os
+
+    from icount import backends, environment, measure_command, results, shards
     from icount.cli.options import (
         argv_tail,
         check_format,
@@ -76,6 +95,7 @@ def run_command(
         print_results,
     )
     from icount.cli.progress import progress
+    from icount.serve import cpus as cpus_mod
 
     check_format(fmt)
     spread = parse_percent(max_spread, "--max-spread")
@@ -92,21 +112,50 @@ def run_command(
     counter = backends.create(choice.backend, backends.BackendOptions(keep_profiles=keep_profiles))
     if not quiet:
         typer.echo(f"icount: backend {choice.backend}: {choice.why}", err=True)
+    job_cpus = (
+        cpus_mod.command_cpus(
+            cpus_mod.allowed_cpus(),
+            jobs,
+            load_independent=counter.serve_defaults.instrumented,
+            backend=choice.backend,
+        )
+        if jobs > 1
+        else ()
+    )
     opts = measure_command.RunOptions(
         backend=counter,
         runs=runs,
         max_spread=spread,
         allowed_exits=exits if exits is not None else frozenset(range(-255, 256)),
         timeout=timeout,
+        jobs=job_cpus,
     )
+    spec = shards.resolve(shard, shard_total, os.environ)
+    record = (
+        None
+        if spec is None
+        else shards.make_record("run", measure_command.planned_cells(specs, opts), spec)
+    )
+    if not quiet and record is not None and spec is not None:
+        typer.echo(f"icount: {shards.describe(record, spec)}", err=True)
+    if not quiet and job_cpus:
+        each = "; ".join(cpus_mod.format_cpu_list(c) for c in job_cpus)
+        typer.echo(f"icount: {jobs} commands at once, on CPUs {each}", err=True)
     recorder = environment.ProvenanceRecorder(["icount", "run", *argv_tail()])
     artifacts = out.with_suffix(".artifacts")
+    extra = {
+        "backend_choice": choice.why,
+        "jobs": {"jobs": jobs, "cpus": [list(c) for c in job_cpus]},
+        "shard": None if spec is None else spec.to_json(),
+    }
 
     def save(res: results.Results) -> None:
-        results.save(out, res, recorder.finish({"backend_choice": choice.why}), overwrite=True)
+        results.save(out, res, recorder.finish(extra), overwrite=True)
 
     with progress(quiet) as cb:
-        res = measure_command.measure(specs, opts, artifacts, cb, on_cell=save)
+        res = measure_command.measure(specs, opts, artifacts, cb, on_cell=save, shard=record)
+        if not res.cells:  # an empty shard still leaves its file, for the merge to count
+            save(res)
     if not quiet:
         typer.echo(f"icount: results in {out} (outputs of each run in {artifacts}/)", err=True)
     print_results(res, fmt, width)

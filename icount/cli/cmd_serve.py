@@ -18,6 +18,8 @@ Examples:
   icount serve --cmd './myserver --port {port}' --path hello=/hello --expect-body 'hi'
   icount serve c-epoll --backend perf --load h2load --concurrency 64
   icount serve --resume icount-results/serve-001.json
+  icount serve --shard 2/3 -o shard-2.json     # one CI job of three; merge with table
+  icount serve c-epoll nginx python-asyncio --jobs 2
 
 \b
 Per cell (target x path x backend), each of --runs fresh server processes is pinned
@@ -33,6 +35,16 @@ perf stat's control fifo. One server process serves one path (no cross-path stat
 Work driven by wall time (nginx's clock refresh) grows with time, not requests.
 --warmup auto warms up with windows of --requests until two in a row agree within a
 quarter of --max-spread (at most 30 windows) and records how many requests it took.
+
+\b
+--shard I/N measures only shard I of N of the session's cells, the same split on
+every machine (balanced by the requests each cell sends); without it icount reads
+GitLab's CI_NODE_INDEX/CI_NODE_TOTAL, Buildkite's BUILDKITE_PARALLEL_JOB/_COUNT or
+a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (with --shard-total); --shard none
+ignores them. `icount table` and `icount compare` merge the shard files into the
+session's results. --jobs N measures N cells at once, each with its own server and
+load CPUs (callgrind; under perf only when the CPUs allow a clean split); jobs
+that share CPUs take longer, and time-driven work grows with the wall time.
 """
 
 
@@ -102,6 +114,15 @@ def serve_command(
     ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
+    shard: str = typer.Option(
+        None, "--shard", help="I/N: measure shard I of N of the cells; none: all [from CI]."
+    ),
+    shard_total: int = typer.Option(
+        None, "--shard-total", min=1, help="Shards in all, with $JOB_COMPLETION_INDEX."
+    ),
+    jobs: int = typer.Option(
+        1, "--jobs", "-j", min=1, max=64, help="Cells at once, each on its own CPUs."
+    ),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/serve-NNN.json]."
@@ -110,7 +131,9 @@ def serve_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
-    from icount import environment
+    import os
+
+    from icount import environment, shards
     from icount.cli.options import argv_tail, check_format, print_results
     from icount.cli.progress import progress
     from icount.serve import cpus as cpus_mod
@@ -148,7 +171,10 @@ def serve_command(
     if resume is not None:
         resume = resume.absolute()
         request = plan_mod.resume_request(request, resume, _explicit(ctx))
-    plan = plan_mod.prepare(request, output=output, resume=resume, force=force)
+    spec = shards.resolve(shard, shard_total, os.environ)
+    plan = plan_mod.prepare(
+        request, output=output, resume=resume, force=force, shard=spec, jobs=jobs
+    )
     if not quiet:
         for line in plan.notes():
             typer.echo(f"icount: {line}", err=True)

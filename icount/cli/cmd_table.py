@@ -13,9 +13,15 @@ Examples:
   icount table icount-results/run-001.json
   icount table c.json nginx.json --format md > RESULTS.md
   icount table serve-001.json --format svg > results.svg   # a chart for a README
+  icount table shards/ -f json > merged.json     # the shard files of one session
 
 Files are merged when their cells do not collide (same name, path and backend)
-and their environment fingerprints agree on what moves counts.
+and their environment fingerprints agree on what moves counts. A folder stands
+for every results file in it. The shard files of one session (--shard I/N) merge
+into exactly what the session run unsharded gives (the same table, CSV and JSON
+bytes), and only when they are all there, each once, of one plan, one environment
+and one icount version; otherwise icount names what differs. One shard file alone
+shows its own cells (and keeps its shard record in --format json).
 """
 
 
@@ -24,28 +30,23 @@ def register(app: typer.Typer) -> None:
 
 
 def table_command(
-    files: list[Path] = typer.Argument(..., help="Results JSON files."),
+    files: list[Path] = typer.Argument(..., help="Results JSON files, or folders of them."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv, json or svg."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
-    from icount import environment, report, results
+    from icount import report, results
     from icount.cli.options import check_format
-    from icount.errors import UsageError
     from icount.tables import FORMATS
 
     check_format(fmt, (*FORMATS, "svg"))
-    loaded = [(str(f), results.load(f)) for f in files]
-    first_src, first = loaded[0]
-    for src, res in loaded[1:]:
-        diff = environment.fingerprint_differences(
-            first.fingerprint, res.fingerprint, same_method=True
+    loaded = results.load_inputs(files)
+    merged = results.merge_inputs(loaded, one_shard=True)
+    if merged.shard is not None:
+        typer.echo(
+            f"icount: warning: {loaded[0][0]} is shard {merged.shard.label} of a session: "
+            f"only its cells (give all {merged.shard.total} shard files to merge the session)",
+            err=True,
         )
-        if diff:
-            raise UsageError(
-                f"{src} was measured in another environment than {first_src} "
-                f"(differs in {', '.join(diff)}); its counts are not comparable"
-            )
-    merged = results.merge(loaded)
     if fmt == "svg":
         from icount import charts
 

@@ -4,15 +4,12 @@ validity and the environment fingerprint.
 Provenance (date, host, load, steal, commit) lives in a separate file beside it, so
 the results themselves stay byte-identical when the same measurement is repeated.
 `model` holds runs, cells and results; `details` the typed payload of each run;
-`files` reading (every version) and writing (the newest); `merge` below joins files.
+`files` reading (every version) and writing (the newest); `shard` the record a shard
+of a session carries; `merge` joins files (the shards of one session, or distinct cells).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-from icount.errors import UsageError
 from icount.jsonout import dumps
 from icount.results.files import (
     FORMAT,
@@ -28,6 +25,7 @@ from icount.results.files import (
     to_json,
     write_atomic,
 )
+from icount.results.merge import load_inputs, merge, merge_inputs
 from icount.results.model import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
 
 __all__ = [
@@ -41,7 +39,9 @@ __all__ = [
     "Run",
     "dumps",
     "load",
+    "load_inputs",
     "merge",
+    "merge_inputs",
     "next_free_path",
     "output_path",
     "provenance_path",
@@ -51,25 +51,3 @@ __all__ = [
     "to_json",
     "write_atomic",
 ]
-
-
-def merge(named: Iterable[tuple[str, Results]]) -> Results:
-    """Merge several results files; cells with the same key in two files are refused."""
-    seen: dict[tuple[str, str, str], str] = {}
-    cells: list[Cell] = []
-    fingerprint: Mapping[str, Any] = {}
-    collisions: list[str] = []
-    for src, res in named:
-        if not fingerprint:
-            fingerprint = res.fingerprint
-        for cell in res.cells:
-            if cell.key in seen:
-                collisions.append(f"{cell.key_text} ({seen[cell.key]} and {src})")
-            else:
-                seen[cell.key] = src
-                cells.append(cell)
-    if collisions:
-        raise UsageError(
-            "cells collide: " + "; ".join(collisions), hint="merge only files with distinct cells"
-        )
-    return Results(fingerprint, tuple(cells))

@@ -10,7 +10,8 @@ Format history (bump VERSION and add a line on every change to the layout):
   2 - typed run details (`window`, `warmup_curve`, reps without stored per-request
       figures, `request` as {bytes, sha256}); cell params `request_target` and
       `http_method` (were `target` and `method`); `setup_error` (was
-      `invalid_reason`); a cell's `order` in what was asked for.
+      `invalid_reason`); a cell's `order` in what was asked for; `shard` (optional)
+      in the file of one shard of a session: its index, the total and the whole plan.
 """
 
 from __future__ import annotations
@@ -36,12 +37,15 @@ MAX_INT = 2**63  # counts beyond int64 are no measurement icount made
 
 
 def to_json(results: Results) -> dict[str, Any]:
-    return {
+    doc: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "fingerprint": dict(results.fingerprint),
         "cells": [c.to_json() for c in sorted(results.cells, key=sort_key)],
     }
+    if results.shard is not None:  # absent from whole sessions, so merged shards equal them
+        doc["shard"] = results.shard.to_json()
+    return doc
 
 
 def results_json(results: Results) -> str:

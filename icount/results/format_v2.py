@@ -18,11 +18,17 @@ from icount.results.fields import (
     str_,
 )
 from icount.results.model import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results.shard import shard_from_json
 
 
 def from_json(doc: dict[str, Any]) -> Results:
     fingerprint = obj(doc["fingerprint"], "fingerprint")
-    return Results(fingerprint, tuple(_cell(c) for c in list_(doc["cells"], "cells")))
+    shard = doc.get("shard")
+    return Results(
+        fingerprint,
+        tuple(_cell(c) for c in list_(doc["cells"], "cells")),
+        None if shard is None else shard_from_json(shard),
+    )
 
 
 def _run(doc: Any, per_request: bool) -> Run:

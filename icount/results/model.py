@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icount.results.details import Detail, detail_to_json
+from icount.results.shard import ShardRecord
 from icount.stats import Summary, spread_reason, summarize
 
 UNIT_INSTRUCTIONS = "instructions"
@@ -127,11 +128,14 @@ def sort_key(cell: Cell) -> tuple[int, str, str, str]:
 class Results:
     fingerprint: Mapping[str, Any]
     cells: tuple[Cell, ...]
+    # Set in the file of one shard of a session (--shard I/N); None for a whole session,
+    # which is also what merging all the shards of one gives back.
+    shard: ShardRecord | None = None
 
     def sorted(self) -> Results:
-        return Results(self.fingerprint, tuple(sorted(self.cells, key=sort_key)))
+        return Results(self.fingerprint, tuple(sorted(self.cells, key=sort_key)), self.shard)
 
     def with_cell(self, cell: Cell) -> Results:
         """A copy with `cell` added or replacing the cell of the same key."""
         kept = tuple(c for c in self.cells if c.key != cell.key)
-        return Results(self.fingerprint, (*kept, cell))
+        return Results(self.fingerprint, (*kept, cell), self.shard)

@@ -115,9 +115,117 @@ def split(
     return CpuSplit(allow[:half], allow[half:], "allowed CPUs split in two halves")
 
 
+@dataclass(frozen=True)
+class JobCpus:
+    """The CPUs of each of --jobs N cells measured at once."""
+
+    splits: tuple[CpuSplit, ...]  # one per job
+    why: str
+    shared: bool  # a CPU serves more than one job
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "jobs": len(self.splits),
+            "cpus": [s.to_json() for s in self.splits],
+            "why": self.why,
+            "shared": self.shared,
+        }
+
+
+def _cpus_text(what: str, cpus: Sequence[int]) -> str:
+    return f"{what} CPU{'s' if len(cpus) != 1 else ''} {format_cpu_list(cpus)}"
+
+
+def _chunks(cpus: Sequence[int], n: int) -> list[tuple[int, ...]]:
+    """`cpus` in `n` consecutive runs whose sizes differ by at most one."""
+    size, extra = divmod(len(cpus), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(tuple(cpus[start:end]))
+        start = end
+    return out
+
+
+def split_jobs(
+    base: CpuSplit, jobs: int, *, explicit: bool, load_independent: bool, backend: str
+) -> JobCpus:
+    """CPUs for `jobs` cells at once, each with its own server and load CPUs.
+
+    A clean split gives every job a share of the server CPUs and a share of the load
+    CPUs, no CPU serving two jobs. Where there are too few CPUs for that, jobs share
+    them: only a backend whose counts do not depend on what else runs (callgrind
+    simulates the CPU) may do so, and then the servers are spread first (the server
+    under callgrind is the busy side): on two CPUs, job 1's server on 0 and its load
+    on 1, job 2's server on 1 and its load on 0. `explicit`: the sets were given
+    (--server-cpus/--load-cpus), so servers stay on server CPUs and loads on load CPUs.
+    """
+    fmt = format_cpu_list
+    if jobs == 1:
+        return JobCpus((base,), "one job", False)
+    server, load = base.server, base.load
+    if not set(server) & set(load) and len(server) >= jobs and len(load) >= jobs:
+        splits = tuple(
+            CpuSplit(s, ld, f"job {j + 1} of {jobs}: a share of the server and load CPUs")
+            for j, (s, ld) in enumerate(
+                zip(_chunks(server, jobs), _chunks(load, jobs), strict=True)
+            )
+        )
+        why = (
+            f"{jobs} jobs on their own CPUs: server CPUs {fmt(server)} and load CPUs "
+            f"{fmt(load)} each split {jobs} ways"
+        )
+        return JobCpus(splits, why, False)
+    pool = sorted({*server, *load})
+    need = (
+        f"{jobs} jobs need {jobs} server and {jobs} load CPUs to have their own, and there "
+        f"are {_cpus_text('server', server)} and {_cpus_text('load', load)}"
+    )
+    if not load_independent:
+        raise UsageError(
+            f"--jobs {jobs} under {backend}: {need}; {backend} counts on the real CPU, where "
+            "jobs sharing a CPU would change each other's counts",
+            hint="lower --jobs, or allow more CPUs (--server-cpus, --load-cpus, taskset)",
+        )
+    if explicit:
+        pairs = [(server[j % len(server)], load[j % len(load)]) for j in range(jobs)]
+    else:
+        n = len(pool)
+        pairs = [(pool[j % n], pool[(j + 1) % n]) for j in range(jobs)]
+    splits = tuple(
+        CpuSplit((s,), (ld,), f"job {j + 1} of {jobs}: CPUs shared with other jobs")
+        for j, (s, ld) in enumerate(pairs)
+    )
+    why = (
+        f"{need}: jobs share CPUs; {backend}'s counts do not depend on it, but work a server "
+        "does by the clock (timers, polls) grows with the longer wall time"
+    )
+    return JobCpus(splits, why, True)
+
+
+def command_cpus(
+    allowed: Sequence[int], jobs: int, *, load_independent: bool, backend: str
+) -> tuple[tuple[int, ...], ...]:
+    """CPUs for `jobs` commands at once (icount run --jobs): the allowed CPUs split
+    `jobs` ways, or one CPU each, shared, where there are fewer CPUs than jobs (refused
+    for a backend that counts on the real CPU)."""
+    allow = sorted(allowed)
+    if jobs <= len(allow):
+        return tuple(_chunks(allow, jobs))
+    if not load_independent:
+        raise UsageError(
+            f"--jobs {jobs} under {backend}: {jobs} commands at once need {jobs} CPUs, and "
+            f"{len(allow)} are allowed ({format_cpu_list(allow)}); {backend} counts on the real "
+            "CPU, where commands sharing a CPU would change each other's counts",
+            hint=f"use --jobs {len(allow)} or fewer",
+        )
+    return tuple((allow[j % len(allow)],) for j in range(jobs))
+
+
 @contextlib.contextmanager
 def pinned_self(cpus: Sequence[int]) -> Iterator[None]:
-    """Pin icount's own process (the built-in client runs in it) and restore after."""
+    """Pin the calling thread of icount (the built-in client runs in it; threads and
+    processes it starts inherit the set) and restore after."""
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, set(cpus))
     try:

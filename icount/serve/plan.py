@@ -4,8 +4,9 @@
 default applies). It is saved in the provenance file, so that `--resume FILE`
 continues with the same targets and options (`resume_request`). `prepare` resolves a
 request into a `Plan`: the adapters, the backend, the load generator, the CPU split,
-the per-target cell options, the fingerprint and the cells already measured, checking
-everything that can be checked before a server starts.
+the per-target cell options, the fingerprint, the cells already measured, the shard
+of the session this process measures (--shard) and the CPUs of each job (--jobs),
+checking everything that can be checked before a server starts.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from icount import backends, environment, results
+from icount import backends, environment, results, shards
 from icount.backends import Backend, BackendOptions
 from icount.errors import UsageError
 from icount.numfmt import parse_percent
 from icount.results import UNIT_PER_REQUEST, Results
+from icount.results.merge import plan_differences
+from icount.results.shard import ShardRecord
 from icount.serve import cpus as cpus_mod
 from icount.serve.adapter import Adapter
 from icount.serve.runs import IDLE_SECONDS, CellOptions
@@ -167,10 +170,17 @@ class Plan:
     fingerprint: dict[str, Any]
     out: Path
     start: Results  # the cells already measured (--resume)
+    jobs: cpus_mod.JobCpus | None = None  # None: one job, on `cpus`
+    shard: ShardRecord | None = None  # None: the whole session
+    shard_spec: shards.ShardSpec | None = None
 
     @property
     def artifacts(self) -> Path:
         return self.out.with_suffix(".artifacts")
+
+    @property
+    def job_cpus(self) -> cpus_mod.JobCpus:
+        return self.jobs or cpus_mod.JobCpus((self.cpus,), "one job", False)
 
     def options(self, target: Target) -> CellOptions:
         defaults = self.backend.serve_defaults
@@ -203,7 +213,7 @@ class Plan:
             for t in self.targets
             if self.warmup is None and not self.auto_warmup and default_auto(t.adapter)
         ]
-        return [
+        lines = [
             *(f"skipping {name}: {why}" for name, why in self.skipped),
             *jit,
             f"backend {self.backend.name}: {self.backend_why}",
@@ -211,6 +221,16 @@ class Plan:
             f"server on CPU {fmt(self.cpus.server)}, load on CPU {fmt(self.cpus.load)} "
             f"({self.cpus.why})",
         ]
+        jobs = self.job_cpus
+        if len(jobs.splits) > 1:
+            each = "; ".join(
+                f"job {j + 1} server {fmt(c.server)} load {fmt(c.load)}"
+                for j, c in enumerate(jobs.splits)
+            )
+            lines.append(f"{len(jobs.splits)} cells at once ({jobs.why}): {each}")
+        if self.shard is not None and self.shard_spec is not None:
+            lines.append(shards.describe(self.shard, self.shard_spec))
+        return lines
 
 
 def default_auto(adapter: Adapter) -> bool:
@@ -247,7 +267,13 @@ def _load_kind(load: str | None, backend: Backend) -> tuple[str, str]:
 
 
 def prepare(
-    request: ServeRequest, *, output: Path | None, resume: Path | None, force: bool
+    request: ServeRequest,
+    *,
+    output: Path | None,
+    resume: Path | None,
+    force: bool,
+    shard: shards.ShardSpec | None = None,
+    jobs: int = 1,
 ) -> Plan:
     """Resolve and check everything before the first server starts."""
     from icount.serve import session
@@ -292,6 +318,13 @@ def prepare(
         for a in chosen.adapters
     )
     fp = backends.fingerprint(backend, "server")
+    job_cpus = cpus_mod.split_jobs(
+        split,
+        jobs,
+        explicit=bool(request.server_cpus or request.load_cpus),
+        load_independent=backend.serve_defaults.instrumented,
+        backend=backend.name,
+    )
     plan = Plan(
         request=request,
         targets=targets,
@@ -307,9 +340,16 @@ def prepare(
         fingerprint=fp,
         out=out,
         start=Results(fp, ()),
+        jobs=job_cpus,
     )
-    if resume is not None:
-        previous = results.load(resume)
+    previous = results.load(resume) if resume is not None else None
+    if previous is not None and previous.shard is not None and shard is None:
+        done = previous.shard
+        shard = shards.ShardSpec(done.index, done.total, f"the file to resume, {resume}")
+    if shard is not None:
+        record = shards.make_record("serve", session.planned_cells(plan), shard)
+        plan = replace(plan, shard=record, shard_spec=shard, start=Results(fp, (), record))
+    if previous is not None:
         foreign = sorted(c.key_text for c in previous.cells if c.unit != UNIT_PER_REQUEST)
         if foreign:
             raise UsageError(
@@ -317,6 +357,29 @@ def prepare(
                 f"({', '.join(foreign)})",
                 hint="start a new results file with -o",
             )
+        _check_resumed_shard(previous, plan)
         session.check_resume(previous, plan)
-        plan = replace(plan, start=Results(fp, previous.cells))
+        plan = replace(plan, start=Results(fp, previous.cells, plan.shard))
     return plan
+
+
+def _check_resumed_shard(previous: Results, plan: Plan) -> None:
+    before, now = previous.shard, plan.shard
+    if before is None and now is None:
+        return
+    if before is None and now is not None:
+        raise UsageError(
+            f"the file to resume holds a whole session, not shard {now.label}",
+            hint="resume it without --shard (or --shard none in a CI job that sets one)",
+        )
+    assert before is not None and now is not None
+    if (before.index, before.total) != (now.index, now.total):
+        raise UsageError(
+            f"the file to resume is shard {before.label} of its session, not {now.label}",
+            hint=f"resume it with --shard {before.label}",
+        )
+    if before.digest != now.digest:
+        raise UsageError(
+            f"the file to resume is a shard of another plan: {plan_differences(before, now)}",
+            hint="use the same targets and options, or start a new results file with -o",
+        )

@@ -8,9 +8,11 @@ costs hundreds of instructions once, in whichever window first calls the symbol.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,10 +43,22 @@ class Target:
     build_dir: Path
 
 
+_RECENT_PORTS: collections.deque[int] = collections.deque(maxlen=1024)
+_PORT_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
+    """A port nothing listens on, and not one handed out lately: with --jobs, servers
+    start at once in several threads, and the kernel may offer the same free port
+    to two of them before either binds it."""
+    with _PORT_LOCK:
+        for _ in range(64):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((HOST, 0))
+                port: int = s.getsockname()[1]
+            if port not in _RECENT_PORTS:
+                break
+        _RECENT_PORTS.append(port)
         return port
 
 

@@ -162,7 +162,12 @@ def test_bad_results_files_give_one_line_and_exit_6(
 def test_missing_file_and_directory_exit_6(cli: Cli, write: Write, tmp_path: Path) -> None:
     good = write("good.json", res(cell("a", [1000] * 3)))
     assert "no such file" in cli("compare", good, tmp_path / "nope.json").err
-    assert cli("compare", tmp_path, good).code == 6
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = cli("compare", empty, good)
+    assert done.code == 6 and "a folder with no results files" in done.err
+    # a folder of results files is a side of the comparison (the shards of a session)
+    assert cli("compare", tmp_path, good).code == 0
 
 
 @pytest.mark.parametrize(
