@@ -281,11 +281,14 @@ class CallgrindServer:
             # else: it exited meanwhile; its final profile is read like any other
         return dumped
 
-    def _collect(self) -> tuple[dict[int, float], set[int]]:
+    def _collect(self, read: bool = True) -> tuple[dict[int, float], set[int]]:
         """Instructions of every profile file not read yet, by pid, and every pid that
         wrote one. A process's final profile is read only once it has ended. Files of
         processes or threads not counted (root_only, --thread) are read and dropped, so
-        they never reach a later window."""
+        they never reach a later window. With `read` off the files are only dropped:
+        what came before a window is never parsed (nor are the call costs that
+        callgrind wraps below zero in the dump after instrumentation was switched off
+        and on again, for calls that were open across the switch)."""
         counts: dict[int, float] = {}
         wrote: set[int] = set()
         for f in profile_files(self.out):
@@ -293,10 +296,12 @@ class CallgrindServer:
                 continue
             if f.dump is None and _alive(f.pid):
                 continue  # written at exit: not complete while the process lives
-            try:
-                ir, by_function = callgrind.read_functions(self.out / f.name)
-            except ParseError as e:
-                raise RunFailedError(f"unreadable callgrind profile: {e}") from None
+            ir, by_function = 0, dict[str, int]()
+            if read and self._counts(f):
+                try:
+                    ir, by_function = callgrind.read_functions(self.out / f.name)
+                except ParseError as e:
+                    raise RunFailedError(f"unreadable callgrind profile: {e}") from None
             self._seen.add(f.name)
             wrote.add(f.pid)
             if f.dump is None:
@@ -363,7 +368,7 @@ class CallgrindServer:
         self.instrument(True)
         self._dump_all("icount-open")
         self.opened_at = time.monotonic()
-        self._collect()  # start-up, readiness, warm-up and the opening dumps: not counted
+        self._collect(read=False)  # start-up, readiness, warm-up, the opening dumps
         self._functions = {}
         self._at_open = {p.pid for p in self.processes()}
 

@@ -105,8 +105,14 @@ def _is_timestamp(text: str) -> bool:
     return bool(dot) and (whole + frac).isascii() and whole.isdigit() and frac.isdigit()
 
 
-def window_total(records: Sequence[IntervalRecord]) -> tuple[float | None, str | None]:
-    """Sum of a window's interval records: (count, None) or (None, the problem)."""
+def window_total(
+    records: Sequence[IntervalRecord], enabled: bool = False
+) -> tuple[float | None, str | None]:
+    """Sum of a window's interval records: (count, None) or (None, the problem).
+
+    perf prints `<not counted>` both for a disabled counter and for an enabled one whose
+    task never ran: with `enabled` (the caller enabled it and perf acknowledged), a
+    window of such records counted 0 (an idle server); without, nothing says it ran."""
     total = 0.0
     counted = False
     for rec in records:
@@ -119,5 +125,7 @@ def window_total(records: Sequence[IntervalRecord]) -> tuple[float | None, str |
         else:
             return None, c.problem or f"{c.event}: no value"
     if not counted:
+        if enabled and records:
+            return 0.0, None
         return None, f"{records[0].count.event if records else EVENT} was never counted"
     return total, None

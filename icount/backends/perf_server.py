@@ -196,7 +196,7 @@ class PerfServer:
         ):
             raise RunFailedError(f"perf printed no interval after disable: {self._why()}")
         records = self._records()
-        total, problem = window_total(records[self._mark :])
+        total, problem = window_total(records[self._mark :], enabled=True)
         if problem is not None or total is None:
             raise RunFailedError(problem or "nothing counted")
         # perf counts the server's process and every child it forked (inherited

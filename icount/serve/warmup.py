@@ -13,9 +13,9 @@ so a count taken too early is valid-looking and wrong. Three defences:
   happen to agree (the old rule). Capped in requests and in time; when it gives up, the
   curve says where it was going and the reason suggests an N. A curve that falls too
   slowly to show between two probes is caught by the next defence.
-- Whatever the warm-up, the reps of every run are checked: reps that fall window after
-  window by more than a quarter of the limit mean the server was still warming up, and
-  the run is invalid with the reason, never a valid cell.
+- Whatever the warm-up, the reps of every run are checked: three or more reps that fall
+  window after window, by half the limit or more, mean the server was still warming up,
+  and the run is invalid with the reason, never a valid cell.
 - The curve (requests served, per-request figure) is recorded in the results file.
 """
 
@@ -129,13 +129,14 @@ def _range_text(values: Sequence[float]) -> str:
 
 
 def still_warming(per_request: Sequence[float], max_spread: float) -> str | None:
-    """Why the reps of one process say it was still warming up (each lower than the one
-    before, by more than a quarter of the limit from first to last), or None."""
-    if len(per_request) < 2:
+    """Why the reps of one process say it was still warming up (at least three, each
+    lower than the one before, by half the limit or more from first to last), or None.
+    Two reps cannot tell a trend from noise (a clock tick in the first window)."""
+    if len(per_request) < 3:
         return None
     falling = all(b < a for a, b in itertools.pairwise(per_request))
     drop = (per_request[0] - per_request[-1]) / per_request[-1] if per_request[-1] else 0.0
-    if falling and drop >= max_spread / 4:
+    if falling and drop >= max_spread / 2:
         shown = ", ".join(f"{v:.6g}" for v in per_request)
         return (
             f"still warming up: each window counted less than the one before ({shown} per "

@@ -90,3 +90,9 @@ def test_a_window_where_nothing_ran_is_refused() -> None:
     assert records  # only the disabled stretch before the first enable
     total, problem = window_total(records)
     assert total is None and problem == "task-clock was never counted"
+
+
+def test_an_enabled_counter_whose_task_never_ran_counted_zero() -> None:
+    """An idle window: icount enabled the counter (perf acknowledged), the server slept."""
+    records = parse_intervals(FIXTURE.read_text().split("Events enabled")[0], "x", "task-clock")
+    assert window_total(records, enabled=True) == (0.0, None)

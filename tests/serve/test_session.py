@@ -156,8 +156,9 @@ def test_kept_profiles_of_an_earlier_session_are_not_counted_again(
     pids = {name.split(".")[2] for name in kept}  # callgrind.out.PID[.DUMP]
     assert len(pids) == 1, kept
     pid = pids.pop()
-    # the final profile plus an opening and a closing dump per rep (2 reps)
-    assert kept == [f"callgrind.out.{pid}", *(f"callgrind.out.{pid}.{i}" for i in range(1, 5))]
+    # the final profile plus an opening and a closing dump per rep (2 reps) and for the
+    # idle window after them
+    assert kept == [f"callgrind.out.{pid}", *(f"callgrind.out.{pid}.{i}" for i in range(1, 7))]
 
     def instructions() -> list[int]:
         reps = cells(out)[("kept", "plaintext")]["runs"][0]["detail"]["reps"]
