@@ -48,12 +48,12 @@ def inline_command(
     no_dwarf: bool = typer.Option(False, "--no-dwarf", help="Do not read DWARF inline sites."),
 ) -> None:
     from icount.cli.options import check_format
-    from icount.inline import report, session
+    from icount.inline import measure, report
 
     check_format(fmt, ("table", "md", "json"))
     if keep_profiles is not None:
         keep_profiles.mkdir(parents=True, exist_ok=True)
-    opts = session.Options(
+    opts = measure.Options(
         event=event,
         top=top,
         timeout=timeout,
@@ -62,7 +62,7 @@ def inline_command(
         exe_b=exe_b,
         dwarf=not no_dwarf,
     )
-    data = session.compare(
+    data = measure.compare_builds(
         build_a,
         build_b,
         workload or [],

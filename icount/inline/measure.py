@@ -52,7 +52,7 @@ def labels(arg_a: str, arg_b: str) -> tuple[str, str]:
     return str(Path(a.parent.name, a.name)), str(Path(b.parent.name, b.name))
 
 
-def compare(
+def compare_builds(
     arg_a: str,
     arg_b: str,
     workload: Sequence[str],
