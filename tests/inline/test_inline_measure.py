@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from icount.inline import measure, report
+from icount.inline import measure, render
 
 from .common import DATA
 
@@ -23,7 +23,7 @@ def test_missing_binary_is_a_note_not_a_failure() -> None:
     mix = next(r for r in data["only_in_b"] if r["name"] == "mix")
     assert mix["inlined_into_other"] is None and mix["size"] is None
     assert data["inline_sites"] == []
-    text = report.render_text(data, "table")
+    text = render.render_text(data, "table")
     assert "fib -> fib" in text
     assert re.search(r"^mix .* - +\?$", text, re.MULTILINE)  # size "-", DWARF "?"
 

@@ -1,37 +1,24 @@
-"""The `icount inline` report and its renderers, on the committed builds (see common.py).
-
-Golden files hold the three formats; set ICOUNT_UPDATE_GOLDEN=1 to rewrite them after a
-deliberate change.
-"""
+"""The figures of the `icount inline` report, on the committed builds (see common.py)."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
-import pytest
-
+from icount.callgrind.parser import parse_bytes
 from icount.inline import report
+from icount.inline.align import align, side_of
+from icount.inline.dwarf import InlineSites
 
-from .common import DATA, check_golden, fixture_report
-
-
-@pytest.mark.parametrize("fmt", ["table", "md", "json"])
-def test_golden(fmt: str) -> None:
-    data = fixture_report()
-    text = report.render_json(data) if fmt == "json" else report.render_text(data, fmt, 120)
-    check_golden(f"inline.{'txt' if fmt == 'table' else fmt}", text)
-    # Same inputs, same bytes.
-    again = fixture_report()
-    assert (report.render_json(again) if fmt == "json" else report.render_text(again, fmt)) == text
+from .common import DATA, fixture_report
 
 
 def test_report_names_the_inlined_helper_its_calls_and_sites() -> None:
-    data = fixture_report(top=0)
-    assert data["format"] == "icount-inline" and data["version"] == 1
+    data = fixture_report(top=0, min_share=0.0)
+    assert data["format"] == "icount-inline" and data["version"] == 2
     only_b = {r["name"]: r for r in data["only_in_b"]}
     # main calls mix 1000 times (the loop in inline.c) in B; A inlined it.
     assert only_b["mix"]["calls"] == 1000
@@ -80,37 +67,77 @@ def annotate_calls(path: Path, names: set[str]) -> int:
     return total
 
 
-def test_json_is_sorted_and_round_trips() -> None:
-    text = report.render_json(fixture_report())
-    data = json.loads(text)
-    assert json.dumps(data, sort_keys=True, indent=2) + "\n" == text
-
-
-def test_inline_rows_list_every_callee_and_the_table_only_the_differences() -> None:
-    from icount.callgrind.parser import parse_bytes
-    from icount.inline.align import align, side_of
-    from icount.inline.dwarf import InlineSites
-
+def small_report(min_share: float = 0.0) -> dict[str, Any]:
+    """main calls helper 5 times in A; B inlined it (5 copies), memcpy twice in both."""
     a_prof = b"events: Ir\nfn=main\n1 10\ncfn=helper\ncalls=5 1\n1 50\nfn=helper\n1 50\n"
     b_prof = b"events: Ir\nfn=main\n1 60\n"
     sites_a, sites_b = InlineSites(), InlineSites()
     for sites, callees in ((sites_a, ["memcpy"] * 2), (sites_b, ["memcpy"] * 2 + ["helper"] * 5)):
         for callee in callees:
             sites.add("main", callee, "x.c:3")
-    data = report.build_report(
+    return report.build_report(
         align(side_of([parse_bytes(a_prof, "a")], "Ir"), side_of([parse_bytes(b_prof, "b")], "Ir")),
         "Ir",
         report.BuildFacts("a", inlines=sites_a),
         report.BuildFacts("b", inlines=sites_b),
         top=20,
+        min_share=min_share,
     )
+
+
+def test_inline_rows_list_every_callee() -> None:
+    data = small_report()
     rows = [
         (r["function"], r["callee"], r["copies_a"], r["copies_b"], r["same"])
         for r in data["inline_sites"]
     ]
     assert rows == [("main", "helper", 0, 5, False), ("main", "memcpy", 2, 2, True)]
     assert data["only_in_a"][0]["inlined_into_other"] == {"main": 5}
-    text = report.render_text(data, "table")
-    assert "in A, main holds no inlined copy of helper; in B, 5 inlined copies (x.c:3)" in text
-    assert "1 inlined callees with as many copies in both builds (see JSON)" in text
-    assert "memcpy" not in text
+
+
+def test_rows_below_the_share_are_counted_not_listed() -> None:
+    everything = fixture_report(top=0, pair="gcc-clang", min_share=0.0)
+    assert everything["negligible"] == {"call_changes": 0, "functions": 0}
+    cut = fixture_report(top=0, pair="gcc-clang")
+    assert cut["min_share"] == report.DEFAULT_MIN_SHARE
+    floor = cut["min_share"] * cut["builds"]["a"]["total"]
+
+    def change(f: dict[str, Any]) -> int:
+        return max(abs(f["self_delta"]), abs(f["inclusive_delta"]))
+
+    kept = {f["name"] for f in cut["functions"]}
+    assert kept == {f["name"] for f in everything["functions"] if change(f) >= floor}
+    assert cut["negligible"]["functions"] == len(everything["functions"]) - len(kept) > 0
+    # What is left out is the dynamic loader's and libc's small moves; fib stays first.
+    assert cut["functions"][0]["name"] == "fib"
+    assert all(change(f) < floor for f in everything["functions"] if f["name"] not in kept)
+    assert any(f["name"].startswith("_dl_") for f in everything["functions"])
+    assert not any(name.startswith("_dl_") for name in kept)
+    # The share never changes a figure, only which rows are listed.
+    by_name = {f["name"]: f for f in everything["functions"]}
+    assert all(f == by_name[f["name"]] for f in cut["functions"])
+    assert cut["total_delta"] == everything["total_delta"]
+
+
+def test_per_call_costs_explain_fewer_calls_that_save_little() -> None:
+    # gcc inlines fib into itself: about a tenth of clang's calls, each doing ten
+    # times the work, so the call count alone says little about the cost.
+    data = fixture_report(pair="gcc-clang")
+    fib = next(f for f in data["functions"] if f["name"] == "fib")
+    assert fib["calls_b"] > 8 * fib["calls_a"] > 0
+    for side in ("a", "b"):
+        calls = fib[f"calls_{side}"]
+        assert fib[f"self_per_call_{side}"] == round(fib[f"self_{side}"] / calls, 3)
+        assert fib[f"inclusive_per_call_{side}"] == round(fib[f"inclusive_{side}"] / calls, 3)
+    assert fib["self_per_call_a"] > 8 * fib["self_per_call_b"]
+    # fib's calls: main's one call and the fib -> fib edge, which callgrind_annotate's
+    # call tree counts alike.
+    edges = {(e["caller"], e["callee"]): e for e in data["call_changes"]}
+    for side, name in (("a", "gcc-30.callgrind"), ("b", "clang-30.callgrind")):
+        recursive = edges[("fib", "fib")][f"calls_{side}"]
+        assert fib[f"calls_{side}"] == recursive + 1
+        if shutil.which("callgrind_annotate"):
+            assert recursive == annotate_calls(DATA / name, {"fib", "fib'2"})
+    # A function not called in one build has no cost per call there.
+    mix = next(f for f in fixture_report()["functions"] if f["name"] == "mix")
+    assert (mix["calls_a"], mix["self_per_call_a"], mix["self_per_call_b"]) == (0, None, 5.0)
