@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from icount.callgrind import tokens
+from icount.callgrind.model import Function
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -47,7 +48,6 @@ _IS_NAME = np.array([k in _NAME_KIND for k in range(OTHER + 1)])
 _KEY_LEN = np.zeros(OTHER + 1, dtype=np.int64)
 for _key, _code in _KEYS:
     _KEY_LEN[_code] = len(_key) if _code != JUMP else 0
-_MAX_ID_DIGITS = 9
 _MAX_IDS = 1 << 20  # larger compression ids: the line loop (lookup tables stay small)
 
 
@@ -55,7 +55,7 @@ _MAX_IDS = 1 << 20  # larger compression ids: the line loop (lookup tables stay 
 class SpecResult:
     """What the parser's Python loop would have collected, as arrays."""
 
-    functions: list[tuple[str, str, str]]  # (name, file, object) in first-seen order
+    functions: list[Function]  # in first-seen order
     fn_lines: I64  # file line of each fn= ...
     fn_ids: I64  # ... and the function it names
     call_lines: I64  # file line of each call's cost line
@@ -64,18 +64,30 @@ class SpecResult:
     edge_counts: I64
 
 
+# Every key is known by its first three bytes; the rest of it is checked after.
+_PREFIX = np.array(sorted(int.from_bytes(key[:3], "little") for key, _ in _KEYS), dtype=np.uint64)
+_BY_PREFIX = {int.from_bytes(key[:3], "little"): (key, code) for key, code in _KEYS}
+assert len(_BY_PREFIX) == len(_KEYS)
+_PREFIX_CODE = np.array([_BY_PREFIX[int(p)][1] for p in _PREFIX] + [OTHER], dtype=np.int64)
+_PREFIX_WORD = np.array(
+    [int.from_bytes(_BY_PREFIX[int(p)][0], "little") for p in _PREFIX] + [0], dtype=np.uint64
+)
+_PREFIX_MASK = np.array(
+    [(1 << (8 * len(_BY_PREFIX[int(p)][0]))) - 1 for p in _PREFIX] + [0], dtype=np.uint64
+)
+
+
 def classify(arr: tokens.U8, starts: I64, ends: I64) -> I64:
     """The kind of each line (OTHER: a header or something else for Python)."""
     # The first eight bytes of each line as one little-endian word. Bytes past a
     # short line's end belong to the next line, but its '\n' comes first and no key
     # holds one; keys end with their only '=', so none is a prefix of another.
     word = tokens.words8(arr, starts)
-    kind = np.full(len(starts), OTHER, dtype=np.int64)
-    for size in sorted({len(key) for key, _ in _KEYS}):
-        head = word & np.uint64((1 << (8 * size)) - 1)
-        for key, code in _KEYS:
-            if len(key) == size:
-                kind[head == np.uint64(int.from_bytes(key, "little"))] = code
+    head = word & np.uint64(0xFFFFFF)
+    at = np.searchsorted(_PREFIX, head)
+    at[_PREFIX[np.minimum(at, len(_PREFIX) - 1)] != head] = len(_PREFIX)
+    match = (word & _PREFIX_MASK[at]) == _PREFIX_WORD[at]
+    kind: I64 = np.where(match, _PREFIX_CODE[at], OTHER)
     return kind
 
 
@@ -92,13 +104,40 @@ def _last(mask: Mask, at: I64, reset: Mask | None = None) -> I64:
     return found
 
 
+def _count_digits(arr: tokens.U8, start: I64, end: I64) -> I64:
+    """How many digits each [start, end) begins with (at most 19: more is refused)."""
+    stop = start.copy()
+    running = np.ones(len(start), dtype=bool)  # still inside the number
+    for _ in range(19):
+        running &= (stop < end) & (tokens.DIGIT[arr[np.minimum(stop, len(arr) - 1)]] < 10)
+        if not running.any():
+            break
+        stop += running
+    out: I64 = stop - start
+    return out
+
+
 def _first_seen_ids(keys: I64) -> tuple[I64, I64]:
-    """Numbers for `keys` in order of first appearance: (number of each, first index)."""
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse.reshape(-1)].astype(np.int64), first[order].astype(np.int64)
+    """Numbers for `keys` in order of first appearance: (number of each, first index).
+
+    np.unique(return_index=True) would sort with a stable (merge) sort; numpy's
+    default sort is several times faster, and the first index of each key is the
+    smallest row among its equals.
+    """
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.argsort(keys)
+    ordered = keys[order]
+    new = np.empty(len(keys), dtype=bool)
+    new[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    first = np.minimum.reduceat(order, np.flatnonzero(new))
+    by_first = np.argsort(first)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[by_first] = np.arange(len(first))
+    ids = np.empty(len(keys), dtype=np.int64)
+    ids[order] = rank[np.cumsum(new) - 1]
+    return ids, first[by_first].astype(np.int64)
 
 
 def _pack(columns: list[I64], bits: int) -> I64:
@@ -133,24 +172,15 @@ def run(
     ve = ends[names]
     if not (arr[np.minimum(vs, last)] == ord("(")).all() or not (ve > vs + 2).all():
         return None
-    # The first ')' after each '(' within the longest id: eight bytes at a time.
-    close = np.full(len(vs), -1, dtype=np.int64)
-    for word_at in (0, 8):
-        pending = np.flatnonzero(close < 0)
-        if not len(pending):
-            break
-        word = tokens.words8(arr, vs[pending] + word_at)
-        found = np.full(len(pending), -1, dtype=np.int64)
-        for d in range(7, -1, -1):  # downwards: the first ')' wins
-            if 2 <= word_at + d <= _MAX_ID_DIGITS + 1:
-                byte = (word >> np.uint64(8 * d)) & np.uint64(0xFF)
-                found[byte == ord(")")] = word_at + d
-        close[pending] = np.where(found >= 0, vs[pending] + found, -1)
-    if ((close < 0) | (close >= ve)).any():
+    # The id's digits and its ')' lie in the word after '(' (ids below 10**7; larger
+    # ones are beyond _MAX_IDS anyway). Digits are checked, so a ')' found past the
+    # line's end (after its '\n') is refused with them.
+    word = tokens.words8(arr, vs + 1)
+    digits = tokens.first_byte_equal(word, ord(")"))
+    ident, ok = tokens.decimal_words(word, np.minimum(digits, 7))
+    if not (ok.all() and (digits >= 1).all() and (digits <= 7).all()):
         return None
-    ident, ok = tokens.unsigned(arr, vs + 1, close, 10)
-    if not ok.all():
-        return None
+    close = vs + 1 + digits
     defines = close + 1 < ve
     name_kind = np.array([_NAME_KIND.get(int(k), -1) for k in range(OTHER + 1)])[kind[names]]
     if ident.max() >= _MAX_IDS:
@@ -158,44 +188,37 @@ def run(
     # Per kind, id -> canonical code (one per distinct (kind, name): callgrind numbers
     # function *nodes*, so one name can have several ids, and the line loop keys
     # functions by name) and id -> position of its first definition.
-    strings: list[str] = []
-    canon: dict[tuple[int, str], int] = {}
     size = int(ident.max()) + 1
+    rows = np.flatnonzero(defines)
+    if len(rows) and not np.isin(arr[close[rows] + 1], (ord(" "), ord("\t"))).all():
+        return None
+    row_kind = name_kind[rows]
+    _, first_at, again_of = np.unique(row_kind * size + ident[rows], True, True)
+    spans = zip((close[rows] + 1).tolist(), ve[rows].tolist(), strict=True)
+    raw = [data[a:b].strip() for a, b in spans]
+    if not all(raw):
+        return None
+    # Each part of a combined file defines its names again: they must be the same
+    # (an id reused for another name is left to the line loop).
+    first_of = first_at[again_of.reshape(-1)]
+    for j in np.flatnonzero(first_of != np.arange(len(rows))).tolist():
+        if raw[j] != raw[first_of[j]]:
+            return None
+    strings: list[str] = []
+    codes = np.zeros(len(first_at), dtype=np.int64)
+    for k in range(3):
+        of_kind = np.flatnonzero(row_kind[first_at] == k)
+        code_by_name: dict[str, int] = {}
+        local = [
+            code_by_name.setdefault(raw[j].decode("utf-8", "replace"), len(code_by_name))
+            for j in first_at[of_kind].tolist()
+        ]
+        codes[of_kind] = np.array(local, dtype=np.int64) + len(strings)
+        strings.extend(code_by_name)
     code_of = np.full((3, size), -1, dtype=np.int64)
     defined_at = np.full((3, size), len(names), dtype=np.int64)
-    tables: list[dict[int, str]] = [{}, {}, {}]
-    rows = np.flatnonzero(defines)
-    set_k: list[int] = []
-    set_i: list[int] = []
-    set_code: list[int] = []
-    set_row: list[int] = []
-    for j, k, i, a, b in zip(
-        rows.tolist(),
-        name_kind[rows].tolist(),
-        ident[rows].tolist(),
-        (close[rows] + 1).tolist(),
-        ve[rows].tolist(),
-        strict=True,
-    ):
-        text = data[a:b]
-        name_bytes = text.strip()
-        if text[:1] not in (b" ", b"\t") or not name_bytes:
-            return None
-        name = name_bytes.decode("utf-8", "replace")
-        known = tables[k].setdefault(i, name)
-        if known != name:
-            return None  # an id reused for another name: leave it to the line loop
-        if known is name:  # first definition of this id
-            code = canon.get((k, name))
-            if code is None:
-                code = canon[(k, name)] = len(strings)
-                strings.append(name)
-            set_k.append(k)
-            set_i.append(i)
-            set_code.append(code)
-            set_row.append(j)
-    code_of[set_k, set_i] = set_code
-    defined_at[set_k, set_i] = set_row
+    code_of[row_kind[first_at], ident[rows][first_at]] = codes
+    defined_at[row_kind[first_at], ident[rows][first_at]] = rows[first_at]
     # Every use must come after the name's definition.
     if (defined_at[name_kind, ident] > np.arange(len(names))).any():
         return None
@@ -249,17 +272,22 @@ def run(
         return None
     # -- call counts: `calls=N target` -------------------------------------------
     cs = starts[calls] + 6
-    count_end = cs.copy()
-    running = np.ones(len(calls), dtype=bool)  # still inside the number
-    for _ in range(19):
-        running &= (count_end < ends[calls]) & (tokens.DIGIT[arr[np.minimum(count_end, last)]] < 10)
-        if not running.any():
-            break
-        count_end += running
-    count, ok = tokens.unsigned(arr, cs, count_end, 10)
+    # The count ends at the first blank (or the line's end): in its first word unless
+    # it has 8 digits or more.
+    word = tokens.words8(arr, cs)
+    digits = tokens.first_byte_below(word, ord(" ") + 1)
+    count, ok = tokens.decimal_words(word, np.clip(digits, 1, 8))
+    ok &= digits >= 1
+    longer = np.flatnonzero(digits == 8)
+    if len(longer):
+        digits[longer] = _count_digits(arr, cs[longer], ends[calls][longer])
+        count[longer], ok[longer] = tokens.unsigned(arr, cs[longer], cs[longer] + digits[longer])
+    count_end = cs + digits
     after = arr[np.minimum(count_end, last)]
     if not ok.all() or not ((count_end == ends[calls]) | (after == 32) | (after == 9)).all():
         return None
+    if len(count) and int(count.max()) > ((1 << 63) - 1) // len(count):
+        return None  # the sums could pass int64: the line loop checks them one by one
     edge_keys = np.stack([caller, callee], axis=1)
     if len(calls):
         edge_id, edge_first = _first_seen_ids(_pack([caller, callee], 31))
@@ -272,9 +300,7 @@ def run(
     # -- back to names ------------------------------------------------------------
     name_of = strings.__getitem__
     names, files, objects = keys[firsts].T.tolist()
-    functions = list(
-        zip(map(name_of, names), map(name_of, files), map(name_of, objects), strict=True)
-    )
+    functions = list(map(Function, map(name_of, names), map(name_of, files), map(name_of, objects)))
     return SpecResult(
         functions=functions,
         fn_lines=line_idx[fn_rows],
