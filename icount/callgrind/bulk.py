@@ -298,9 +298,12 @@ def run(
         edge_first = np.zeros(0, dtype=np.int64)
         edge_counts = np.zeros(0, dtype=np.int64)
     # -- back to names ------------------------------------------------------------
-    name_of = strings.__getitem__
     names, files, objects = keys[firsts].T.tolist()
-    functions = list(map(Function, map(name_of, names), map(name_of, files), map(name_of, objects)))
+    make = Function._make  # tuple.__new__: no Python-level __new__ per function
+    functions = [
+        make((strings[a], strings[b], strings[c]))
+        for a, b, c in zip(names, files, objects, strict=True)
+    ]
     return SpecResult(
         functions=functions,
         fn_lines=line_idx[fn_rows],

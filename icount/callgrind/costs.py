@@ -1,33 +1,24 @@
-"""Summing a callgrind file's cost lines, in bulk, into a Profile.
+"""Summing a callgrind file's cost lines into a Profile.
 
-tokens.py decodes the cost lines' numbers; each value is then charged to the function
-whose `fn=` line precedes it (self cost) or, on the line after a `calls=`, to that
-call edge (inclusive cost), with `np.add.at` into one table of (functions + edges) x
-events cells. Every part's sum is checked against its `totals:` line here.
-
-The cost lines are read a chunk of bytes at a time: a chunk's token arrays stay in
-the CPU caches through the two dozen passes that split and decode them, which makes
-each pass several times faster than over whole-file arrays. Work is per token, never
-per event and line, so a file declaring thousands of events costs what its numbers
-cost.
+decode.py reads the cost lines' numbers, a chunk at a time; each value is charged
+here to the function whose `fn=` line precedes it (self cost) or, on the line after
+a `calls=`, to that call edge (inclusive cost), with `np.add.at` into one table of
+(functions + edges) x events cells. Work is per value, never per event and line, so
+a file declaring thousands of events costs what its numbers cost. Every part's sum
+is checked against its `totals:` line here.
 """
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import numpy.typing as npt
 
-from icount.callgrind import tokens
+from icount.callgrind import decode, tokens
 from icount.callgrind.model import CostLines, Function, Part, Profile
 from icount.callgrind.state import Collected
 from icount.callgrind.sums import INT64_MAX, Sums, exact_column_sums, fits_with
 from icount.errors import ParseError
 
-# Bytes of cost lines per chunk (measured on a 9.8 MB cc1plus profile: 128 KiB-1 MiB
-# chunks run 1.4x faster than whole-file arrays; smaller ones pay Python overhead).
-CHUNK_BYTES = 1 << 18
 # The cost table is dense: (functions + edges) x events cells of 8 bytes. A file
 # names functions and events in a few bytes each, so a crafted one can declare far
 # more cells than it fills (10,000 events x 30,000 functions: 2.4 GB from 257 KB).
@@ -75,93 +66,49 @@ def build_profile(
         part_row[line_edge >= 0] = n_parts  # inclusive costs: a row nobody reads
         part_sums = Sums((n_parts + 1) * n_ev)
     lines = _LineStore(len(cost_idx), n_ev, n_pos) if keep_lines else None
-
-    line_ends = ends[cost_idx]
-    cuts = np.searchsorted(line_ends, np.arange(CHUNK_BYTES, int(ends[-1]) + 1, CHUNK_BYTES))
-    bounds = [0, *sorted(set(cuts.tolist()) - {0, len(cost_idx)}), len(cost_idx)]
-    for c0, c1 in itertools.pairwise(bounds):
-        if c1 <= c0:
-            continue
-        first_line, last_line = int(cost_idx[c0]), int(cost_idx[c1 - 1])
-        b0 = int(ends[first_line - 1]) + 1 if first_line else 0
-        sub = arr[b0 : int(ends[last_line]) + 1]
-        tok = tokens.split_cost_lines(
-            sub, ends[first_line : last_line + 1] - b0, is_cost[first_line : last_line + 1], n_pos
-        )
-        ts, te, counts, first = tok.start, tok.end, tok.counts, tok.first
-        # Offsets into the whole file: words read at a chunk's end take the next bytes
-        # (masked by the token's length) instead of a slower path.
-        ts += b0
-        te += b0
-        length = te - ts
-        # The first line of the chunk with too few or too many tokens, or a bad one.
+    decoded = decode.decode(state.data, arr, ends, is_cost, n_pos, keep_positions=keep_lines)
+    for chunk in decoded.chunks:
+        c0, c1, counts = chunk.c0, chunk.c1, chunk.counts
+        # The chunk's first line with too few or too many tokens, or a bad token.
         miscount = (counts < n_pos) | (counts > n_pos + n_ev)
-        wrong = int(np.argmax(miscount)) if miscount.any() else len(counts)
-        flaw = _first_bad_token(arr, ts, length, first, tok.odd + b0, n_pos)
-        if flaw is not None and int(np.searchsorted(first, flaw[0], side="right")) - 1 < wrong:
-            token, is_position = flaw
-            line = cost_idx[c0 + int(np.searchsorted(first, token, side="right")) - 1]
-            text = state.data[int(ts[token]) : int(te[token])]
-            what = "position" if is_position else "cost"
-            raise state.fail(int(line), f"bad {what} {text[:30]!r}")
-        if wrong < len(counts):
+        wrong = c0 + int(np.argmax(miscount)) if miscount.any() else c1
+        if chunk.flaw is not None and chunk.flaw[0] < wrong:
+            raise state.fail(int(cost_idx[chunk.flaw[0]]), chunk.flaw[1])
+        if wrong < c1:
             raise state.fail(
-                int(cost_idx[c0 + wrong]),
+                int(cost_idx[wrong]),
                 f"cost line needs {n_pos} position(s) and at most {n_ev} cost(s)",
             )
-        if lines is not None:
-            lines.store_positions(
-                c0,
-                c1,
-                [tokens.positions(arr, ts[at], te[at]) for at in (first + c for c in range(n_pos))],
-            )
         rows = row[c0:c1] * n_ev
-        if tok.width:
-            # Lines alike (`+3 * 937` of --dump-instr): columns are strided slices.
-            per_line = np.full(len(counts), tok.width - n_pos, dtype=np.int64)
-            table_vals = np.empty((len(counts), tok.width - n_pos), dtype=np.int64)
-            table_cells = np.empty_like(table_vals)
-            for k in range(tok.width - n_pos):
-                column = tok.column(n_pos + k)
-                table_vals[:, k] = tokens.digit_values(arr, ts[column], length[column])
-                np.add(rows, k, out=table_cells[:, k])
-            vals: tokens.I64 = table_vals.reshape(-1)
-            cells: tokens.I64 = table_cells.reshape(-1)
-            zeroed = None
-        elif 3 * n_pos * len(counts) > len(ts):
-            # Positions are a third of the tokens or more (--dump-instr): pick the costs.
-            keep = np.ones(len(ts), dtype=bool)
-            for c in range(n_pos):
-                keep[first + c] = False
-            at = np.flatnonzero(keep)
-            per_line = counts - n_pos
-            vals = tokens.digit_values(arr, ts[at], length[at])
+        per_line = chunk.per_line
+        if chunk.layout == decode.TABLE:
+            # Cell of column k of line l: row[l] * n_ev + k.
+            width = len(chunk.values) // max(len(counts), 1)
+            cells = (rows[:, None] + np.arange(width, dtype=np.int64)).reshape(-1)
+        elif chunk.layout == decode.COSTS:
             # Cell of the k-th cost of line l: row[l] * n_ev + k.
             cells = np.repeat(rows - (np.cumsum(per_line) - per_line), per_line)
-            cells += np.arange(len(at), dtype=np.int64)
-            zeroed = None
+            cells += np.arange(len(chunk.values), dtype=np.int64)
         else:
-            # Every token read as a number (fewer gathers); positions then count 0 in cell 0.
-            per_line = counts
-            vals = tokens.digit_values(arr, ts, length)
-            # Cell of token t on line l: row[l] * n_ev + (t - first[l] - n_pos).
-            cells = np.repeat(rows - first - n_pos, counts)
-            cells += np.arange(len(ts), dtype=np.int64)
-            zeroed = [first + c for c in range(n_pos)]
-        if lines is not None:
-            lines.store_costs(c0, c1, per_line, cells - np.repeat(rows, per_line), vals)
+            # Cell of token t on line l: row[l] * n_ev + (t - first[l] - n_pos); the
+            # positions' values are 0, charged to cell 0.
+            cells = np.repeat(rows - chunk.first - n_pos, counts)
+            cells += np.arange(len(chunk.values), dtype=np.int64)
+        if lines is not None and chunk.positions is not None:
+            lines.store_positions(c0, c1, chunk.positions)
+            lines.store_costs(c0, c1, per_line, cells - np.repeat(rows, per_line), chunk.values)
         part_cells = None
         if part_row is not None:
             part_cells = np.repeat((part_row[c0:c1] - row[c0:c1]) * n_ev, per_line)
             part_cells += cells
-        for at in zeroed or []:
-            vals[at] = 0
-            cells[at] = 0
-            if part_cells is not None:
-                part_cells[at] = 0
-        table.add(cells, vals)
+        if chunk.layout == decode.ALL:
+            for c in range(n_pos):
+                cells[chunk.first + c] = 0
+                if part_cells is not None:
+                    part_cells[chunk.first + c] = 0
+        table.add(cells, chunk.values)
         if part_sums is not None and part_cells is not None:
-            part_sums.add(part_cells, vals)
+            part_sums.add(part_cells, chunk.values)
 
     cost = table.result()
     if cost is None:
@@ -213,56 +160,6 @@ def build_profile(
     )
 
 
-def _first_bad_token(
-    arr: tokens.U8,
-    ts: tokens.I64,
-    length: tokens.I64,
-    first: tokens.I64,
-    odd: tokens.I64,
-    n_pos: int,
-) -> tuple[int, bool] | None:
-    """(token, whether it is a position) of a chunk's first token that is not a valid
-    cost or position, or None.
-
-    Costs are 1-18 digits; positions also `+n`, `-n` (up to 18 digits), `*` and `0x`
-    with 1-16 hex digits (tokens.positions' grammar). split_cost_lines left only the
-    bytes of hex addresses and bad bytes `odd`: each must be the `x` or a hex letter of
-    a position's `0x` token.
-    """
-    bad: list[tuple[int, bool]] = []
-
-    def is_position(tok: tokens.I64) -> tokens.Mask:
-        column: tokens.Mask = tok - first[np.searchsorted(first, tok, side="right") - 1] < n_pos
-        return column
-
-    if len(odd):
-        tok = np.searchsorted(ts, odd, side="right") - 1
-        start = ts[tok]
-        offset = odd - start
-        lower = arr[odd] | np.uint8(0x20)
-        hex_token = (arr[start] == ord("0")) & ((arr[start + 1] | np.uint8(0x20)) == ord("x"))
-        hex_token &= (length[tok] >= 3) & (length[tok] <= 18)
-        hex_token &= is_position(tok)
-        hex_byte = ((offset == 1) & (lower == ord("x"))) | (
-            (offset >= 2) & (lower >= ord("a")) & (lower <= ord("f"))
-        )
-        wrong = np.flatnonzero(~(hex_token & hex_byte))
-        if len(wrong):
-            t = tok[wrong[:1]]
-            bad.append((int(t[0]), bool(is_position(t)[0])))
-    if len(length) and int(length.max()) > tokens.MAX_DECIMAL_DIGITS:
-        # Too long, unless a position's sign and 18 digits.
-        long = np.flatnonzero(length > tokens.MAX_DECIMAL_DIGITS)
-        position = is_position(long)
-        lead = arr[ts[long]]
-        fine = position & (length[long] == tokens.MAX_DECIMAL_DIGITS + 1)
-        fine &= (lead == ord("+")) | (lead == ord("-"))
-        wrong = np.flatnonzero(~fine)
-        if len(wrong):
-            bad.append((int(long[wrong[0]]), bool(position[wrong[0]])))
-    return min(bad) if bad else None
-
-
 class _LineStore:
     """Every cost line's costs and positions, for `keep_lines`."""
 
@@ -272,10 +169,8 @@ class _LineStore:
         self.pos_abs = np.zeros((n_lines, n_pos), dtype=bool)
         self.n_pos = n_pos
 
-    def store_positions(
-        self, c0: int, c1: int, pos: list[tuple[tokens.I64, tokens.Mask, tokens.Mask]]
-    ) -> None:
-        for c, (val, absolute, _) in enumerate(pos):
+    def store_positions(self, c0: int, c1: int, pos: list[tuple[tokens.I64, tokens.Mask]]) -> None:
+        for c, (val, absolute) in enumerate(pos):
             self.pos_val[c0:c1, c] = val
             self.pos_abs[c0:c1, c] = absolute
 
@@ -320,9 +215,9 @@ def _beyond_int64(
     n_fn: int,
 ) -> ParseError:
     row, k = divmod(cell, n_ev)
-    what = f"of {functions[row].name}" if row < n_fn else "of one call edge"
+    what = f"of {functions[row].name[:80]}" if row < n_fn else "of one call edge"
     return ParseError(
-        f"the {events[k]} costs {what} add up beyond 2**63-1 (icount counts in 64 bits)",
+        f"the {events[k][:40]} costs {what} add up beyond 2**63-1 (icount counts in 64 bits)",
         source=state.source,
     )
 
@@ -342,7 +237,7 @@ def _check_inclusive(
     if bad is not None:
         row, k = bad
         raise ParseError(
-            f"the inclusive {events[k]} cost of {functions[row].name} adds up beyond "
+            f"the inclusive {events[k][:40]} cost of {functions[row].name[:80]} adds up beyond "
             "2**63-1 (icount counts in 64 bits)",
             source=state.source,
         )
@@ -375,7 +270,7 @@ def _check_parts(state: Collected, sums: list[list[int]], events: list[str]) -> 
             for e, got, want in zip(events, summed, p.totals, strict=True):
                 if got != want:
                     raise ParseError(
-                        f"{label}: cost lines sum to {got} {e} but totals: says {want} "
+                        f"{label}: cost lines sum to {got} {e[:40]} but totals: says {want} "
                         "(file truncated or corrupt)",
                         source=state.source,
                     )

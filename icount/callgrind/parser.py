@@ -368,10 +368,10 @@ class _Parser(Collected):
         elif hkey == b"positions":
             part.positions = text.split()
             if any(p not in _KNOWN_POSITIONS for p in part.positions):
-                raise self.fail(i, f"unknown positions: {text!r}")
+                raise self.fail(i, f"unknown positions: {text[:60]!r}")
         elif hkey == b"version":
             if text not in ("0", "1"):
-                raise self.fail(i, f"callgrind format version {text} is not supported (1 is)")
+                raise self.fail(i, f"callgrind format version {text[:20]} is not supported (1 is)")
         elif hkey == b"creator":
             self.creator = text
         elif hkey == b"cmd":

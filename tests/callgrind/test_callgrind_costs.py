@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icount.callgrind import costs
+from icount.callgrind import decode
 from icount.callgrind.parser import parse_bytes
 from icount.errors import ParseError
 
@@ -21,12 +21,12 @@ COST = re.compile(rb"\d{1,18}")
 
 @contextmanager
 def chunks_of(size: int) -> Iterator[None]:
-    saved = costs.CHUNK_BYTES
-    costs.CHUNK_BYTES = size
+    saved = decode.CHUNK_BYTES
+    decode.CHUNK_BYTES = size
     try:
         yield
     finally:
-        costs.CHUNK_BYTES = saved
+        decode.CHUNK_BYTES = saved
 
 
 def reference(n_pos: int, n_ev: int, blocks: list[list[list[bytes]]]) -> tuple[str, object]:
