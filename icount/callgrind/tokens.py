@@ -85,11 +85,12 @@ def split_cost_lines(arr: U8, line_ends: I64, selected: Mask, n_pos: int) -> Cos
     for c in range(n_pos):
         column = tok.column(c)
         at = ts[column]
+        length = te[column] - at
         byte = arr[at]
         star = byte == ord("*")
-        star &= te[column] - at == 1
+        star &= length == 1
         sign = (byte == ord("+")) | (byte == ord("-"))
-        sign &= te[column] - at >= 2
+        sign &= length >= 2
         sign |= star
         odd_mask[at[sign]] = False
     if odd_mask.any():
@@ -248,11 +249,12 @@ def _decimal8(w: U64, r: U64) -> tuple[U64, Mask]:
     return _fold8(v, t), ok
 
 
-def _digits8(w: U64, r: U64) -> U64:
+def _digits8(w: U64, length: I64) -> U64:
     """_decimal8 for bytes already known to be digits: their low nibbles are the
-    digits, and the bytes shifted in below them are zeros."""
-    shift = np.subtract(_U(8), r)
-    shift <<= _U(3)
+    digits, and the bytes shifted in below them are zeros. Tokens longer than 8 read
+    as 0 (a shift by 64 or more gives 0 in numpy)."""
+    shift = np.multiply(length, -8).view(np.uint64)
+    shift += _U(64)
     v = np.left_shift(w, shift)
     v &= _X0F
     return _fold8(v, shift)
@@ -315,7 +317,7 @@ def _parse(arr: U8, start: I64, length: I64, hexa: bool) -> tuple[U64, Mask]:
 def digit_values(arr: U8, start: I64, length: I64) -> I64:
     """Values of tokens of 1 to 18 bytes already known to be digits (split_cost_lines'
     `odd` found none in them): costs without the checks."""
-    value = _digits8(words8(arr, start), np.minimum(length, 8).view(np.uint64))
+    value = _digits8(words8(arr, start), length)
     if len(length) and int(length.max()) > 8:
         longer = np.flatnonzero(length > 8)
         value[longer] = unsigned(arr, start[longer], start[longer] + length[longer], 10)[0]
