@@ -98,17 +98,16 @@ def _chunk(
         sub, ends[first_line : last_line + 1] - b0, is_cost[first_line : last_line + 1], n_pos
     )
     ts, te, counts, first = tok.start, tok.end, tok.counts, tok.first
-    # Offsets into the whole file: words read at a chunk's end take the next bytes
-    # (masked by the token's length) instead of a slower path.
-    ts += b0
-    te += b0
+    # Words are read from the chunk to the file's end: those at a chunk's end take the
+    # next bytes (masked by the token's length) instead of a slower path.
+    arr = arr[b0:]
     length = te - ts
     flaw = None
-    bad = _first_bad_token(arr, ts, length, first, tok.odd + b0, n_pos)
+    bad = _first_bad_token(arr, ts, length, first, tok.odd, n_pos)
     if bad is not None:
         token, is_position = bad
         line = c0 + int(np.searchsorted(first, token, side="right")) - 1
-        text = data[int(ts[token]) : int(te[token])]
+        text = data[b0 + int(ts[token]) : b0 + int(te[token])]
         flaw = (line, f"bad {'position' if is_position else 'cost'} {text[:30]!r}")
     if int(counts.min()) < n_pos:
         return Chunk(c0, c1, counts, first, counts[:0], ALL, counts, flaw, None)

@@ -119,14 +119,9 @@ def _split(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64, Mask
     np.not_equal(body[1:], body[:-1], out=change[1:])
     bounds = np.flatnonzero(change)
     ts, te = bounds[0::2], bounds[1::2]
-    # A line's last token ends at its '\n' unless the line has trailing blanks:
-    # when every selected line's does, those tokens count the lines' tokens.
-    last = np.flatnonzero(arr[te] == 10)
-    sel_ends = line_ends[selected]
-    if len(last) == len(sel_ends):
-        counts = np.diff(last, prepend=-1)
-    else:
-        counts = np.diff(np.searchsorted(ts, sel_ends), prepend=0)
+    # Tokens per line: those that start before each line's end (a search of sorted
+    # values among sorted values, cheaper than looking at every token).
+    counts = np.diff(np.searchsorted(ts, line_ends[selected]), prepend=0)
     return ts, te, counts, odd_mask
 
 
