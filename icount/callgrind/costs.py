@@ -43,19 +43,21 @@ def build_profile(
     _check_table_size(state, n_fn, n_edge, n_ev, len(arr))
     cost_idx = np.flatnonzero(is_cost)
     fn_lines, fn_ids, call_lines, call_edges = state.index_arrays()
-    # The function of each line: the last fn= (or part start) at or before it.
+    # Row of each cost line in the table: its function's (the last fn= or part start
+    # at or before it), or n_fn + its edge for the line after a calls=. (Few arrays
+    # of one entry per line: on large files each costs page faults.)
     last_fn = np.full(len(is_cost), -1, dtype=np.int64)
     last_fn[fn_lines] = np.arange(len(fn_lines))
     np.maximum.accumulate(last_fn, out=last_fn)
-    line_fn = fn_ids[last_fn[cost_idx]]
-    if len(line_fn) and line_fn.min() < 0:
-        bad = int(cost_idx[np.argmax(line_fn < 0)])
+    line_row = fn_ids[last_fn]
+    if keep_lines:
+        line_fn = line_row[cost_idx]
+    line_row[call_lines] = n_fn + call_edges
+    row = line_row[cost_idx]
+    del last_fn, line_row
+    if len(row) and row.min() < 0:
+        bad = int(cost_idx[np.argmax(row < 0)])
         raise state.fail(bad, "cost line outside a function (no fn= before it)")
-    edge_of_line = np.full(len(is_cost), -1, dtype=np.int64)
-    edge_of_line[call_lines] = call_edges
-    line_edge = edge_of_line[cost_idx]
-    # Row of each cost line in the table: its function (self cost) or n_fn + its edge.
-    row = np.where(line_edge < 0, line_fn, n_fn + line_edge)
     table = Sums((n_fn + n_edge) * n_ev)
     n_parts = len(state.parts)
     part_row = None  # one part (the usual file): its sums are the self rows' sums
@@ -63,10 +65,12 @@ def build_profile(
     if n_parts > 1:
         part_starts = np.array([p.first_line for p in state.parts], dtype=np.int64)
         part_row = np.searchsorted(part_starts, cost_idx, side="right") - 1
-        part_row[line_edge >= 0] = n_parts  # inclusive costs: a row nobody reads
+        part_row[row >= n_fn] = n_parts  # inclusive costs: a row nobody reads
         part_sums = Sums((n_parts + 1) * n_ev)
     lines = _LineStore(len(cost_idx), n_ev, n_pos) if keep_lines else None
-    decoded = decode.decode(state.data, arr, ends, is_cost, n_pos, keep_positions=keep_lines)
+    decoded = decode.decode(
+        state.data, arr, ends, is_cost, n_pos, cost_idx, keep_positions=keep_lines
+    )
     for chunk in decoded.chunks:
         c0, c1, counts = chunk.c0, chunk.c1, chunk.counts
         # The chunk's first line with too few or too many tokens, or a bad token.
@@ -156,7 +160,7 @@ def build_profile(
         call_callee=call_callee,
         call_count=edge_counts,
         call_cost=call_cost,
-        lines=None if lines is None else lines.finish(cost_idx, line_fn, line_edge),
+        lines=None if lines is None else lines.finish(cost_idx, line_fn, row - n_fn),
     )
 
 
@@ -182,14 +186,15 @@ class _LineStore:
         at = np.flatnonzero(col >= 0)
         self.costs[line[at], col[at]] = vals[at]
 
-    def finish(self, cost_idx: tokens.I64, line_fn: tokens.I64, line_edge: tokens.I64) -> CostLines:
+    def finish(self, cost_idx: tokens.I64, line_fn: tokens.I64, edge: tokens.I64) -> CostLines:
+        """`edge`: each line's call edge, negative for self cost."""
         resolved = np.zeros_like(self.pos_val)
         for c in range(self.n_pos):
             resolved[:, c] = tokens.resolve(self.pos_val[:, c], self.pos_abs[:, c])
         return CostLines(
             line=cost_idx.astype(np.int64) + 1,
             function=line_fn,
-            edge=line_edge,
+            edge=np.maximum(edge, -1),
             positions=resolved,
             costs=self.costs,
         )

@@ -10,7 +10,6 @@ second thread beside them on large files.
 from __future__ import annotations
 
 import itertools
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,21 +57,20 @@ def decode(
     ends: tokens.I64,
     is_cost: npt.NDArray[np.bool_],
     n_pos: int,
+    cost_idx: tokens.I64,
     *,
     keep_positions: bool = False,
-    stop: threading.Event | None = None,
 ) -> Decoded:
-    """Split and decode every cost line (`n_pos` positions, then costs)."""
-    cost_idx = np.flatnonzero(is_cost)
-    line_ends = ends[cost_idx]
-    cuts = np.searchsorted(line_ends, np.arange(CHUNK_BYTES, int(ends[-1]) + 1, CHUNK_BYTES))
+    """Split and decode every cost line (`n_pos` positions, then costs); `cost_idx`
+    are the cost lines' indices among all lines."""
+    # Chunks of about CHUNK_BYTES: the cost lines that end before each cut.
+    cut_lines = np.searchsorted(ends, np.arange(CHUNK_BYTES, int(ends[-1]) + 1, CHUNK_BYTES))
+    cuts = np.searchsorted(cost_idx, cut_lines)
     bounds = [0, *sorted(set(cuts.tolist()) - {0, len(cost_idx)}), len(cost_idx)]
     chunks: list[Chunk] = []
     for c0, c1 in itertools.pairwise(bounds):
         if c1 <= c0:
             continue
-        if stop is not None and stop.is_set():
-            break
         chunk = _chunk(data, arr, ends, is_cost, cost_idx, c0, c1, n_pos, keep_positions)
         chunks.append(chunk)
         if chunk.flaw is not None or int(chunk.counts.min()) < n_pos:
