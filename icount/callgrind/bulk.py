@@ -202,12 +202,14 @@ def _count_digits(arr: tokens.U8, start: I64, end: I64) -> I64:
     return out
 
 
-def _first_seen_ids(keys: I64) -> tuple[I64, I64]:
-    """Numbers for `keys` in order of first appearance: (number of each, first index).
+def _first_seen_ids(keys: I64, at: I64 | None = None) -> tuple[I64, I64]:
+    """Numbers for `keys` in order of first appearance: (number of each key, index of
+    one key of each number). `at`: where each key appears (in file order; not
+    necessarily increasing along `keys`), its index if None.
 
     np.unique(return_index=True) would sort with a stable (merge) sort; numpy's
-    default sort is several times faster, and the first index of each key is the
-    smallest row among its equals.
+    default sort is several times faster, and the first appearance of a key is the
+    smallest `at` among its equals.
     """
     if not len(keys):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -216,13 +218,15 @@ def _first_seen_ids(keys: I64) -> tuple[I64, I64]:
     new = np.empty(len(keys), dtype=bool)
     new[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    first = np.minimum.reduceat(order, np.flatnonzero(new))
-    by_first = np.argsort(first)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[by_first] = np.arange(len(first))
+    group_start = np.flatnonzero(new)
+    first_at = np.minimum.reduceat(order if at is None else at[order], group_start)
+    by_first = np.argsort(first_at)
+    rank = np.empty(len(first_at), dtype=np.int64)
+    rank[by_first] = np.arange(len(first_at))
     ids = np.empty(len(keys), dtype=np.int64)
     ids[order] = rank[np.cumsum(new) - 1]
-    return ids, first[by_first].astype(np.int64)
+    one: I64 = order[group_start][by_first].astype(np.int64)
+    return ids, one
 
 
 def _pack(columns: list[I64], bits: int) -> I64:
@@ -326,12 +330,8 @@ def run(
     if len(keys) == 0 or (keys < 0).any() or len(strings) >= 1 << 21:
         return None  # calls= without cfn=, fn= before fl=/ob=: the loop says which
     # Number functions in the order the file first names them, as the loop does.
-    order = np.argsort(np.concatenate([fn_rows, calls]), kind="stable")
     packed = _pack([keys[:, 0], keys[:, 1], keys[:, 2]], 21)
-    fid_sorted, firsts_sorted = _first_seen_ids(packed[order])
-    fid = np.empty_like(fid_sorted)
-    fid[order] = fid_sorted
-    firsts = order[firsts_sorted]
+    fid, firsts = _first_seen_ids(packed, np.concatenate([fn_rows, calls]))
     fn_of_row = fid[: len(fn_rows)]
     callee = fid[len(fn_rows) :]
     # Current function at each call: the last fn=, forgotten at part starts.
