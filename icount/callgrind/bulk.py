@@ -278,11 +278,13 @@ def run(
     # function *nodes*, so one name can have several ids, and the line loop keys
     # functions by name) and id -> position of its first definition.
     size = int(ident.max()) + 1
+    # Each (kind, id) as one number: flat lookups are cheaper than 2-D ones.
+    slot = name_kind * size + ident
     rows = np.flatnonzero(defines)
     if len(rows) and not np.isin(arr[close[rows] + 1], (ord(" "), ord("\t"))).all():
         return None
     row_kind = name_kind[rows]
-    _, first_at, again_of = np.unique(row_kind * size + ident[rows], True, True)
+    _, first_at, again_of = np.unique(slot[rows], True, True)
     spans = zip((close[rows] + 1).tolist(), ve[rows].tolist(), strict=True)
     raw = [data[a:b].strip() for a, b in spans]
     if not all(raw):
@@ -304,15 +306,16 @@ def run(
         ]
         codes[of_kind] = np.array(local, dtype=np.int64) + len(strings)
         strings.extend(code_by_name)
-    code_of = np.full((3, size), -1, dtype=np.int64)
-    defined_at = np.full((3, size), len(names), dtype=np.int64)
-    code_of[row_kind[first_at], ident[rows][first_at]] = codes
-    defined_at[row_kind[first_at], ident[rows][first_at]] = rows[first_at]
+    code_of = np.full(3 * size, -1, dtype=np.int64)
+    defined_at = np.full(3 * size, len(names), dtype=np.int64)
+    defined = rows[first_at]
+    code_of[slot[defined]] = codes
+    defined_at[slot[defined]] = defined
     # Every use must come after the name's definition.
-    if (defined_at[name_kind, ident] > np.arange(len(names))).any():
+    if (defined_at[slot] > np.arange(len(names))).any():
         return None
     line_name = np.full(n, -1, dtype=np.int64)
-    line_name[names] = code_of[name_kind, ident]
+    line_name[names] = code_of[slot]
     # -- state at each fn= and calls= line: the last line that set it -------
     fn_rows = np.flatnonzero(kind == FN)
     calls = np.flatnonzero(kind == CALLS)
@@ -321,16 +324,16 @@ def run(
     if targets is None:
         return None
     callee_fn, callee_fl, callee_ob = targets
-    keys = np.concatenate(
-        [
-            np.stack([line_name[fn_rows], state.fl_of_fn, state.ob_of_fn], axis=1),
-            np.stack([callee_fn, callee_fl, callee_ob], axis=1),
-        ]
-    )
-    if len(keys) == 0 or (keys < 0).any() or len(strings) >= 1 << 21:
+    # (name, file, object) of every fn= line, then of every call's target.
+    key_name = np.concatenate([line_name[fn_rows], callee_fn])
+    key_file = np.concatenate([state.fl_of_fn, callee_fl])
+    key_ob = np.concatenate([state.ob_of_fn, callee_ob])
+    if not len(key_name) or len(strings) >= 1 << 21:
+        return None
+    if min(key_name.min(), key_file.min(), key_ob.min()) < 0:
         return None  # calls= without cfn=, fn= before fl=/ob=: the loop says which
     # Number functions in the order the file first names them, as the loop does.
-    packed = _pack([keys[:, 0], keys[:, 1], keys[:, 2]], 21)
+    packed = _pack([key_name, key_file, key_ob], 21)
     fid, firsts = _first_seen_ids(packed, np.concatenate([fn_rows, calls]))
     fn_of_row = fid[: len(fn_rows)]
     callee = fid[len(fn_rows) :]
@@ -356,7 +359,6 @@ def run(
         return None
     if len(count) and int(count.max()) > ((1 << 63) - 1) // len(count):
         return None  # the sums could pass int64: the line loop checks them one by one
-    edge_keys = np.stack([caller, callee], axis=1)
     if len(calls):
         edge_id, edge_first = _first_seen_ids(_pack([caller, callee], 31))
         edge_counts = np.zeros(len(edge_first), dtype=np.int64)
@@ -366,7 +368,7 @@ def run(
         edge_first = np.zeros(0, dtype=np.int64)
         edge_counts = np.zeros(0, dtype=np.int64)
     # -- back to names ------------------------------------------------------------
-    names, files, objects = keys[firsts].T.tolist()
+    names, files, objects = (column[firsts].tolist() for column in (key_name, key_file, key_ob))
     make = Function._make  # tuple.__new__: no Python-level __new__ per function
     functions = [
         make((strings[a], strings[b], strings[c]))
@@ -378,6 +380,6 @@ def run(
         fn_ids=fn_of_row,
         call_lines=line_idx[calls] + 1,
         call_edges=edge_id,
-        edges=edge_keys[edge_first].reshape(-1, 2),
+        edges=np.stack([caller[edge_first], callee[edge_first]], axis=1).reshape(-1, 2),
         edge_counts=edge_counts,
     )
