@@ -68,10 +68,10 @@ def build_profile(
         part_row[row >= n_fn] = n_parts  # inclusive costs: a row nobody reads
         part_sums = Sums((n_parts + 1) * n_ev)
     lines = _LineStore(len(cost_idx), n_ev, n_pos) if keep_lines else None
-    decoded = decode.decode(
+    chunks = decode.decode(
         state.data, arr, ends, is_cost, n_pos, cost_idx, keep_positions=keep_lines
     )
-    for chunk in decoded.chunks:
+    for chunk in chunks:
         c0, c1, counts = chunk.c0, chunk.c1, chunk.counts
         # The chunk's first line with too few or too many tokens, or a bad token.
         miscount = (counts < n_pos) | (counts > n_pos + n_ev)

@@ -3,8 +3,7 @@
 A chunk's token arrays stay in the CPU caches through the two dozen passes that
 split, check and decode them, which makes each pass several times faster than over
 whole-file arrays. Nothing here depends on the specification lines (which function
-or call a line belongs to: costs.py charges the values), so the parser runs it on a
-second thread beside them on large files.
+or call a line belongs to): costs.py charges the values.
 """
 
 from __future__ import annotations
@@ -43,14 +42,6 @@ class Chunk:
     positions: list[tuple[tokens.I64, tokens.Mask]] | None  # (value, absolute), if kept
 
 
-@dataclass(frozen=True)
-class Decoded:
-    """Every chunk up to the first with a bad token."""
-
-    n_pos: int
-    chunks: list[Chunk]
-
-
 def decode(
     data: bytes,
     arr: tokens.U8,
@@ -60,9 +51,9 @@ def decode(
     cost_idx: tokens.I64,
     *,
     keep_positions: bool = False,
-) -> Decoded:
-    """Split and decode every cost line (`n_pos` positions, then costs); `cost_idx`
-    are the cost lines' indices among all lines."""
+) -> list[Chunk]:
+    """Split and decode every cost line (`n_pos` positions, then costs), up to the
+    first chunk with a bad line; `cost_idx` are the cost lines' indices among all lines."""
     # Chunks of about CHUNK_BYTES: the cost lines that end before each cut.
     cut_lines = np.searchsorted(ends, np.arange(CHUNK_BYTES, int(ends[-1]) + 1, CHUNK_BYTES))
     cuts = np.searchsorted(cost_idx, cut_lines)
@@ -75,7 +66,7 @@ def decode(
         chunks.append(chunk)
         if chunk.flaw is not None or int(chunk.counts.min()) < n_pos:
             break  # the error is reported at this chunk, or at an earlier one
-    return Decoded(n_pos, chunks)
+    return chunks
 
 
 def _chunk(
