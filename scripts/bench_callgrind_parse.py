@@ -7,8 +7,9 @@
 Without files it records profiles first, into DIR with --keep (else a temporary
 folder): `--record numpy` (the default, ~10 s each under valgrind) runs
 `python3 -c "import numpy"` under callgrind, with and without --dump-instr=yes;
-`--record cc1plus` (the hard cases, ~25 min in all on a 2-core VM) compiles a C++
-file using most of the standard library with `g++ -std=c++17 -O2 -g -c` under
+`--record cc1plus` (the hard cases: about 35 CPU minutes, 90 on a busy 2-core VM)
+compiles a C++ file using most of the standard library (fixtures/callgrind/src/
+bench-stdlib.cpp) with `g++ -std=c++17 -O2 -g -c` under
 `valgrind --tool=callgrind --trace-children=yes`, once with --cache-sim=yes
 --branch-sim=yes (13 events) and once with --dump-instr=yes, and keeps the profiles
 of cc1plus (the largest file of each run).
@@ -73,7 +74,7 @@ def record_cc1plus(out_dir: Path) -> list[Path]:
         ("cc1plus-cache", ["--cache-sim=yes", "--branch-sim=yes"]),
         ("cc1plus-instr", ["--dump-instr=yes"]),
     ):
-        print(f"recording {name} (valgrind on g++, 5 to 20 min)...", flush=True)
+        print(f"recording {name} (valgrind on g++, 10 to 60 min)...", flush=True)
         pattern = out_dir / f"{name}.%p.out"
         argv = ["g++", "-std=c++17", "-O2", "-g", "-c", str(source), "-o", os.devnull]
         callgrind(str(pattern), ["--trace-children=yes", *extra], argv)
