@@ -1,22 +1,36 @@
 #!/usr/bin/env python3
 """Speed of icount's callgrind parser against callgrind_annotate on the same files.
 
-    python3 scripts/bench_callgrind_parse.py [--rounds 3] [FILE ...]
+    python3 scripts/bench_callgrind_parse.py [--rounds 5] [FILE ...]
+    python3 scripts/bench_callgrind_parse.py --record cc1plus --keep DIR
 
-Without files it records two large real profiles first (`python3 -c "import numpy"`
-under callgrind, with and without --dump-instr=yes; ~10 s each under valgrind).
-For each file it alternates rounds of `callgrind_annotate FILE` (output discarded)
-and `icount.callgrind.parser.parse_file(FILE)` in this process, prints the median
-and minimum wall time of each, the ratios annotate / icount (the issue's goal is
->= 10; on a busy machine the minima are the less disturbed figures), and
-whether both read the same totals (callgrind_annotate's PROGRAM TOTALS against the
-parser's summary:, and the parser's sum of cost lines against its totals: line).
+Without files it records profiles first, into DIR with --keep (else a temporary
+folder): `--record numpy` (the default, ~10 s each under valgrind) runs
+`python3 -c "import numpy"` under callgrind, with and without --dump-instr=yes;
+`--record cc1plus` (the hard cases: about 35 CPU minutes, 90 on a busy 2-core VM)
+compiles a C++ file using most of the standard library (fixtures/callgrind/src/
+bench-stdlib.cpp) with `g++ -std=c++17 -O2 -g -c` under
+`valgrind --tool=callgrind --trace-children=yes`, once with --cache-sim=yes
+--branch-sim=yes (13 events) and once with --dump-instr=yes, and keeps the profiles
+of cc1plus (the largest file of each run).
+
+Each round runs `callgrind_annotate FILE` (output discarded) and then
+`icount.callgrind.parser.parse_file(FILE)` in this process. It prints the median and
+minimum wall time of each and the ratios annotate / icount of the medians and of the
+minima, and the same for CPU time (user + system), which a busy machine disturbs
+less. Then it checks that both read the same totals, part by part:
+callgrind_annotate shows one part's `summary:` (the last one of a combined file), so
+each part is written to a file of its own, annotated, and compared with that part's
+summary: as the parser read it; and the parser's sums of cost lines must equal every
+part's `totals:` line.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -27,80 +41,159 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from icount.callgrind.model import Profile
 from icount.callgrind.parser import parse_file
 
+# Most of the C++ standard library in one file (see its first lines).
+CPP_SOURCE = Path(__file__).resolve().parents[1] / "fixtures/callgrind/src/bench-stdlib.cpp"
 
-def record(out_dir: Path) -> list[Path]:
+
+def callgrind(out: str, extra: list[str], argv: list[str]) -> None:
+    subprocess.run(
+        ["valgrind", "--tool=callgrind", "-q", f"--callgrind-out-file={out}", *extra, *argv],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def record_numpy(out_dir: Path) -> list[Path]:
     # sys.executable may be a shim script (pyenv); profile the real interpreter.
     exe = str(Path(sys.executable).resolve())
     files = []
     for name, extra in (("numpy.callgrind", []), ("numpy-instr.callgrind", ["--dump-instr=yes"])):
-        out = out_dir / name
         print(f"recording {name} (valgrind, about 10 s)...", flush=True)
-        subprocess.run(
-            [
-                *("valgrind", "--tool=callgrind", "-q", f"--callgrind-out-file={out}", *extra),
-                *(exe, "-c", "import numpy"),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        files.append(out)
+        callgrind(str(out_dir / name), extra, [exe, "-c", "import numpy"])
+        files.append(out_dir / name)
     return files
 
 
-def annotate_totals(path: Path) -> tuple[float, list[int]]:
+def record_cc1plus(out_dir: Path) -> list[Path]:
+    source = CPP_SOURCE
+    files = []
+    for name, extra in (
+        ("cc1plus-cache", ["--cache-sim=yes", "--branch-sim=yes"]),
+        ("cc1plus-instr", ["--dump-instr=yes"]),
+    ):
+        print(f"recording {name} (valgrind on g++, 10 to 60 min)...", flush=True)
+        pattern = out_dir / f"{name}.%p.out"
+        argv = ["g++", "-std=c++17", "-O2", "-g", "-c", str(source), "-o", os.devnull]
+        callgrind(str(pattern), ["--trace-children=yes", *extra], argv)
+        runs = sorted(out_dir.glob(f"{name}.*.out"), key=lambda p: p.stat().st_size)
+        kept = out_dir / f"{name}.callgrind"  # the largest: cc1plus itself
+        runs[-1].rename(kept)
+        for other in runs[:-1]:
+            other.unlink()
+        files.append(kept)
+    return files
+
+
+def run_annotate(path: Path) -> tuple[float, float, list[int]]:
+    """Wall and CPU seconds of callgrind_annotate, and its PROGRAM TOTALS."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         ["callgrind_annotate", str(path)], capture_output=True, text=True, check=True
     )
-    elapsed = time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     line = next(x for x in done.stdout.splitlines() if x.endswith("PROGRAM TOTALS"))
     cells = re.findall(r"[\d,]+(?= \()|(?<!\S)\.(?!\S)", line.removesuffix("PROGRAM TOTALS"))
-    return elapsed, [0 if c == "." else int(c.replace(",", "")) for c in cells]
+    return wall, cpu, [0 if c == "." else int(c.replace(",", "")) for c in cells]
+
+
+def run_parser(path: Path) -> tuple[float, float, Profile]:
+    start, cpu_start = time.perf_counter(), time.process_time()
+    prof = parse_file(path)
+    return time.perf_counter() - start, time.process_time() - cpu_start, prof
+
+
+def split_parts(path: Path, out_dir: Path) -> list[Path]:
+    """One file per part of a combined file: the header before the first `part:`
+    line, then that part's lines (callgrind defines compressed names again in every
+    part, so each stands alone)."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.startswith(b"part:")]
+    if len(starts) < 2:
+        return [path]
+    head = [x for x in lines[: starts[0]] if not x.startswith((b"summary:", b"totals:"))]
+    files = []
+    for k, (a, b) in enumerate(zip(starts, [*starts[1:], len(lines)], strict=True)):
+        part = out_dir / f"{path.name}.part{k + 1}"
+        part.write_bytes(b"".join(head + lines[a:b]))
+        files.append(part)
+    return files
+
+
+def same_totals(path: Path, prof: Profile, first_totals: list[int]) -> bool:
+    """Whether callgrind_annotate reads every part as the parser does."""
+    if not all(p.declared for p in prof.parts):
+        return False
+    with tempfile.TemporaryDirectory(prefix="icount-bench-parts-") as tmp:
+        files = split_parts(path, Path(tmp))
+        if len(files) != len(prof.parts):
+            print(f"  {len(files)} part: headers but {len(prof.parts)} parts read")
+            return False
+        ok = True
+        for k, (part_file, part) in enumerate(zip(files, prof.parts, strict=True)):
+            ann = first_totals if part_file == path else run_annotate(part_file)[2]
+            mine = part.summary or part.totals
+            if [mine[e] for e in prof.events] != ann:
+                print(f"  part {k + 1}: callgrind_annotate {ann}, icount {mine}")
+                ok = False
+        if len(files) > 1:
+            print(f"  {len(files)} parts, each annotated on its own: {'equal' if ok else 'NOT'}")
+        return ok
 
 
 def bench(path: Path, rounds: int) -> bool:
-    ann_times, own_times = [], []
+    ann_wall, ann_cpu, own_wall, own_cpu = [], [], [], []
     ann_totals: list[int] = []
     prof = None
     for _ in range(rounds):
-        t, ann_totals = annotate_totals(path)
-        ann_times.append(t)
-        start = time.perf_counter()
-        prof = parse_file(path)
-        own_times.append(time.perf_counter() - start)
+        wall, cpu, ann_totals = run_annotate(path)
+        ann_wall.append(wall)
+        ann_cpu.append(cpu)
+        wall, cpu, prof = run_parser(path)
+        own_wall.append(wall)
+        own_cpu.append(cpu)
     assert prof is not None
-    summary = [prof.summary[e] for e in prof.events] if prof.summary else None
-    totals = [prof.totals[e] for e in prof.events]
-    same = summary == ann_totals and all(p.declared for p in prof.parts)
-    ann, own = statistics.median(ann_times), statistics.median(own_times)
-    ann_min, own_min = min(ann_times), min(own_times)
-    size = path.stat().st_size
     with open(path, "rb") as f:
         n_lines = sum(1 for _ in f)
     print(
-        f"{path.name}: {size / 1e6:.1f} MB, {n_lines} lines, {len(prof.functions)} functions, "
+        f"{path.name}: {path.stat().st_size / 1e6:.1f} MB, {n_lines} lines, "
+        f"{len(prof.events)} events, {len(prof.parts)} part(s), {len(prof.functions)} functions, "
         f"{len(prof.call_count)} call edges"
     )
-    print(f"  callgrind_annotate  median {ann:7.3f} s  min {ann_min:7.3f} s   totals {ann_totals}")
-    print(f"  icount parse_file   median {own:7.3f} s  min {own_min:7.3f} s   summary {summary}")
-    print(f"  icount cost lines sum {totals}; totals equal: {'yes' if same else 'NO'}")
-    print(f"  ratio annotate/icount: {ann / own:.1f}x (medians), {ann_min / own_min:.1f}x (minima)")
+    med = statistics.median
+    for what, ann, own in (("wall", ann_wall, own_wall), ("CPU", ann_cpu, own_cpu)):
+        print(
+            f"  {what:4s}  callgrind_annotate median {med(ann):7.3f} s  min {min(ann):7.3f} s;"
+            f"  icount median {med(own):6.3f} s  min {min(own):6.3f} s;"
+            f"  ratio {med(ann) / med(own):5.1f}x (medians), {min(ann) / min(own):5.1f}x (minima)"
+        )
+    same = same_totals(path, prof, ann_totals)
+    print(f"  totals equal to callgrind_annotate's, part by part: {'yes' if same else 'NO'}")
     return same
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--record", choices=("numpy", "cc1plus"), default="numpy")
+    ap.add_argument("--keep", type=Path, help="folder to record the profiles into and keep")
     args = ap.parse_args()
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
             print(f"{tool} is not installed (apt-get install valgrind)", file=sys.stderr)
             return 4
     with tempfile.TemporaryDirectory(prefix="icount-bench-") as tmp:
-        files = args.files or record(Path(tmp))
+        files = args.files
+        if not files:
+            out = args.keep or Path(tmp)
+            out.mkdir(parents=True, exist_ok=True)
+            files = record_numpy(out) if args.record == "numpy" else record_cc1plus(out)
         ok = [bench(f, args.rounds) for f in files]
     return 0 if all(ok) else 1
 

@@ -36,6 +36,8 @@ class Part:
     # Whether `totals` comes from a `totals:` line (checked against the cost lines)
     # or was summed from the cost lines because the part declares none.
     declared: bool
+    # The part's `summary:` line, if any (the cache simulator's can exceed totals).
+    summary: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,17 @@ _HEADER_KEYS = frozenset(
     ]
 )
 _KNOWN_POSITIONS = ("instr", "bb", "line")
+# What a line is, by its first byte: a cost line (a digit, '+', '-', '*'), blank or a
+# comment, or anything else (specification and header lines).
+_SPEC_LINE, _COST_LINE, _SKIPPED_LINE = 0, 1, 2
+_LINE_KIND = np.full(256, _SPEC_LINE, dtype=np.uint8)
+_LINE_KIND[[*b"0123456789+-*"]] = _COST_LINE
+_LINE_KIND[[*b"\n#\r"]] = _SKIPPED_LINE
+# Counts are held in int64: numbers of up to 18 digits, sums up to 2**63-1. Callgrind
+# itself counts in 64 bits; 2**63 instructions would take valgrind centuries.
+_MAX_DIGITS = tokens.MAX_DECIMAL_DIGITS
+_INT64_MAX = (1 << 63) - 1
+_MAX_ID_DIGITS = 18
 
 
 def parse_file(path: str | Path, *, keep_lines: bool = False) -> Profile:
@@ -164,10 +175,9 @@ class _Parser(Collected):
         starts = np.empty_like(ends)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
-        first = arr[starts]
-        is_cost = ((first >= 48) & (first <= 57)) | (first == 43) | (first == 45) | (first == 42)
-        blank_or_comment = (first == 10) | (first == 35) | (first == 13)
-        spec = np.flatnonzero(~(is_cost | blank_or_comment))
+        line_kind = _LINE_KIND[arr[starts]]
+        is_cost = line_kind == _COST_LINE
+        spec = np.flatnonzero(line_kind == _SPEC_LINE)
         if self.bulk:
             if not self._bulk_spec_lines(arr, spec, starts[spec], ends[spec]):
                 if self.strict:
@@ -192,7 +202,7 @@ class _Parser(Collected):
         cache = self.cache[kind]
         if value.startswith(b"(") and value[1:2].isdigit():
             close = value.find(b")")
-            if close < 0 or not value[1:close].isdigit():
+            if close < 0 or not value[1:close].isdigit() or close > _MAX_ID_DIGITS + 1:
                 raise self.fail(index, f"malformed compressed name {value[:60]!r}")
             ident = int(value[1:close])
             rest = value[close + 1 :].strip()
@@ -275,8 +285,10 @@ class _Parser(Collected):
                 if c_fn is None:
                     raise self.fail(i, "calls= without a cfn= naming the called function")
                 words = value.split(None, 1)
-                if not words or not words[0].isdigit():
-                    raise self.fail(i, f"calls= needs a call count, got {value[:40]!r}")
+                if not words or not words[0].isdigit() or len(words[0]) > _MAX_DIGITS:
+                    raise self.fail(
+                        i, f"calls= needs a call count (up to 18 digits), got {value[:40]!r}"
+                    )
                 ckey = (c_fn, cur_file if c_fl is None else c_fl, ob if c_ob is None else c_ob)
                 callee = functions.get(ckey)
                 if callee is None:
@@ -286,6 +298,8 @@ class _Parser(Collected):
                     edge = edges[(fn, callee)] = len(edge_counts)
                     edge_counts.append(0)
                 edge_counts[edge] += int(words[0])
+                if edge_counts[edge] > _INT64_MAX:
+                    raise self.fail(i, "the calls= counts of this call add up beyond 2**63-1")
                 self.call_lines.append(i + 1)
                 self.call_edges.append(edge)
                 c_ob = c_fl = None
@@ -343,10 +357,10 @@ class _Parser(Collected):
                 raise self.fail(i, "new part starts before the previous one declared events:")
             part = self._new_part(i)
         if hkey == b"totals":
-            part.totals = self._cost_list(text, i, part)
+            part.totals = self._cost_list(text, i, part, "totals")
             part.has_body = True
         elif hkey == b"summary":
-            part.summary = self._cost_list(text, i, part)
+            part.summary = self._cost_list(text, i, part, "summary")
         elif hkey == b"events":
             part.events = text.split()
             if not part.events:
@@ -354,17 +368,19 @@ class _Parser(Collected):
         elif hkey == b"positions":
             part.positions = text.split()
             if any(p not in _KNOWN_POSITIONS for p in part.positions):
-                raise self.fail(i, f"unknown positions: {text!r}")
+                raise self.fail(i, f"unknown positions: {text[:60]!r}")
         elif hkey == b"version":
             if text not in ("0", "1"):
-                raise self.fail(i, f"callgrind format version {text} is not supported (1 is)")
+                raise self.fail(i, f"callgrind format version {text[:20]} is not supported (1 is)")
         elif hkey == b"creator":
             self.creator = text
         elif hkey == b"cmd":
             self.command = text
         elif hkey in (b"pid", b"part", b"thread"):
-            if not text.isdigit():
-                raise self.fail(i, f"{hkey.decode()}: needs a number, got {text[:40]!r}")
+            if not _is_count(text):
+                raise self.fail(
+                    i, f"{hkey.decode()}: needs a number up to 2**63-1, got {text[:40]!r}"
+                )
             if hkey == b"pid":
                 self.pid = int(text)
             elif hkey == b"part":
@@ -374,10 +390,16 @@ class _Parser(Collected):
         # desc: and event: carry descriptions only.
         return part
 
-    def _cost_list(self, text: str, index: int, part: PartState) -> list[int]:
+    def _cost_list(self, text: str, index: int, part: PartState, key: str) -> list[int]:
         if part.events is None:
             raise self.fail(index, "totals:/summary: before events:")
         words = text.split()
-        if not all(w.isdigit() for w in words) or len(words) > len(part.events):
-            raise self.fail(index, f"malformed costs {text[:60]!r}")
+        if not all(map(_is_count, words)) or len(words) > len(part.events):
+            raise self.fail(index, f"{key}: malformed costs (numbers up to 2**63-1) {text[:60]!r}")
         return [int(w) for w in words] + [0] * (len(part.events) - len(words))
+
+
+def _is_count(text: str) -> bool:
+    """ASCII digits of a number up to 2**63-1, what costs are held in. (str.isdigit()
+    also accepts '²' and other Unicode digits, which int() refuses.)"""
+    return text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= _INT64_MAX

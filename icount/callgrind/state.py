@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from icount.callgrind.model import Function
 from icount.errors import ParseError
 
 I64 = npt.NDArray[np.int64]
@@ -44,7 +45,7 @@ class Collected:
         # The same four as arrays, when the bulk path made them (no list round trip),
         # and its functions, edges (caller, callee rows) and edge counts.
         self.bulk_arrays: tuple[I64, I64, I64, I64] | None = None
-        self.bulk_graph: tuple[list[tuple[str, str, str]], I64, I64] | None = None
+        self.bulk_graph: tuple[list[Function], I64, I64] | None = None
         self.parts: list[PartState] = []
         self.creator: str | None = None
         self.command: str | None = None
@@ -64,9 +65,10 @@ class Collected:
             np.array(self.call_edges, dtype=np.int64),
         )
 
-    def graph(self) -> tuple[list[tuple[str, str, str]], I64, I64]:
+    def graph(self) -> tuple[list[Function], I64, I64]:
         """(function keys in id order, (caller, callee) rows, call counts)."""
         if self.bulk_graph is not None:
             return self.bulk_graph
         pairs = np.array(list(self.edges), dtype=np.int64).reshape(-1, 2)
-        return list(self.functions), pairs, np.array(self.edge_counts, dtype=np.int64)
+        functions = list(map(Function._make, self.functions))
+        return functions, pairs, np.array(self.edge_counts, dtype=np.int64)

@@ -27,7 +27,8 @@ DIGIT[ord("A") : ord("F") + 1] = np.arange(10, 16)
 # Longest accepted number: 18 decimal digits (< 2**63), or 16 hex digits: addresses
 # at or above 2**63 wrap to negative int64s, the same 64 bits, and differences
 # between them stay right modulo 2**64.
-_MAX_DIGITS = {10: 18, 16: 16}
+MAX_DECIMAL_DIGITS = 18
+_MAX_DIGITS = {10: MAX_DECIMAL_DIGITS, 16: 16}
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,62 @@ class Tokens:
 def split_spans(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64]:
     """Tokens of the lines where `selected` is true: [start, end) byte spans, and
     how many tokens each selected line has. `line_ends` are the lines' '\\n' offsets."""
+    ts, te, counts, _ = _split(arr, line_ends, selected)
+    return ts, te, counts
+
+
+@dataclass(frozen=True)
+class CostTokens:
+    """The tokens of a run of cost lines (split_cost_lines)."""
+
+    start: I64
+    end: I64
+    counts: I64  # tokens per line
+    first: I64  # each line's first token
+    odd: I64  # offsets of token bytes that are not digits, well-formed signs left out
+    width: int  # tokens per line when every line has as many (--dump-instr files), else 0
+
+    def column(self, c: int) -> slice | I64:
+        """Token c of every line (that has one): a strided slice when lines are alike."""
+        if self.width:
+            return slice(c, None, self.width)
+        if int(self.counts.min(initial=c + 1)) > c:
+            return self.first + c
+        out: I64 = self.first[self.counts > c] + c
+        return out
+
+
+def split_cost_lines(arr: U8, line_ends: I64, selected: Mask, n_pos: int) -> CostTokens:
+    """split_spans of cost lines, with their first `n_pos` tokens (positions) and the
+    token bytes that are neither digits nor the sign of a relative position.
+
+    Every such byte (a hex address's, or a bad one) is `odd`: a token without one is
+    1-18 digits once its length is checked, or a well-formed `+n`, `-n` or `*`. On
+    files of line numbers or relative addresses nearly every chunk has none.
+    """
+    ts, te, counts, odd_mask = _split(arr, line_ends, selected)
+    width = int(counts[0]) if len(counts) and counts.min() == counts.max() else 0
+    first = np.arange(0, len(ts), width) if width else np.cumsum(counts) - counts
+    tok = CostTokens(ts, te, counts, first, np.zeros(0, dtype=np.int64), width)
+    for c in range(n_pos):
+        column = tok.column(c)
+        at = ts[column]
+        length = te[column] - at
+        byte = arr[at]
+        star = byte == ord("*")
+        star &= length == 1
+        sign = (byte == ord("+")) | (byte == ord("-"))
+        sign &= length >= 2
+        sign |= star
+        odd_mask[at[sign]] = False
+    if odd_mask.any():
+        tok = CostTokens(ts, te, counts, first, np.flatnonzero(odd_mask), width)
+    return tok
+
+
+def _split(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64, Mask]:
+    """Token spans and counts of the selected lines, and the mask of their bytes that
+    are not digits."""
     lengths = np.diff(line_ends, prepend=-1)
     body = np.repeat(selected, lengths)
     # 9..13 and ' ': what bytes.split() splits on. In place where possible: fresh
@@ -52,6 +109,9 @@ def split_spans(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64]
     np.less_equal(ws.view(np.uint8), 4, out=ws)
     ws |= arr == 32
     np.greater(body, ws, out=body)  # body and not ws
+    odd_bytes = np.subtract(arr, np.uint8(48))
+    odd_mask = np.greater(odd_bytes, 9, out=odd_bytes.view(np.bool_))
+    odd_mask &= body
     # Token bytes come in runs: where the mask changes a token starts, then ends
     # (every run closes: the data ends with '\n').
     change = ws  # reused
@@ -59,15 +119,10 @@ def split_spans(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64]
     np.not_equal(body[1:], body[:-1], out=change[1:])
     bounds = np.flatnonzero(change)
     ts, te = bounds[0::2], bounds[1::2]
-    # A line's last token ends at its '\n' unless the line has trailing blanks:
-    # when every selected line's does, those tokens count the lines' tokens.
-    last = np.flatnonzero(arr[te] == 10)
-    sel_ends = line_ends[selected]
-    if len(last) == len(sel_ends):
-        counts = np.diff(last, prepend=-1)
-    else:
-        counts = np.diff(np.searchsorted(ts, sel_ends), prepend=0)
-    return ts, te, counts
+    # Tokens per line: those that start before each line's end (a search of sorted
+    # values among sorted values, cheaper than looking at every token).
+    counts = np.diff(np.searchsorted(ts, line_ends[selected]), prepend=0)
+    return ts, te, counts, odd_mask
 
 
 def split_lines(arr: U8, line_ends: I64, selected: Mask) -> Tokens:
@@ -125,13 +180,42 @@ def words8(arr: U8, start: I64) -> U64:
     last = len(arr) - 8
     # Every byte offset as the start of a uint64: an unaligned, overlapping view.
     view = np.ndarray(shape=(last + 1,), dtype="<u8", buffer=arr, strides=(1,))
-    late = np.flatnonzero(start > last)
-    if not len(late):
+    if not len(start) or int(start.max()) <= last:  # one reduction: the usual case
         out: U64 = view[start]
         return out
+    late = np.flatnonzero(start > last)
     out = view[np.minimum(start, last)]
     out[late] >>= (start[late] - last).astype(np.uint64) * _U(8)
     return out
+
+
+def first_byte_below(w: U64, limit: int) -> I64:
+    """Index (0-7) of the first byte of each word below `limit` (at most 128), 8 if none.
+
+    The classic "has a byte less than n" test: (w - n*0x01..) & ~w & 0x80.. flags
+    bytes below n. Borrows can flag bytes after the first one, never before it,
+    so the lowest flag is exact.
+    """
+    t = w - _bytes8(limit)
+    t &= ~w
+    t &= _X80
+    t &= ~t + _U(1)  # the lowest flag alone: 2**(8i + 7)
+    exponent = np.frexp(t.astype(np.float64))[1]  # 8i + 8 (powers of two are exact)
+    index: I64 = np.where(t == 0, 8, (exponent.astype(np.int64) - 8) >> 3)
+    return index
+
+
+def first_byte_equal(w: U64, byte: int) -> I64:
+    """Index (0-7) of the first byte of each word equal to `byte`, 8 if none."""
+    return first_byte_below(w ^ _bytes8(byte), 1)
+
+
+def decimal_words(w: U64, length: I64) -> tuple[I64, Mask]:
+    """The numbers written in the first `length` (1-8) bytes of each word, and
+    whether those bytes are all digits."""
+    value, ok = _decimal8(w, length.view(np.uint64))
+    out: I64 = value.view(np.int64)
+    return out, ok
 
 
 def _align(w: U64, r: U64) -> U64:
@@ -157,6 +241,23 @@ def _decimal8(w: U64, r: U64) -> tuple[U64, Mask]:
     np.add(v, _X06, out=t)
     t &= _XF0
     ok &= t == 0
+    return _fold8(v, t), ok
+
+
+def _digits8(w: U64, length: I64) -> U64:
+    """_decimal8 for bytes already known to be digits: their low nibbles are the
+    digits, and the bytes shifted in below them are zeros. Tokens longer than 8 read
+    as 0 (a shift by 64 or more gives 0 in numpy)."""
+    shift = np.multiply(length, -8).view(np.uint64)
+    shift += _U(64)
+    v = np.left_shift(w, shift)
+    v &= _X0F
+    return _fold8(v, shift)
+
+
+def _fold8(v: U64, t: U64) -> U64:
+    """Eight digit values, one per byte (first digit lowest), into their number, in
+    place (`t` is scratch space)."""
     # Pairs, then quads, then all eight digits (D. Lemire's eight-digit parse).
     np.right_shift(v, _U(8), out=t)
     v *= _U(10)
@@ -169,7 +270,7 @@ def _decimal8(w: U64, r: U64) -> tuple[U64, Mask]:
     v *= _U(0x000F424000000064)
     v += t
     v >>= _U(32)
-    return v, ok
+    return v
 
 
 def _hex8(w: U64, r: U64) -> tuple[U64, Mask]:
@@ -208,9 +309,28 @@ def _parse(arr: U8, start: I64, length: I64, hexa: bool) -> tuple[U64, Mask]:
     return value, ok
 
 
+def digit_values(arr: U8, start: I64, length: I64) -> I64:
+    """Values of tokens of 1 to 18 bytes already known to be digits (split_cost_lines'
+    `odd` found none in them): costs without the checks."""
+    value = _digits8(words8(arr, start), length)
+    if len(length) and int(length.max()) > 8:
+        longer = np.flatnonzero(length > 8)
+        value[longer] = unsigned(arr, start[longer], start[longer] + length[longer], 10)[0]
+    out: I64 = value.view(np.int64)
+    return out
+
+
 def costs(arr: U8, start: I64, end: I64) -> tuple[I64, Mask]:
-    """Cost tokens: plain decimal numbers."""
-    return unsigned(arr, start, end, 10)
+    """Cost tokens: plain decimal numbers. The same as `unsigned(..., 10)`, faster:
+    nearly all costs have up to 8 digits, one word; longer ones are read again."""
+    length = end - start
+    value, ok = _decimal8(words8(arr, start), np.minimum(length, 8).view(np.uint64))
+    ok &= length > 0
+    longer = np.flatnonzero(length > 8)
+    if len(longer):
+        value[longer], ok[longer] = unsigned(arr, start[longer], end[longer], 10)
+    out: I64 = value.view(np.int64)
+    return out, ok
 
 
 def positions(arr: U8, start: I64, end: I64) -> tuple[I64, Mask, Mask]:

@@ -11,8 +11,10 @@ HELP = """Compare two builds of one program on the same workload, function by fu
 Runs the workload once under callgrind with each build (or reads two saved callgrind
 files), aligns functions by demangled name and reports: functions present in one build
 only (inlined away or outlined), call counts that changed per caller -> callee edge,
-self and inclusive instruction deltas by function (B - A, largest first), symbol sizes
-and, from DWARF, which callees each function holds inlined copies of.
+instructions per call of the functions whose call counts changed, self and inclusive
+instruction deltas by function (B - A, largest first), symbol sizes and, from DWARF,
+which callees each function holds inlined copies of. Changes below --min-share of A's
+total (0.1% by default: mostly the dynamic loader) are left out and counted.
 
 \b
 Examples:
@@ -20,6 +22,7 @@ Examples:
   icount inline ./app-O2 ./app-O3 --top 10 --format md -- input.txt
   icount inline a.callgrind b.callgrind --exe-a ./fib-gcc --exe-b ./fib-clang
   icount inline ./fib-gcc ./fib-clang --keep-profiles prof/ --format json -- 30
+  icount inline ./fib-gcc ./fib-clang --min-share 0 --top 0 -- 30   (every row)
 """
 
 
@@ -37,6 +40,12 @@ def inline_command(
     workload: list[str] = typer.Argument(None, help="Arguments of the workload, after --."),
     event: str = typer.Option("Ir", "--event", help="Callgrind event to compare."),
     top: int = typer.Option(20, "--top", min=0, help="Rows per list (0: all)."),
+    min_share: str = typer.Option(
+        "0.1%",
+        "--min-share",
+        help="Leave out functions and call edges that change less than this share of "
+        "A's total (0: keep all).",
+    ),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md or json."),
     width: int = typer.Option(120, "--width", min=40, help="Table width in characters."),
     timeout: float = typer.Option(None, "--timeout", help="Seconds per run before it is killed."),
@@ -47,22 +56,24 @@ def inline_command(
     exe_b: Path = typer.Option(None, "--exe-b", help="Binary of B for sizes and DWARF."),
     no_dwarf: bool = typer.Option(False, "--no-dwarf", help="Do not read DWARF inline sites."),
 ) -> None:
-    from icount.cli.options import check_format
-    from icount.inline import report, session
+    from icount.cli.options import check_format, parse_percent
+    from icount.inline import measure, render
 
     check_format(fmt, ("table", "md", "json"))
+    share = 0.0 if min_share.strip() in ("0", "0%") else parse_percent(min_share, "--min-share")
     if keep_profiles is not None:
         keep_profiles.mkdir(parents=True, exist_ok=True)
-    opts = session.Options(
+    opts = measure.Options(
         event=event,
         top=top,
+        min_share=share,
         timeout=timeout,
         keep_dir=keep_profiles,
         exe_a=exe_a,
         exe_b=exe_b,
         dwarf=not no_dwarf,
     )
-    data = session.compare(
+    data = measure.compare_builds(
         build_a,
         build_b,
         workload or [],
@@ -70,6 +81,6 @@ def inline_command(
         progress=lambda msg: typer.echo(f"icount: {msg}", err=True),
     )
     if fmt == "json":
-        typer.echo(report.render_json(data), nl=False)
+        typer.echo(render.render_json(data), nl=False)
     else:
-        typer.echo(report.render_text(data, fmt, width), nl=False)
+        typer.echo(render.render_text(data, fmt, width), nl=False)

@@ -1,26 +1,28 @@
 """The `icount inline` report: one JSON-ready dict, rendered as tables or JSON.
 
-The dict is the single source of every figure: the terminal and Markdown renderers
-only format what it holds, so the three formats always agree. Deltas are B - A.
+The dict is the single source of every figure: the renderers (render.py) only format
+what it holds, so the three formats always agree. Deltas are B - A.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from icount import numfmt
 from icount.inline.align import Alignment, FunctionDelta
 from icount.inline.binary import BinaryInfo
 from icount.inline.dwarf import InlineSites
-from icount.tables import Column, Table, render
 
 FORMAT = "icount-inline"
-# Version history: 1 - first version.
-VERSION = 1
+# Version history: 1 - first version. 2 - rows below `min_share` of A's total are
+# left out of `functions` and `call_changes` (counted in `negligible`); function rows
+# carry self and inclusive cost per call.
+VERSION = 2
+# Changes below this share of A's total are noise on any real program (the dynamic
+# loader moves by tens to hundreds of instructions between two builds).
+DEFAULT_MIN_SHARE = 0.001
 
 
 @dataclass
@@ -61,34 +63,68 @@ def _only_row(d: FunctionDelta, side: str, facts: BuildFacts, other: BuildFacts)
     }
 
 
+def _per_call(cost: int, calls: int) -> float | None:
+    # Rounded so that JSON stays short; tables show 4 significant digits anyway.
+    return round(cost / calls, 3) if calls else None
+
+
+def _function_row(d: FunctionDelta, a: BuildFacts, b: BuildFacts) -> dict[str, Any]:
+    calls_a = d.a.calls if d.a else 0
+    calls_b = d.b.calls if d.b else 0
+    self_a = d.a.self_cost if d.a else 0
+    self_b = d.b.self_cost if d.b else 0
+    incl_a = d.a.inclusive if d.a else 0
+    incl_b = d.b.inclusive if d.b else 0
+    return {
+        "name": d.name,
+        "in_a": d.a is not None,
+        "in_b": d.b is not None,
+        "self_a": self_a,
+        "self_b": self_b,
+        "self_delta": d.self_delta,
+        "inclusive_a": incl_a,
+        "inclusive_b": incl_b,
+        "inclusive_delta": d.inclusive_delta,
+        "calls_a": calls_a,
+        "calls_b": calls_b,
+        "self_per_call_a": _per_call(self_a, calls_a),
+        "self_per_call_b": _per_call(self_b, calls_b),
+        "inclusive_per_call_a": _per_call(incl_a, calls_a),
+        "inclusive_per_call_b": _per_call(incl_b, calls_b),
+        "size_a": _size(a.binary, d.name),
+        "size_b": _size(b.binary, d.name),
+    }
+
+
 def build_report(
-    alignment: Alignment, event: str, a: BuildFacts, b: BuildFacts, top: int
+    alignment: Alignment,
+    event: str,
+    a: BuildFacts,
+    b: BuildFacts,
+    top: int,
+    min_share: float = DEFAULT_MIN_SHARE,
 ) -> dict[str, Any]:
-    """All figures of the report. `top` (0: all) limits the function and edge lists
-    (the terminal table also cuts the inlining rows at `top`); `inline_sites` holds
-    every inlined callee of the functions listed."""
+    """All figures of the report.
+
+    Functions whose self and inclusive changes are both below `min_share` of A's
+    total, and call edges whose calls cost less than that in both builds, are left
+    out as negligible (0: keep all): on a small program they are mostly the dynamic
+    loader's noise. `top` (0: all) then limits the function and edge lists (the
+    terminal table also cuts the inlining rows at `top`); `inline_sites` holds every
+    inlined callee of the functions listed.
+    """
 
     def cut(rows: Sequence[Any]) -> list[Any]:
         return list(rows if top <= 0 else rows[:top])
 
-    functions = [
-        {
-            "name": d.name,
-            "in_a": d.a is not None,
-            "in_b": d.b is not None,
-            "self_a": d.a.self_cost if d.a else 0,
-            "self_b": d.b.self_cost if d.b else 0,
-            "self_delta": d.self_delta,
-            "inclusive_a": d.a.inclusive if d.a else 0,
-            "inclusive_b": d.b.inclusive if d.b else 0,
-            "inclusive_delta": d.inclusive_delta,
-            "calls_a": d.a.calls if d.a else 0,
-            "calls_b": d.b.calls if d.b else 0,
-            "size_a": _size(a.binary, d.name),
-            "size_b": _size(b.binary, d.name),
-        }
-        for d in cut(alignment.functions)
+    floor = min_share * abs(alignment.a.total)
+    changed = [
+        d for d in alignment.functions if max(abs(d.self_delta), abs(d.inclusive_delta)) >= floor
     ]
+    weighty = [
+        e for e in alignment.edges if max(e.a.cost if e.a else 0, e.b.cost if e.b else 0) >= floor
+    ]
+    functions = [_function_row(d, a, b) for d in cut(changed)]
     edges = [
         {
             "caller": e.caller,
@@ -97,7 +133,7 @@ def build_report(
             "calls_b": e.b.count if e.b else 0,
             "calls_delta": e.count_delta,
         }
-        for e in cut(alignment.edges)
+        for e in cut(weighty)
     ]
     only_a = [_only_row(d, "a", a, b) for d in cut(alignment.only_a)]
     only_b = [_only_row(d, "b", b, a) for d in cut(alignment.only_b)]
@@ -116,11 +152,16 @@ def build_report(
         "functions": functions,
         "inline_sites": _inline_rows(functions, only_a, only_b, a, b),
         "top": top,
+        "min_share": min_share,
+        "negligible": {
+            "call_changes": len(alignment.edges) - len(weighty),
+            "functions": len(alignment.functions) - len(changed),
+        },
         "omitted": {
             "only_in_a": len(alignment.only_a) - len(only_a),
             "only_in_b": len(alignment.only_b) - len(only_b),
-            "call_changes": len(alignment.edges) - len(edges),
-            "functions": len(alignment.functions) - len(functions),
+            "call_changes": len(weighty) - len(edges),
+            "functions": len(changed) - len(functions),
         },
     }
 
@@ -180,179 +221,3 @@ def _inline_rows(
 
 def _lines(inlines: InlineSites | None, fn: str, callee_key: str) -> list[str]:
     return [] if inlines is None else inlines.call_sites(fn, callee_key)
-
-
-# -- rendering -----------------------------------------------------------------
-
-
-def render_json(report: dict[str, Any]) -> str:
-    return json.dumps(report, sort_keys=True, indent=2) + "\n"
-
-
-def _signed(value: int) -> str:
-    return "0" if value == 0 else ("+" if value > 0 else "") + numfmt.si(value)
-
-
-def _bytes(value: int | None) -> str:
-    return "-" if value is None else numfmt.human_bytes(value)
-
-
-def _absent(_value: float) -> str:
-    return "-"
-
-
-def _pct(delta: int, base: int) -> str:
-    return numfmt.signed_percent(delta / base) if base else "-"
-
-
-def _copies(n: int) -> str:
-    if n == 0:
-        return "no inlined copy"
-    return f"{n} inlined cop{'y' if n == 1 else 'ies'}"
-
-
-def tables(report: dict[str, Any]) -> list[Table]:
-    ev = report["event"]
-    ba, bb = report["builds"]["a"], report["builds"]["b"]
-    out: list[Table] = []
-
-    summary = Table(
-        [Column("build", "left"), Column("label", "left"), Column(ev), Column("vs A")],
-        title=f"{ev}, same workload, two builds",
-    )
-    summary.add_row(["A", ba["label"], numfmt.si(ba["total"]), ""])
-    summary.add_row(
-        [
-            "B",
-            bb["label"],
-            numfmt.si(bb["total"]),
-            f"{_signed(report['total_delta'])} ({_pct(report['total_delta'], ba['total'])})",
-        ]
-    )
-    for side, entry in (("A", ba), ("B", bb)):
-        summary.notes += [f"{side}: {n}" for n in entry["notes"]]
-    out.append(summary)
-
-    for key, side, other in (("only_in_a", "A", "B"), ("only_in_b", "B", "A")):
-        rows = report[key]
-        t = Table(
-            [
-                Column("function", "left"),
-                Column(f"self {ev}"),
-                Column(f"incl {ev}"),
-                Column("calls"),
-                Column("size"),
-                Column(f"inlined in {other} into", "left"),
-            ],
-            title=f"Functions only in {side}'s profile (inlined away or outlined in {other})",
-        )
-        for r in rows:
-            into = r["inlined_into_other"]
-            # "?": the other build's DWARF was not read; "-": read, no inlined copy.
-            holders = "?" if into is None else ", ".join(f"{fn} ({n})" for fn, n in into.items())
-            t.add_row(
-                [
-                    r["name"],
-                    numfmt.si(r["self"]),
-                    numfmt.si(r["inclusive"]),
-                    numfmt.si(r["calls"]),
-                    _bytes(r["size"]),
-                    holders or "-",
-                ]
-            )
-        _omitted(t, report["omitted"][key], "function")
-        if rows:
-            out.append(t)
-
-    edges = Table(
-        [
-            Column("caller -> callee", "left"),
-            Column("calls A"),
-            Column("calls B"),
-            Column("delta"),
-        ],
-        title="Call counts that changed",
-    )
-    for e in report["call_changes"]:
-        edges.add_row(
-            [
-                f"{e['caller']} -> {e['callee']}",
-                numfmt.si(e["calls_a"]),
-                numfmt.si(e["calls_b"]),
-                _signed(e["calls_delta"]),
-            ]
-        )
-    _omitted(edges, report["omitted"]["call_changes"], "edge")
-    if report["call_changes"]:
-        out.append(edges)
-
-    fns = Table(
-        [
-            Column("function", "left"),
-            Column("self A"),
-            Column("self B"),
-            Column("delta"),
-            Column("incl A"),
-            Column("incl B"),
-            Column("delta"),
-            Column("size A"),
-            Column("size B"),
-        ],
-        title=f"{ev} by function, largest self-cost change first",
-    )
-    for f in report["functions"]:
-        # "-": the function is not in that build's profile at all.
-        fa = numfmt.si if f["in_a"] else _absent
-        fb = numfmt.si if f["in_b"] else _absent
-        fns.add_row(
-            [
-                f["name"],
-                fa(f["self_a"]),
-                fb(f["self_b"]),
-                _signed(f["self_delta"]),
-                fa(f["inclusive_a"]),
-                fb(f["inclusive_b"]),
-                _signed(f["inclusive_delta"]),
-                _bytes(f["size_a"]),
-                _bytes(f["size_b"]),
-            ]
-        )
-    _omitted(fns, report["omitted"]["functions"], "function")
-    fns.notes.append(numfmt.LEGEND)
-    out.append(fns)
-
-    sites = Table(
-        [Column("inlined callees (DWARF)", "left")],
-        title="Inlining decisions that differ",
-    )
-    differ = [r for r in report["inline_sites"] if not r["same"]]
-    top = report["top"]
-    for r in differ if top <= 0 else differ[:top]:
-        where_a = f" ({', '.join(r['lines_a'])})" if r["lines_a"] else ""
-        where_b = f" ({', '.join(r['lines_b'])})" if r["lines_b"] else ""
-        sites.add_row(
-            [
-                f"in A, {r['function']} holds {_copies(r['copies_a'])} of {r['callee']}"
-                f"{where_a if r['copies_a'] else ''}; "
-                f"in B, {_copies(r['copies_b']) if r['copies_b'] else 'none'}"
-                f"{where_b if r['copies_b'] else ''}"
-            ]
-        )
-    _omitted(sites, len(differ) - len(sites.rows), "decision")
-    same = len(report["inline_sites"]) - len(differ)
-    if same:
-        sites.notes.append(f"{same} inlined callees with as many copies in both builds (see JSON)")
-    if not (ba["dwarf"] and bb["dwarf"]):
-        sites.notes.append("DWARF was not read for both builds: see the notes above")
-    if differ or sites.notes:
-        out.append(sites)
-    return out
-
-
-def _omitted(table: Table, count: int, what: str) -> None:
-    if count > 0:
-        table.notes.append(f"{count} more {what}{'s' if count != 1 else ''} (see --top)")
-
-
-def render_text(report: dict[str, Any], fmt: str, width: int = 120) -> str:
-    return "\n".join(render(t, fmt, width) for t in tables(report))

@@ -48,6 +48,8 @@ def test_inline_report_of_two_fresh_builds(tmp_path: Path) -> None:
         str(keep),
         "--top",
         "0",
+        "--min-share",
+        "0",
         "--",
         "15",
         cwd=tmp_path,

@@ -16,17 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 from icount.callgrind.model import Profile
 from icount.errors import UsageError
+from icount.inline.report import DEFAULT_MIN_SHARE
 
 if TYPE_CHECKING:
     from icount.inline.report import BuildFacts
 
 Progress = Callable[[str], None]
+# An error names at most this many of a profile's events (callgrind writes up to ~25).
+_EVENTS_NAMED = 30
 
 
 @dataclass(frozen=True)
 class Options:
     event: str = "Ir"
     top: int = 20
+    min_share: float = DEFAULT_MIN_SHARE
     timeout: float | None = None
     keep_dir: Path | None = None  # where to keep the recorded profiles
     exe_a: Path | None = None
@@ -52,7 +56,7 @@ def labels(arg_a: str, arg_b: str) -> tuple[str, str]:
     return str(Path(a.parent.name, a.name)), str(Path(b.parent.name, b.name))
 
 
-def compare(
+def compare_builds(
     arg_a: str,
     arg_b: str,
     workload: Sequence[str],
@@ -70,14 +74,17 @@ def compare(
         prof_b, bin_b = _profile(arg_b, workload, store / "b.callgrind", opts, progress)
     for prof, arg in ((prof_a, arg_a), (prof_b, arg_b)):
         if opts.event not in prof.events:
+            shown = " ".join(prof.events[:_EVENTS_NAMED])
+            more = len(prof.events) - _EVENTS_NAMED
             raise UsageError(
-                f"{arg}: the profile has no event {opts.event} ({' '.join(prof.events)})",
+                f"{arg}: the profile has no event {opts.event} "
+                f"({shown}{f' and {more} more' if more > 0 else ''})",
                 hint="choose one with --event",
             )
     facts_a = _facts(label_a, opts.exe_a, bin_a, "a", opts, progress)
     facts_b = _facts(label_b, opts.exe_b, bin_b, "b", opts, progress)
     aligned = align.align(align.side_of([prof_a], opts.event), align.side_of([prof_b], opts.event))
-    return report.build_report(aligned, opts.event, facts_a, facts_b, opts.top)
+    return report.build_report(aligned, opts.event, facts_a, facts_b, opts.top, opts.min_share)
 
 
 def _profile(
