@@ -20,13 +20,15 @@ cd "$(dirname "$0")/.."
 #   util-linux      setarch (ASLR off), taskset
 #   chromium        headless browser that renders icount report pages in the tests
 #                   (as root it needs --no-sandbox; tests/report/browser.py passes it)
-#   rustc, golang-go  Rust and Go hello-worlds for icount size (only when no rustc/go is on
-#                   PATH: a rustup toolchain is used as it is)
+#   rustc, golang-go  Rust and Go hello-worlds for icount size, and the go-http target
+#                   (only when no rustc/go is on PATH: a rustup toolchain is used as it is)
+#   npm             the express target's packages (only when no npm is on PATH)
 APT_PACKAGES=(valgrind linux-perf gcc g++ binutils clang lld llvm nginx-light nodejs
               nghttp2-client apache2-utils wrk util-linux procps chromium)
 
 command -v rustc >/dev/null || APT_PACKAGES+=(rustc)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
+command -v npm >/dev/null || APT_PACKAGES+=(npm)
 
 missing=()
 if [[ -z "${ICOUNT_SKIP_APT:-}" ]]; then
@@ -59,4 +61,17 @@ if [[ -f "$stdlib/EXTERNALLY-MANAGED" && -z "${VIRTUAL_ENV:-}" ]]; then
 fi
 echo "setup: installing the icount package ($($PY --version))"
 $PY -m pip install "${PIP_ARGS[@]}" -e '.[test]'
+
+# The bundled targets' own packages, at the versions their adapters pin, fetched once into
+# npm's and pip's caches: each `icount serve` session builds them into its own build
+# folder (npm ci, a virtual environment), offline from these caches.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "setup: fetching the bundled targets' packages (express from npm, uvicorn and gunicorn from PyPI)"
+cp adapters/express/package.json adapters/express/package-lock.json "$tmp/"
+npm ci --prefix "$tmp" --omit=dev --no-audit --no-fund --loglevel=error >/dev/null \
+  || echo "setup: npm could not fetch express; icount serve will name it as not built"
+$PY -m pip download -q --disable-pip-version-check -d "$tmp/wheels" \
+  -r adapters/uvicorn/requirements.txt -r adapters/gunicorn/requirements.txt \
+  || echo "setup: pip could not fetch uvicorn/gunicorn; icount serve will name them as not built"
 echo "setup: done; try 'icount doctor'"

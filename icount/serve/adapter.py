@@ -238,7 +238,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
     build_raw = s.get("build", list, [])
     build = tuple(s.argv(f"build[{i}]", argv) for i, argv in enumerate(build_raw))
     for i, argv in enumerate(build):
-        _check_placeholders(s, f"build[{i}]", argv, {"build", "src"})
+        _check_placeholders(s, f"build[{i}]", argv, {"build", "src", "python"})
     start = s.argv("start", s.require("start", list))
     _check_placeholders(s, "start", start, _ALLOWED)
     for arg in start:

@@ -169,7 +169,17 @@ def test_unreadable_and_binary_files(tmp_path: Path) -> None:
 def test_bundled_adapters_all_load() -> None:
     paths = bundled_adapter_paths()
     names = [load_adapter(p).name for p in paths]
-    assert names == ["c-epoll", "go-http", "nginx", "nginx-workers", "node-http", "python-asyncio"]
+    assert names == [
+        "c-epoll",
+        "express",
+        "go-http",
+        "gunicorn",
+        "nginx",
+        "nginx-workers",
+        "node-http",
+        "python-asyncio",
+        "uvicorn",
+    ]
     for p in paths:
         a = load_adapter(p)
         assert [x.name for x in a.paths] == ["plaintext", "json"]
