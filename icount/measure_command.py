@@ -89,7 +89,7 @@ def measure(
             if progress:
                 progress(f"{spec.name}: run {i + 1}/{opts.runs}", done, total)
             run = measure_once(
-                spec, opts, artifacts / environment.safe_name(spec.name, "command") / f"run-{i + 1}"
+                spec, opts, artifacts / environment.safe_name(spec.name) / f"run-{i + 1}"
             )
             runs.append(run)
             done += 1

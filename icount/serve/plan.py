@@ -262,8 +262,7 @@ def prepare(
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
     artifacts = out.with_suffix(".artifacts")
     targets = tuple(
-        Target(a, artifacts / "build" / environment.safe_name(a.name, "target"))
-        for a in chosen.adapters
+        Target(a, artifacts / "build" / environment.safe_name(a.name)) for a in chosen.adapters
     )
     fp = backends.fingerprint(backend, "server")
     plan = Plan(
