@@ -110,15 +110,25 @@ def _kill_all() -> None:
     procs.kill_all()
 
 
-def _terminate_as_interrupt(signum: int, frame: object) -> None:
-    # A SIGTERM (CI timeout, `kill`) must clean up like Ctrl-C does.
+_INTERRUPTED: list[int] = []  # the signal that interrupted icount, once one has
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # The first Ctrl-C or SIGTERM (a CI timeout, `kill`) ends the work; the ones after
+    # it (a user pressing Ctrl-C again while icount stops a server that ignores
+    # SIGTERM) must not break off that clean-up: each would print a traceback and
+    # leave the processes it was stopping running.
+    if _INTERRUPTED:
+        return
+    _INTERRUPTED.append(signum)
     raise KeyboardInterrupt
 
 
 def main() -> None:
     import signal
 
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         rc = app(standalone_mode=False)

@@ -162,3 +162,53 @@ def _kids(proc: Any) -> list[Any]:
         return list(proc.children(recursive=True))
     except psutil.Error:
         return []
+
+
+@pytest.mark.slow
+def test_ctrl_c_pressed_again_and_again_while_a_process_ignores_sigterm(tmp_path: Path) -> None:
+    """Eight Ctrl-C presses over the seconds icount takes to stop a command that ignores
+    SIGTERM: one line, exit 130, and nothing left running (each press after the first
+    used to print a traceback; six or more left the processes running)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    if __import__("shutil").which("valgrind") is None:
+        pytest.skip("valgrind is not installed (scripts/setup.sh installs it)")
+    marker = str(3600 + os.getpid() % 1000)  # `sleep MARKER` names this test's processes
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "icount", "run", "--backend", "callgrind",
+         "-o", str(tmp_path / "r.json"), "--", "sh", "-c", f"trap '' TERM; sleep {marker}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+    def ours() -> list[Any]:
+        return [
+            p
+            for p in psutil.process_iter(["cmdline", "status"])
+            if any(marker in a for a in p.info["cmdline"] or [])
+            and p.info["status"] != psutil.STATUS_ZOMBIE
+            and p.pid != os.getpid()
+        ]
+
+    deadline = time.monotonic() + 60
+    while not any("valgrind" in " ".join(p.info["cmdline"]) for p in ours()):
+        assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # the shell has set its trap and started sleep
+    for _ in range(8):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+    _out, err = proc.communicate(timeout=60)
+    left = ours()
+    for p in left:
+        p.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.count("interrupted") == 1, err
+    assert not left, left
