@@ -66,16 +66,14 @@ def run_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
-    from icount import backends, environment, measure_command, results
+    from icount import environment, measure_command, results
     from icount.cli.options import (
-        argv_tail,
         check_format,
         output_path,
         parse_exit_codes,
         parse_percent,
         print_results,
     )
-    from icount.cli.progress import progress
 
     check_format(fmt)
     spread = parse_percent(max_spread, "--max-spread")
@@ -85,8 +83,29 @@ def run_command(
     base = Path.cwd()
     specs = [measure_command.resolve(s, base) for s in specs]
     out = output_path(output, "run")
-    if out.exists() and not force:
-        raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
+    try:
+        if not force:
+            results.refuse_to_replace(out)
+        res = _measure(specs, out, backend, keep_profiles, runs, spread, exits, timeout, quiet)
+    finally:
+        results.release_unused(out)
+    print_results(res, fmt, width)
+
+
+def _measure(
+    specs: list[Any],
+    out: Path,
+    backend: str,
+    keep_profiles: bool,
+    runs: int,
+    spread: float,
+    exits: frozenset[int] | None,
+    timeout: float | None,
+    quiet: bool,
+) -> Any:
+    from icount import backends, environment, measure_command, results
+    from icount.cli.options import argv_tail, output_errors
+    from icount.cli.progress import progress
 
     choice = backends.choose(backend)
     counter = backends.create(choice.backend, backends.BackendOptions(keep_profiles=keep_profiles))
@@ -105,11 +124,11 @@ def run_command(
     def save(res: results.Results) -> None:
         results.save(out, res, recorder.finish({"backend_choice": choice.why}), overwrite=True)
 
-    with progress(quiet) as cb:
+    with output_errors(out), progress(quiet) as cb:
         res = measure_command.measure(specs, opts, artifacts, cb, on_cell=save)
     if not quiet:
         typer.echo(f"icount: results in {out} (outputs of each run in {artifacts}/)", err=True)
-    print_results(res, fmt, width)
+    return res
 
 
 def _collect(

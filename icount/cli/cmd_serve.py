@@ -98,8 +98,8 @@ def serve_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
-    from icount import environment
-    from icount.cli.options import argv_tail, check_format, print_results
+    from icount import environment, results
+    from icount.cli.options import argv_tail, check_format, output_errors, print_results
     from icount.cli.progress import progress
     from icount.serve import cpus as cpus_mod
     from icount.serve import plan as plan_mod
@@ -135,12 +135,17 @@ def serve_command(
         resume = resume.absolute()
         request = plan_mod.resume_request(request, resume, _explicit(ctx))
     plan = plan_mod.prepare(request, output=output, resume=resume, force=force)
-    if not quiet:
-        for line in plan.notes():
-            typer.echo(f"icount: {line}", err=True)
-    recorder = environment.ProvenanceRecorder(["icount", "serve", *argv_tail()])
-    with cpus_mod.pinned_self(plan.cpus.load), progress(quiet) as cb:
-        res = session.run_session(plan, cb, recorder)
+    try:
+        if not force and plan.out != resume:
+            results.refuse_to_replace(plan.out)  # the provenance beside it too
+        if not quiet:
+            for line in plan.notes():
+                typer.echo(f"icount: {line}", err=True)
+        recorder = environment.ProvenanceRecorder(["icount", "serve", *argv_tail()])
+        with output_errors(plan.out), cpus_mod.pinned_self(plan.cpus.load), progress(quiet) as cb:
+            res = session.run_session(plan, cb, recorder)
+    finally:
+        results.release_unused(plan.out)
     if not quiet:
         typer.echo(f"icount: results in {plan.out} (server outputs in {plan.artifacts}/)", err=True)
     print_results(res, fmt, width)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,27 @@ def output_path(explicit: Path | None, stem: str) -> Path:
     from icount import results
 
     return results.output_path(explicit, stem)
+
+
+@contextlib.contextmanager
+def output_errors(out: Path) -> Iterator[None]:
+    """A file beside the results that cannot be written mid-run (the folder became
+    read-only, the disk filled up: a run's artifacts fail first) as one line naming it
+    and saying what was kept, not an internal error."""
+    from icount.errors import OutputError
+
+    try:
+        yield
+    except OSError as e:
+        name = e.filename
+        if not isinstance(name, str | Path) or not Path(name).absolute().is_relative_to(out.parent):
+            raise
+        kept = f"the cells finished before it are in {out}" if out.is_file() else "none was saved"
+        raise OutputError(
+            f"cannot write {name}: {e.strerror or e}; {kept}",
+            path=str(name),
+            hint="make room or rerun with another --output",
+        ) from None
 
 
 def argv_tail() -> list[str]:
