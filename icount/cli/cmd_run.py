@@ -34,6 +34,8 @@ A cell is valid when every run exits 0 (see --allow-exit) and the spread
 environment fingerprint) go to a JSON file; provenance to a file beside it.
 """
 
+MAX_COMMANDS_BYTES = 1024 * 1024  # a page of TOML
+
 
 def register(app: typer.Typer) -> None:
     app.command(
@@ -166,15 +168,13 @@ def _load_toml(path: Path, env: dict[str, str]) -> list[Any]:
 
     from icount.errors import ParseError
     from icount.measure_command import CommandSpec
+    from icount.results import read_bounded
 
+    data = read_bounded(path, MAX_COMMANDS_BYTES, ParseError, "a commands file")
     try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ParseError("no such file", source=str(path)) from None
-    except IsADirectoryError:
-        raise ParseError("is a directory, not a commands file", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ParseError(f"cannot read: {e}", source=str(path)) from None
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ParseError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
     except tomllib.TOMLDecodeError as e:
         raise ParseError(f"invalid TOML: {e}", source=str(path)) from None
     entries = doc.get("command")

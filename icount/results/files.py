@@ -155,7 +155,7 @@ def _save_elsewhere(path: Path, results: Results, provenance: Mapping[str, Any] 
             write_atomic(provenance_path(spare), dumps(dict(provenance)), overwrite=True)
     except (OSError, OutputError) as e:
         return f"{what} could not be saved elsewhere either ({e})"
-    return f"{what} are in {spare}"
+    return f"{what} {'are' if n != 1 else 'is'} in {spare}"
 
 
 def next_free_path(directory: Path, stem: str) -> Path:
@@ -221,7 +221,7 @@ def read_bounded(
     path: Path,
     limit: int,
     error: type[ParseError] = ResultsFileError,
-    what: str = "results file",
+    what: str = "an icount results file",
 ) -> bytes:
     """The bytes of a regular file of at most `limit` bytes. A FIFO, a device or a
     directory is refused before anything is read from it (a FIFO would block, a
@@ -232,17 +232,17 @@ def read_bounded(
     except FileNotFoundError:
         raise error("no such file", source=src) from None
     except IsADirectoryError:
-        raise error(f"is a directory, not a {what}", source=src) from None
+        raise error(f"is a directory, not {what}", source=src) from None
     except OSError as e:
         raise error(f"cannot read: {e.strerror}", source=src) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise error(f"is a directory, not a {what}", source=src)
+            raise error(f"is a directory, not {what}", source=src)
         if not stat.S_ISREG(st.st_mode):
             raise error("is not a regular file (a FIFO, socket or device)", source=src)
         if st.st_size > limit:
-            raise error(f"{st.st_size} bytes is too large for a {what}", source=src)
+            raise error(f"{st.st_size} bytes is too large for {what}", source=src)
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(limit + 1)
     finally:
@@ -261,7 +261,7 @@ def read_json(path: Path, what: str = "results file") -> Any:
     MAX_RESULTS_BYTES, UTF-8, no NaN or infinities, integers within 64 bits, nesting
     Python can parse; ResultsFileError naming the file otherwise."""
     src = str(path)
-    data = read_bounded(path, MAX_RESULTS_BYTES, what=what)
+    data = read_bounded(path, MAX_RESULTS_BYTES, what=f"an icount {what}")
     try:
         return json.loads(
             data.decode("utf-8"),
