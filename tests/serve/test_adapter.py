@@ -111,7 +111,7 @@ RENDERS = GOOD.replace('start = ["{build}/srv", "--port", "{port}", "--root", "{
 def test_a_link_out_of_the_adapter_folder_is_not_rendered(tmp_path: Path) -> None:
     path = write(tmp_path, RENDERS)
     (path.parent / "srv.conf").symlink_to("/etc/passwd")
-    with pytest.raises(ParseError, match="renders 'srv.conf', which is outside the adapter's"):
+    with pytest.raises(ParseError, match=r"renders 'srv\.conf', which is outside the adapter's"):
         load_adapter(path)
 
 
@@ -202,7 +202,7 @@ def test_bad_adapter_is_one_parse_error_naming_the_file(
 
 
 def test_unreadable_and_binary_files(tmp_path: Path) -> None:
-    with pytest.raises(ParseError, match="adapter.toml: no such file"):
+    with pytest.raises(ParseError, match=r"adapter\.toml: no such file"):
         load_adapter(tmp_path / "missing" / "adapter.toml")
     path = write(tmp_path, "")
     path.write_bytes(b"\xff\xfe\x00garbage")
