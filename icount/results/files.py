@@ -309,9 +309,9 @@ def from_json(doc: Any, src: str) -> Results:
         raise ResultsFileError(f'not an icount results file (no "format": "{FORMAT}")', source=src)
     version = doc.get("version")
     readers = {1: format_v1.from_json, 2: format_v2.from_json}
-    if isinstance(version, bool) or version not in readers:
+    if isinstance(version, bool) or not isinstance(version, int) or version not in readers:
         raise ResultsFileError(
-            f"results format version {version!r}; this icount reads versions "
+            f"results format version {repr(version)[:40]}; this icount reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))} (a newer icount wrote it?)",
             source=src,
         )
