@@ -24,6 +24,7 @@ from icount import charts, report, results
 from icount.compare import model, render
 from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 from icount.errors import ResultsFileError
+from tests.support.mutate import replace, slots
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIGINALS = sorted((ROOT / "fixtures" / "results").glob("v*/*.json")) + sorted(
@@ -53,27 +54,6 @@ def _documents() -> list[tuple[Any, results.Results]]:
 DOCS = _documents()
 
 
-def _slots(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every position of a value in the document, as a path of keys and indices."""
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += _slots(v, (*prefix, k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out += _slots(v, (*prefix, i))
-    return out
-
-
-def _replace(doc: Any, where: tuple[Any, ...], value: Any) -> Any:
-    if not where:
-        return value
-    head, rest = where[0], where[1:]
-    if isinstance(doc, dict):
-        return {k: (_replace(v, rest, value) if k == head else v) for k, v in doc.items()}
-    return [(_replace(v, rest, value) if i == head else v) for i, v in enumerate(doc)]
-
-
 def _drop(doc: Any, where: tuple[Any, ...]) -> Any:
     if len(where) == 1:
         if isinstance(doc, dict):
@@ -89,12 +69,12 @@ def _mutate(rng: random.Random) -> tuple[str, results.Results]:
     """(the text of the mutated file, the results of its original)."""
     doc, original = DOCS[rng.randrange(len(DOCS))]
     for _ in range(rng.randint(1, 3)):
-        where = rng.choice(_slots(doc))
+        where = rng.choice(slots(doc))
         roll = rng.random()
         if roll < 0.15 and where:
             doc = _drop(doc, where)
             continue
-        doc = _replace(doc, where, MARK if roll < 0.45 else rng.choice(EDGES))
+        doc = replace(doc, where, MARK if roll < 0.45 else rng.choice(EDGES))
     if rng.random() < 0.5:  # the stored statistics left out, so odd values get past them
         doc = _without_statistics(doc)
     text = json.dumps(doc, indent=1)
@@ -157,9 +137,9 @@ def test_every_raw_edge_in_every_number_slot_of_a_cell(tmp_path: Path, raw: str)
     """The edges the red-team found (-0, infinities, huge integers), in the first
     numeric slots of the first cell of every original, deterministically."""
     for doc, original in DOCS:
-        numbers = [w for w in _slots(doc) if w[:2] == ("cells", 0) and _is_number(doc, w)]
+        numbers = [w for w in slots(doc) if w[:2] == ("cells", 0) and _is_number(doc, w)]
         for where in numbers[:12]:
-            edged = _without_statistics(_replace(doc, where, MARK))
+            edged = _without_statistics(replace(doc, where, MARK))
             text = json.dumps(edged).replace(json.dumps(MARK), raw)
             path = tmp_path / "edge.json"
             path.write_text(text)
@@ -202,24 +182,24 @@ def test_a_comparison_never_prints_an_infinite_change(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["1e300", "-1e300", "9.3e18"])
 def test_a_run_value_beyond_64_bits_is_refused(tmp_path: Path, value: str) -> None:
     doc, _ = DOCS[0]
-    where = next(w for w in _slots(doc) if w[-1:] == ("value",) and _is_number(doc, w))
+    where = next(w for w in slots(doc) if w[-1:] == ("value",) and _is_number(doc, w))
     path = tmp_path / "big.json"
-    path.write_text(json.dumps(_replace(doc, where, MARK)).replace(json.dumps(MARK), value))
+    path.write_text(json.dumps(replace(doc, where, MARK)).replace(json.dumps(MARK), value))
     with pytest.raises(ResultsFileError, match="is beyond any count icount measures"):
         results.load(path)
 
 
 def test_negative_zero_is_read_as_zero(tmp_path: Path) -> None:
     doc, _ = DOCS[0]
-    where = next(w for w in _slots(doc) if w[-1:] == ("max_spread",))
+    where = next(w for w in slots(doc) if w[-1:] == ("max_spread",))
     for raw in ("-0", "-0.0"):
-        edged = _without_statistics(_replace(doc, where, MARK))
+        edged = _without_statistics(replace(doc, where, MARK))
         path = tmp_path / "zero.json"
         path.write_text(json.dumps(edged).replace(json.dumps(MARK), raw))
         with pytest.raises(ResultsFileError, match=r"max_spread 0(\.0)? is not a spread limit"):
             results.load(path)
-    runs = [w for w in _slots(doc) if w[-1:] == ("value",) and _is_number(doc, w)]
-    edged = _without_statistics(_replace(doc, runs[0], MARK))
+    runs = [w for w in slots(doc) if w[-1:] == ("value",) and _is_number(doc, w)]
+    edged = _without_statistics(replace(doc, runs[0], MARK))
     path.write_text(json.dumps(edged).replace(json.dumps(MARK), "-0.0"))
     assert '"value": -0' not in results.results_json(results.load(path))
 
@@ -227,8 +207,8 @@ def test_negative_zero_is_read_as_zero(tmp_path: Path) -> None:
 @pytest.mark.parametrize("raw", ["1.5", '"17 KiB"', "true", "-1", "1e3", "[]", "null"])
 def test_binary_sizes_must_be_byte_counts(tmp_path: Path, raw: str) -> None:
     doc, _ = next(d for d in DOCS if "binary_bytes" in json.dumps(d[0]))
-    where = next(w for w in _slots(doc) if w[-1:] == ("binary_bytes",))
+    where = next(w for w in slots(doc) if w[-1:] == ("binary_bytes",))
     path = tmp_path / "size.json"
-    path.write_text(json.dumps(_replace(doc, where, MARK)).replace(json.dumps(MARK), raw))
+    path.write_text(json.dumps(replace(doc, where, MARK)).replace(json.dumps(MARK), raw))
     with pytest.raises(ResultsFileError, match=r"cell\.extra\.binary_bytes"):
         results.load(path)
