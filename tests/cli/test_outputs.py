@@ -159,3 +159,9 @@ def test_report_reads_only_regular_files(icount: Icount, tmp_path: Path, special
         os.mkfifo(tmp_path / "fifo")
     done = icount("report", special, "-o", "r.html", cwd=tmp_path, timeout=60)
     _one_line_error(done, 6, f"{special}: is not a regular file")
+
+
+def test_inline_keep_profiles_that_is_a_file(icount: Icount, tmp_path: Path) -> None:
+    (tmp_path / "afile").touch()
+    done = icount("inline", "/bin/true", "/bin/true", "--keep-profiles", "afile", cwd=tmp_path)
+    _one_line_error(done, 2, "--keep-profiles afile: cannot make the folder: File exists")
