@@ -73,7 +73,7 @@ IFUNC_FLAGS = frozenset(
 )
 
 FIXED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-WORKDIR_PREFIX = "icount-"  # mkdtemp adds 8 characters: every work dir has the same length
+WORKDIR_PREFIX = "icount-"  # then 8 characters: every work dir has the same length
 
 
 def parse_env_assignments(items: Sequence[str]) -> dict[str, str]:
@@ -140,8 +140,19 @@ def safe_name(name: str) -> str:
 
 
 def make_workdir() -> Path:
-    """A fresh working directory whose path always has the same length."""
-    return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))
+    """A fresh, empty working directory whose path is the same from run to run where it
+    can be: the first free /tmp/icount-wNNNNNNN (mkdir is atomic, so concurrent runs
+    take the next). Its length never changes (stack alignment), and nor, mostly, does
+    its name: Python hashes it (it is HOME, and on sys.path for `python -c`), and with
+    random names its counts moved by up to ~900 instructions from run to run."""
+    for i in range(1, 10_000_000):
+        path = Path("/tmp") / f"{WORKDIR_PREFIX}w{i:07d}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+    return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))  # 10 million left over
 
 
 @functools.cache

@@ -103,3 +103,19 @@ def test_every_name_has_a_folder_of_its_own(tmp_path: Path) -> None:
 def test_safe_name_is_one_to_one(names: list[str]) -> None:
     base = Path("/tmp/icount-artifacts")
     assert len({_folder_checks(n, base) for n in names}) == len(names)
+
+
+def test_a_work_dir_has_the_same_name_from_run_to_run() -> None:
+    """Python hashes its working directory's name (HOME, sys.path): one name for
+    consecutive runs keeps its counts exact; runs at the same time get names of their own."""
+    first = environment.make_workdir()
+    first.rmdir()
+    again = environment.make_workdir()
+    meanwhile = environment.make_workdir()
+    try:
+        assert again == first and meanwhile != again
+        assert len(str(meanwhile)) == len(str(again))
+        assert again.stat().st_mode & 0o077 == 0  # not readable by others, as mkdtemp made it
+    finally:
+        again.rmdir()
+        meanwhile.rmdir()
