@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from icount.cli.options import SORT_HELP
 from icount.errors import UsageError
 
 HELP = """Count the user-space instructions of whole commands (fresh processes, median of --runs).
@@ -60,6 +61,7 @@ def run_command(
         None, "--timeout", min=0.001, help="Seconds per run before it is killed."
     ),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/run-NNN.json]."
     ),
@@ -71,6 +73,7 @@ def run_command(
     from icount import environment, measure_command, results
     from icount.cli.options import (
         check_format,
+        check_sort,
         output_path,
         parse_exit_codes,
         parse_percent,
@@ -78,6 +81,7 @@ def run_command(
     )
 
     check_format(fmt)
+    check_sort(sort)
     spread = parse_percent(max_spread, "--max-spread")
     exits = parse_exit_codes(allow_exit)
     extra_env = environment.parse_env_assignments(env)
@@ -91,7 +95,7 @@ def run_command(
         res = _measure(specs, out, backend, keep_profiles, runs, spread, exits, timeout, quiet)
     finally:
         results.release_unused(out)
-    print_results(res, fmt, width)
+    print_results(res, fmt, width, sort)
 
 
 def _measure(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from icount.cli.options import SORT_HELP
 from icount.errors import UsageError
 
 HELP = """Count the server's user-space instructions per request (fresh processes, median).
@@ -91,6 +92,7 @@ def serve_command(
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/serve-NNN.json]."
     ),
@@ -99,7 +101,13 @@ def serve_command(
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
     from icount import environment, results
-    from icount.cli.options import argv_tail, check_format, output_errors, print_results
+    from icount.cli.options import (
+        argv_tail,
+        check_format,
+        check_sort,
+        output_errors,
+        print_results,
+    )
     from icount.cli.progress import progress
     from icount.serve import cpus as cpus_mod
     from icount.serve import plan as plan_mod
@@ -107,6 +115,7 @@ def serve_command(
     from icount.serve.targets import CmdServer
 
     check_format(fmt)
+    check_sort(sort)
     if cmd is None and (name or path or expect_body or expect_json or expect_header or env):
         raise UsageError("--name, --path, --expect-* and --env go with --cmd")
     server = None
@@ -148,7 +157,7 @@ def serve_command(
         results.release_unused(plan.out)
     if not quiet:
         typer.echo(f"icount: results in {plan.out} (server outputs in {plan.artifacts}/)", err=True)
-    print_results(res, fmt, width)
+    print_results(res, fmt, width, sort)
 
 
 def _explicit(ctx: typer.Context) -> frozenset[str]:

@@ -10,7 +10,14 @@ from typing import Any
 from icount.errors import UsageError
 from icount.numfmt import parse_percent
 
-__all__ = ["check_format", "output_path", "parse_exit_codes", "parse_percent", "print_results"]
+__all__ = [
+    "check_format",
+    "check_sort",
+    "output_path",
+    "parse_exit_codes",
+    "parse_percent",
+    "print_results",
+]
 from icount.tables import FORMATS
 
 
@@ -66,14 +73,25 @@ def argv_tail() -> list[str]:
     return sys.argv[2:]
 
 
-def print_results(res: Any, fmt: str, width: int) -> None:
+SORT_HELP = "Rows as the commands/targets were given (order) or by name."
+
+
+def check_sort(sort: str) -> str:
+    from icount.report import SORTS
+
+    if sort not in SORTS:
+        raise UsageError(f"unknown sort {sort!r}", hint=f"use --sort {'|'.join(SORTS)}")
+    return sort
+
+
+def print_results(res: Any, fmt: str, width: int, sort: str = "order") -> None:
     """Print the results table; exit 5 after it when a cell is not valid."""
     import typer
 
     from icount import report
     from icount.errors import ExitCode
 
-    typer.echo(report.render_results(res, fmt, width), nl=False)
+    typer.echo(report.render_results(res, fmt, width, sort=sort), nl=False)
     invalid = [c for c in res.cells if not c.valid]
     if invalid:
         typer.echo(

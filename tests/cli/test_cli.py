@@ -212,3 +212,23 @@ def test_ctrl_c_pressed_again_and_again_while_a_process_ignores_sigterm(tmp_path
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.count("interrupted") == 1, err
     assert not left, left
+
+
+def test_table_of_several_files_keeps_each_files_order(icount: Icount, tmp_path: Path) -> None:
+    """Rows as each file holds them, file after file: z, a (as the first run was given),
+    then m; --sort name sorts them."""
+
+    def cell(name: str, order: int) -> dict[str, Any]:
+        run = {"value": 10, "valid": True, "reason": None, "detail": None}
+        return {"name": name, "path": "", "backend": "callgrind", "unit": "instructions",
+                "runs_wanted": 1, "max_spread": 0.01, "runs": [run], "order": order}  # fmt: skip
+
+    for name, cells in (("one.json", [cell("a", 1), cell("z", 0)]), ("two.json", [cell("m", 0)])):
+        doc = {"format": "icount-results", "version": 2, "fingerprint": {}, "cells": cells}
+        (tmp_path / name).write_text(json.dumps(doc))
+    for sort, rows in (("order", ["z", "a", "m"]), ("name", ["a", "m", "z"])):
+        done = icount("table", "one.json", "two.json", "-f", "csv", "--sort", sort, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert [line.split(",")[0] for line in done.stdout.splitlines()[1:]] == rows
+    bad = icount("table", "one.json", "--sort", "size", cwd=tmp_path)
+    assert bad.returncode == 2 and "use --sort order|name" in bad.stderr
