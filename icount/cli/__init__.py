@@ -61,6 +61,12 @@ def build_command(name: str) -> Any:
 class _LazyGroup(TyperGroup):
     """Builds a sub-command only when it is invoked (or its --help is asked for)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from icount.cli.fastargs import convert_without_pydantic
+
+        convert_without_pydantic(self.params)  # --version: no pydantic at every start
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
 
@@ -94,8 +100,24 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from icount import __version__
+
+        typer.echo(f"icount {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _icount() -> None:
+def _icount(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        callback=_print_version,
+        help="Print icount's version and exit.",
+    ),
+) -> None:
     """Count user-space instructions of programs and servers (callgrind, perf stat)
     and break down binary sizes (ELF, Mach-O).
 

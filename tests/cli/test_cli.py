@@ -232,3 +232,13 @@ def test_table_of_several_files_keeps_each_files_order(icount: Icount, tmp_path:
         assert [line.split(",")[0] for line in done.stdout.splitlines()[1:]] == rows
     bad = icount("table", "one.json", "--sort", "size", cwd=tmp_path)
     assert bad.returncode == 2 and "use --sort order|name" in bad.stderr
+
+
+def test_version(icount: Icount) -> None:
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    version = tomllib.loads(pyproject.read_text())["project"]["version"]
+    done = icount("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"icount {version}\n", "")
+    assert "--version" in icount("--help").stdout
