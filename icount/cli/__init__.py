@@ -119,7 +119,7 @@ def _icount(
     ),
 ) -> None:
     """Count user-space instructions of programs and servers (callgrind, perf stat)
-    and break down binary sizes (ELF, Mach-O).
+    and break down binary sizes (ELF, Mach-O, WebAssembly).
 
     Exit codes: 0 ok, 2 usage error, 3 regression (compare), 4 missing tool or
     command not launchable, 5 a measurement is invalid, 6 bad input file, 130 interrupted.

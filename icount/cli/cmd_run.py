@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from icount.cli.options import SORT_HELP
+from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
 from icount.errors import UsageError
 
 HELP = """Count the user-space instructions of whole commands (fresh processes, median of --runs).
@@ -28,11 +28,17 @@ A commands file (TOML):
   env = { OMP_NUM_THREADS = "1" }   # optional
 
 Each run is a fresh process in a cleared environment (PATH fixed, LC_ALL=C,
-PYTHONHASHSEED=0), a fresh working directory of fixed length and ASLR off
-(setarch -R). Relative file arguments are resolved against the current directory.
-A cell is valid when every run exits 0 (see --allow-exit) and the spread
-(max-min)/median is below --max-spread. Results (every run's count, the
-environment fingerprint) go to a JSON file; provenance to a file beside it.
+PYTHONHASHSEED=0), an empty working directory of one name (the first free
+/tmp/icount-wNNNNNNN) and ASLR off (setarch -R). Relative file arguments are
+resolved against the current directory. A cell is valid when every run exits 0
+(see --allow-exit) and the spread (max-min)/median is below --max-spread.
+Under callgrind a program that does the same work in every run gives the same
+count every time; runtimes with their own threads or a GC (Go) differ a little
+from run to run, and the table then says "runs differ". Rows come in the order
+the commands were given (--cmd, then --file, then the command after --).
+Results (every run's count, the environment fingerprint) go to a JSON file;
+provenance to a file beside it; each run's stdout and stderr to
+RESULTS.artifacts/NAME/run-N/.
 """
 
 MAX_COMMANDS_BYTES = 1024 * 1024  # a page of TOML
@@ -52,7 +58,7 @@ def run_command(
     name: str = typer.Option(None, "--name", help="Row name for the command after --."),
     cmd: list[str] = typer.Option([], "--cmd", help="NAME=COMMAND LINE (repeatable)."),
     file: Path = typer.Option(None, "--file", help="A TOML file of [[command]] tables."),
-    backend: str = typer.Option("auto", "--backend", help="auto, callgrind or perf."),
+    backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
     runs: int = typer.Option(3, "--runs", min=1, max=1000, help="Fresh processes per command."),
     max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
     allow_exit: str = typer.Option("0", "--allow-exit", help="Accepted exit codes: 0,1 or any."),
@@ -65,7 +71,7 @@ def run_command(
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/run-NNN.json]."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind profiles."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from icount.cli.options import SORT_HELP
+from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
 from icount.errors import UsageError
 
 HELP = """Count the server's user-space instructions per request (fresh processes, median).
@@ -73,8 +73,8 @@ def serve_command(
     ),
     server_cpus: str = typer.Option(None, "--server-cpus", help="CPUs for the server [half]."),
     load_cpus: str = typer.Option(None, "--load-cpus", help="CPUs for the load [other half]."),
-    backend: str = typer.Option("auto", "--backend", help="auto, callgrind or perf."),
-    load: str = typer.Option(None, "--load", help="builtin, h2load, ab, wrk or oha [auto]."),
+    backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
+    load: str = typer.Option(None, "--load", help="builtin, h2load, ab, wrk or oha [builtin]."),
     max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
     max_load: float = typer.Option(None, "--max-load", help="Refuse to start above this load1."),
     thread: int = typer.Option(
@@ -96,7 +96,7 @@ def serve_command(
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/serve-NNN.json]."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:

@@ -74,6 +74,8 @@ def argv_tail() -> list[str]:
 
 
 SORT_HELP = "Rows as the commands/targets were given (order) or by name."
+BACKEND_HELP = "auto (perf where it counts instructions, else callgrind), callgrind or perf."
+FORCE_HELP = "Overwrite --output (and the provenance beside it) if it exists."
 
 
 def check_sort(sort: str) -> str:
