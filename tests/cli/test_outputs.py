@@ -165,3 +165,19 @@ def test_inline_keep_profiles_that_is_a_file(icount: Icount, tmp_path: Path) -> 
     (tmp_path / "afile").touch()
     done = icount("inline", "/bin/true", "/bin/true", "--keep-profiles", "afile", cwd=tmp_path)
     _one_line_error(done, 2, "--keep-profiles afile: cannot make the folder: File exists")
+
+
+@pytest.mark.slow
+def test_a_reused_artifacts_folder_counts_nothing_stale(
+    icount: Icount, tmp_path: Path, need_valgrind: None
+) -> None:
+    """`--keep-profiles -o r.json --force` twice: the second run's count is not the sum
+    with the first's profiles left in r.artifacts (111,311 then 222,622 before)."""
+    counts = []
+    for _ in range(2):
+        done = icount("run", "--backend", "callgrind", "--keep-profiles", "--runs", "1",
+                      "-o", "r.json", "--force", "-q", "-f", "csv", "--", "/bin/true",
+                      cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        counts.append(done.stdout.splitlines()[1].split(",")[4])
+    assert counts[0] == counts[1]
