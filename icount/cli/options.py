@@ -47,16 +47,17 @@ def output_path(explicit: Path | None, stem: str) -> Path:
 
 @contextlib.contextmanager
 def output_errors(out: Path) -> Iterator[None]:
-    """A file beside the results that cannot be written mid-run (the folder became
-    read-only, the disk filled up: a run's artifacts fail first) as one line naming it
-    and saying what was kept, not an internal error."""
+    """A file of the run's artifacts folder that cannot be written mid-run (the folder
+    became read-only, the disk filled up: a run's outputs fail before the results file)
+    as one line naming it and saying what was kept, not an internal error."""
     from icount.errors import OutputError
 
     try:
         yield
     except OSError as e:
         name = e.filename
-        if not isinstance(name, str | Path) or not Path(name).absolute().is_relative_to(out.parent):
+        artifacts = out.with_suffix(".artifacts")
+        if not isinstance(name, str | Path) or not Path(name).absolute().is_relative_to(artifacts):
             raise
         kept = f"the cells finished before it are in {out}" if out.is_file() else "none was saved"
         raise OutputError(

@@ -201,8 +201,8 @@ def holds_measurements(path: Path) -> bool:
     """Whether `path` is an icount results or provenance file: what the -o of a command
     that writes something else (a comparison, a report) must not replace unasked."""
     try:
-        doc = json.loads(read_bounded(path, MAX_RESULTS_BYTES))
-    except (ParseError, ValueError, RecursionError):
+        doc = read_json(path)
+    except ParseError:
         return False
     return isinstance(doc, dict) and doc.get("format") in (FORMAT, PROVENANCE_FORMAT)
 
