@@ -10,6 +10,7 @@ the fingerprint and checked by `icount compare`; the rest is pinned here.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import platform
 import socket
@@ -72,7 +73,7 @@ IFUNC_FLAGS = frozenset(
 )
 
 FIXED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-WORKDIR_PREFIX = "icount-"  # mkdtemp adds 8 characters: every work dir has the same length
+WORKDIR_PREFIX = "icount-"  # then 8 characters: every work dir has the same length
 
 
 def parse_env_assignments(items: Sequence[str]) -> dict[str, str]:
@@ -114,14 +115,44 @@ def clean_env(workdir: Path, extra: Mapping[str, str] | None = None) -> dict[str
     return env
 
 
-def safe_name(name: str, default: str = "unnamed") -> str:
-    """A cell or target name made fit for a directory name."""
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or default
+MAX_NAME_CHARS = 128
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+
+def safe_name(name: str) -> str:
+    """A command's, target's or path's name as one directory name inside an artifacts
+    folder, one-to-one: `a b`, `a_b`, `x+y` and `x_y` get folders of their own, or their
+    profiles and builds would mix. ASCII letters, digits, `-`, `_` and `.` stay; every
+    other byte of the UTF-8 name becomes `+XX` (hex), `+` included, and so does a leading
+    `.` (no `.`, `..` or hidden folder). Not `%`: valgrind expands `%p` in file names."""
+    out = []
+    for i, ch in enumerate(name):
+        if ch in _NAME_CHARS and not (i == 0 and ch == "."):
+            out.append(ch)
+        else:
+            out.extend(f"+{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+    text = "".join(out) or "+"  # the empty name, which no caller lets through
+    if len(text) > MAX_NAME_CHARS:  # a folder name has at most 255 bytes
+        # `+-` follows no escape, so a shortened name is never another's full one
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        text = f"{text[: MAX_NAME_CHARS - 66]}+-{digest}"
+    return text
 
 
 def make_workdir() -> Path:
-    """A fresh working directory whose path always has the same length."""
-    return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))
+    """A fresh, empty working directory whose path is the same from run to run where it
+    can be: the first free /tmp/icount-wNNNNNNN (mkdir is atomic, so concurrent runs
+    take the next). Its length never changes (stack alignment), and nor, mostly, does
+    its name: Python hashes it (it is HOME, and on sys.path for `python -c`), and with
+    random names its counts moved by up to ~900 instructions from run to run."""
+    for i in range(1, 10_000_000):
+        path = Path("/tmp") / f"{WORKDIR_PREFIX}w{i:07d}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+    return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))  # 10 million left over
 
 
 @functools.cache

@@ -46,6 +46,14 @@ class UsageError(IcountError):
     exit_code = ExitCode.USAGE
 
 
+class OutputError(UsageError):
+    """A file icount was asked to write cannot be written: `path` names it."""
+
+    def __init__(self, message: str, *, path: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+
+
 class LaunchError(IcountError):
     """A program could not be started at all: not found, not executable, refused by
     the kernel. `program` is what was asked for."""

@@ -121,7 +121,7 @@ def _measure_cell(
             if progress:
                 progress(f"{spec.name}: run {i + 1}/{opts.runs}", counter.done, counter.total)
             run = measure_once(
-                spec, opts, artifacts / environment.safe_name(spec.name, "command") / f"run-{i + 1}"
+                spec, opts, artifacts / environment.safe_name(spec.name) / f"run-{i + 1}"
             )
             runs.append(run)
             counter.add(1)

@@ -40,6 +40,7 @@ _SUBREAPER: list[bool] = []  # set once: [True] when the prctl succeeded
 # thread starts a process while another looks for orphans, which must not take the
 # new child, not yet registered, for one.
 _REGISTRY_LOCK = threading.RLock()
+_STOPPING: list[bool] = []  # [True] while kill_all runs
 
 DEFAULT_GRACE_S = 5.0
 PIPE_GRACE_S = 5.0  # how long output pipes may stay open after a command exited
@@ -421,12 +422,26 @@ def live() -> list[Child]:
 
 def kill_all(grace_s: float = 2.0) -> None:
     """Stop every child still tracked (and their descendants), and every orphan of
-    theirs icount adopted."""
-    for child in list(_LIVE.values()):
-        child.stop(grace_s=grace_s)
-    orphans = adopted()
-    if orphans:
-        stop_processes(orphans, grace_s)
+    theirs icount adopted: SIGTERM to all of them at once, one grace period for all,
+    then SIGKILL. A call made while another runs (atexit, a signal) returns at once."""
+    if _STOPPING:
+        return
+    _STOPPING.append(True)
+    try:
+        children = list(_LIVE.values())
+        for child in children:
+            child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for child in children:
+            try:
+                child.stop(grace_s=max(deadline - time.monotonic(), 0.0))
+            except (OSError, psutil.Error):  # it went away meanwhile; stop the others
+                _LIVE.pop(child.pid, None)
+        orphans = adopted()
+        if orphans:
+            stop_processes(orphans, max(deadline - time.monotonic(), 0.5))
+    finally:
+        _STOPPING.clear()
 
 
 @contextlib.contextmanager

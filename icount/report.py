@@ -1,8 +1,8 @@
 """Results → tables: the terminal/Markdown table, CSV rows and the JSON document.
 
-Pure functions of Results. Rows are cell names, columns are paths (and backends
-when several are present); an invalid cell shows `-` with a numbered reason under
-the table.
+Pure functions of Results. Rows are cell names, in the order they were asked for
+(or by name), columns are paths (and backends when several are present); an invalid
+cell shows `-` with a numbered reason under the table.
 """
 
 from __future__ import annotations
@@ -12,9 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from icount import numfmt
-from icount.results import UNIT_PER_REQUEST, Cell, Results, results_json
+from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, results_json
 from icount.results.details import ServeDetail
+from icount.results.model import sort_key
 from icount.tables import Column, Table, render, render_csv
+
+SORT_ORDER = "order"  # rows in the order commands and targets were given
+SORT_NAME = "name"
+SORTS = (SORT_ORDER, SORT_NAME)
 
 CSV_HEADER = (
     "name",
@@ -72,11 +77,28 @@ def _recorded_columns(results: Results) -> list[ExtraColumn]:
     return []
 
 
-def build_table(results: Results, extra: Sequence[ExtraColumn] = ()) -> Table:
+def row_names(cells: Sequence[Cell], sort: str = SORT_ORDER) -> list[str]:
+    """The rows' names: in the order the cells were asked for (the order commands and
+    targets were given: `Cell.order`), ties by name; or by name alone."""
+    if sort == SORT_NAME:
+        return sorted({c.name for c in cells})
+    first: dict[str, int] = {}
+    for c in cells:
+        first[c.name] = min(first.get(c.name, c.order), c.order)
+    return sorted(first, key=lambda name: (first[name], name))
+
+
+def _cell_order(sort: str) -> Callable[[Cell], tuple[object, ...]]:
+    return (lambda c: c.key) if sort == SORT_NAME else sort_key
+
+
+def build_table(
+    results: Results, extra: Sequence[ExtraColumn] = (), sort: str = SORT_ORDER
+) -> Table:
     extra = [*_recorded_columns(results), *extra]
     cells = sorted(results.cells, key=lambda c: c.key)
     multi_backend = len({c.backend for c in cells}) > 1
-    names = sorted({c.name for c in cells})
+    names = row_names(cells, sort)
     col_keys = sorted({_column_key(c, multi_backend) for c in cells})
     by_pos = {(c.name, _column_key(c, multi_backend)): c for c in cells}
     single = len(col_keys) == 1
@@ -105,6 +127,12 @@ def build_table(results: Results, extra: Sequence[ExtraColumn] = ()) -> Table:
     table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
     table.notes += counting_notes(cells)
     table.notes += explaining_notes(cells)
+    differ = _runs_that_differ(cells)
+    if differ:
+        table.notes.append(
+            f"runs differ: {differ} (programs with runtime threads, a GC or timers do "
+            "not repeat exactly)"
+        )
     if reasons:
         table.notes.append("not valid:")
         table.notes += reasons
@@ -160,6 +188,18 @@ def explaining_notes(cells: Sequence[Cell]) -> list[str]:
     return notes
 
 
+def _runs_that_differ(cells: Sequence[Cell]) -> str:
+    """'go 10218914-10232596, loop 407921-407923': the valid whole-command cells whose
+    runs did not all give one count, with the exact range (a spread of 0.00% can hide
+    a difference). Per-request cells are left out: their windows are expected to vary
+    a little, and the spread column says by how much."""
+    return ", ".join(
+        f"{c.name} {numfmt.plain(c.summary.min)}-{numfmt.plain(c.summary.max)}"
+        for c in cells
+        if c.unit == UNIT_INSTRUCTIONS and c.valid and c.summary and c.summary.min != c.summary.max
+    )
+
+
 def _cell_text(cell: Cell | None, reasons: list[str]) -> str:
     if cell is None:
         return ""
@@ -170,9 +210,9 @@ def _cell_text(cell: Cell | None, reasons: list[str]) -> str:
     return f"- [{len(reasons)}]"
 
 
-def csv_rows(results: Results) -> list[list[object]]:
+def csv_rows(results: Results, sort: str = SORT_ORDER) -> list[list[object]]:
     rows: list[list[object]] = []
-    for cell in sorted(results.cells, key=lambda c: c.key):
+    for cell in sorted(results.cells, key=_cell_order(sort)):
         s = cell.summary
         rows.append(
             [
@@ -194,10 +234,15 @@ def csv_rows(results: Results) -> list[list[object]]:
 
 
 def render_results(
-    results: Results, fmt: str, width: int = 120, extra: Sequence[ExtraColumn] = ()
+    results: Results,
+    fmt: str,
+    width: int = 120,
+    extra: Sequence[ExtraColumn] = (),
+    sort: str = SORT_ORDER,
 ) -> str:
+    """`sort`: SORT_ORDER (rows as asked for) or SORT_NAME; JSON keeps the file's order."""
     if fmt == "json":
         return results_json(results)
     if fmt == "csv":
-        return render_csv(CSV_HEADER, csv_rows(results))
-    return render(build_table(results, extra), fmt, width)
+        return render_csv(CSV_HEADER, csv_rows(results, sort))
+    return render(build_table(results, extra, sort), fmt, width)

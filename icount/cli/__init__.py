@@ -61,6 +61,12 @@ def build_command(name: str) -> Any:
 class _LazyGroup(TyperGroup):
     """Builds a sub-command only when it is invoked (or its --help is asked for)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from icount.cli.fastargs import convert_without_pydantic
+
+        convert_without_pydantic(self.params)  # --version: no pydantic at every start
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
 
@@ -94,10 +100,26 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from icount import __version__
+
+        typer.echo(f"icount {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _icount() -> None:
+def _icount(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        callback=_print_version,
+        help="Print icount's version and exit.",
+    ),
+) -> None:
     """Count user-space instructions of programs and servers (callgrind, perf stat)
-    and break down binary sizes (ELF, Mach-O).
+    and break down binary sizes (ELF, Mach-O, WebAssembly).
 
     Exit codes: 0 ok, 2 usage error, 3 regression (compare), 4 missing tool or
     command not launchable, 5 a measurement is invalid, 6 bad input file, 130 interrupted.
@@ -110,15 +132,25 @@ def _kill_all() -> None:
     procs.kill_all()
 
 
-def _terminate_as_interrupt(signum: int, frame: object) -> None:
-    # A SIGTERM (CI timeout, `kill`) must clean up like Ctrl-C does.
+_INTERRUPTED: list[int] = []  # the signal that interrupted icount, once one has
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # The first Ctrl-C or SIGTERM (a CI timeout, `kill`) ends the work; the ones after
+    # it (a user pressing Ctrl-C again while icount stops a server that ignores
+    # SIGTERM) must not break off that clean-up: each would print a traceback and
+    # leave the processes it was stopping running.
+    if _INTERRUPTED:
+        return
+    _INTERRUPTED.append(signum)
     raise KeyboardInterrupt
 
 
 def main() -> None:
     import signal
 
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         rc = app(standalone_mode=False)

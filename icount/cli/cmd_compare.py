@@ -91,7 +91,11 @@ def compare_command(
     fail_on_invalid: bool = typer.Option(
         False, "--fail-on-invalid", help="Exit 5 when a cell is invalid or missing."
     ),
-    force: bool = typer.Option(False, "--force", help="Compare despite environment differences."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Compare despite environment differences; let -o replace a results file.",
+    ),
     fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Write the --format output here; the table goes to stdout."
@@ -113,12 +117,8 @@ def compare_command(
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 
     check_format(fmt, (*render.FORMATS, "svg"))
-    if output is not None and any(output.resolve() == f.resolve() for f in files or []):
-        raise UsageError(f"--output {output} is one of the files to compare")
-    if output is not None and any(
-        f.is_dir() and output.resolve().parent == f.resolve() for f in files or []
-    ):
-        raise UsageError(f"--output {output} is inside a folder of results to compare")
+    if output is not None:
+        _check_output(output, files or [], force)
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
     if interleave:
         if files:
@@ -154,6 +154,23 @@ def compare_command(
     failure = model.gate(comparison, fail_on_invalid or interleave)
     if failure is not None:
         raise failure
+
+
+def _check_output(output: Path, files: list[Path], force: bool) -> None:
+    """Before anything is read or measured: -o names a file that can be written, and
+    neither one of the inputs nor, unless --force, another results file."""
+    from icount import results
+
+    if any(output.resolve() == f.resolve() for f in files):
+        raise UsageError(f"--output {output} is one of the files to compare")
+    if any(f.is_dir() and output.resolve().parent == f.resolve() for f in files):
+        raise UsageError(f"--output {output} is inside a folder of results to compare")
+    results.check_writable(output)
+    if not force and results.holds_measurements(output):
+        raise UsageError(
+            f"--output {output} is an icount results file; refusing to replace it",
+            hint="choose another --output, or pass --force",
+        )
 
 
 def _render(comparison: Comparison, fmt: str, width: int) -> str:

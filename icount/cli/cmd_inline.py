@@ -62,7 +62,7 @@ def inline_command(
     check_format(fmt, ("table", "md", "json"))
     share = 0.0 if min_share.strip() in ("0", "0%") else parse_percent(min_share, "--min-share")
     if keep_profiles is not None:
-        keep_profiles.mkdir(parents=True, exist_ok=True)
+        _make_folder(keep_profiles)
     opts = measure.Options(
         event=event,
         top=top,
@@ -84,3 +84,17 @@ def inline_command(
         typer.echo(render.render_json(data), nl=False)
     else:
         typer.echo(render.render_text(data, fmt, width), nl=False)
+
+
+def _make_folder(folder: Path) -> None:
+    """--keep-profiles made before anything runs; a file or an unwritable place is one line."""
+    from icount.errors import OutputError
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(
+            f"--keep-profiles {folder}: cannot make the folder: {e.strerror or e}",
+            path=str(folder),
+            hint="name a folder icount can write",
+        ) from None

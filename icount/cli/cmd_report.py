@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,8 +79,8 @@ def report_command(
         raise UsageError("report takes results, compare or size JSON files (or --compare BASE NEW)")
     if not compare and (threshold or min_delta is not None or force):
         raise UsageError("--threshold, --min-delta and --force need --compare BASE NEW")
-    if output != "-" and any(Path(output).resolve() == f.resolve() for f in inputs):
-        raise UsageError(f"--output {output} is one of the input files")
+    if output != "-":
+        _check_output(Path(output), inputs)
     names = _names(inputs)
     items: list[Input] = []
     if compare:
@@ -98,40 +97,33 @@ def report_command(
         typer.echo(f"icount: report in {output} ({len(items)} sections, {kib:.0f} KiB)", err=True)
 
 
+def _check_output(output: Path, inputs: list[Path]) -> None:
+    """Before any input is read: -o names a file that can be written, and neither an
+    input nor another results file (a report never replaces measurements)."""
+    from icount import results
+    from icount.errors import UsageError
+
+    if any(output.resolve() == f.resolve() for f in inputs):
+        raise UsageError(f"--output {output} is one of the input files")
+    results.check_writable(output)
+    if results.holds_measurements(output):
+        raise UsageError(
+            f"--output {output} is an icount results file; refusing to replace it",
+            hint="choose another --output",
+        )
+
+
 def _names(paths: list[Path]) -> dict[Path, str]:
     """Section names: base names, or the paths as given where base names repeat."""
     bases = [p.name for p in paths]
     return {p: p.name if bases.count(p.name) == 1 else str(p) for p in paths}
 
 
-def _read_json(path: Path) -> Any:
-    from icount.errors import ParseError
-    from icount.results import MAX_RESULTS_BYTES
-
-    src = str(path)
-    try:
-        if path.is_dir():
-            raise ParseError("is a directory, not a JSON file", source=src)
-        if path.stat().st_size > MAX_RESULTS_BYTES:
-            raise ParseError("too large for an icount JSON file", source=src)
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise ParseError("no such file", source=src) from None
-    except OSError as e:
-        raise ParseError(f"cannot read: {e.strerror or e}", source=src) from None
-    except UnicodeDecodeError:
-        raise ParseError("not UTF-8 text; not an icount JSON file", source=src) from None
-    except json.JSONDecodeError as e:
-        raise ParseError(
-            f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg})", source=src
-        ) from None
-
-
 def _load(path: Path, name: str, with_provenance: bool) -> Input:
     from icount import charts, results
     from icount.errors import ParseError
 
-    doc = _read_json(path)
+    doc = results.read_json(path, "JSON file")
     kind = doc.get("format") if isinstance(doc, dict) else None
     if kind == results.FORMAT:
         res = results.load(path)
@@ -149,15 +141,19 @@ def _load(path: Path, name: str, with_provenance: bool) -> Input:
 
 
 def _provenance(path: Path) -> dict[str, Any] | None:
-    from icount.results import provenance_path
+    from icount.errors import ParseError
+    from icount.results import provenance_path, read_json
 
     prov = provenance_path(path)
     if not prov.exists():
         return None
     try:
-        doc = json.loads(prov.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        typer.echo(f"icount: warning: {prov}: unreadable ({e}); the report leaves it out", err=True)
+        doc = read_json(prov, "provenance file")
+    except ParseError as e:
+        why = str(e).removeprefix(f"{prov}: ")
+        typer.echo(
+            f"icount: warning: {prov}: unreadable ({why}); the report leaves it out", err=True
+        )
         return None
     if not isinstance(doc, dict):
         typer.echo(

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
 from icount.errors import UsageError
 
 HELP = """Count the user-space instructions of whole commands (fresh processes, median of --runs).
@@ -29,11 +30,17 @@ A commands file (TOML):
   env = { OMP_NUM_THREADS = "1" }   # optional
 
 Each run is a fresh process in a cleared environment (PATH fixed, LC_ALL=C,
-PYTHONHASHSEED=0), a fresh working directory of fixed length and ASLR off
-(setarch -R). Relative file arguments are resolved against the current directory.
-A cell is valid when every run exits 0 (see --allow-exit) and the spread
-(max-min)/median is below --max-spread. Results (every run's count, the
-environment fingerprint) go to a JSON file; provenance to a file beside it.
+PYTHONHASHSEED=0), an empty working directory of one name (the first free
+/tmp/icount-wNNNNNNN) and ASLR off (setarch -R). Relative file arguments are
+resolved against the current directory. A cell is valid when every run exits 0
+(see --allow-exit) and the spread (max-min)/median is below --max-spread.
+Under callgrind a program that does the same work in every run gives the same
+count every time; runtimes with their own threads or a GC (Go) differ a little
+from run to run, and the table then says "runs differ". Rows come in the order
+the commands were given (--cmd, then --file, then the command after --).
+Results (every run's count, the environment fingerprint) go to a JSON file;
+provenance to a file beside it; each run's stdout and stderr to
+RESULTS.artifacts/NAME/run-N/.
 
 \b
 --shard I/N measures only shard I of N of the commands (the same split on every
@@ -43,6 +50,8 @@ BUILDKITE_PARALLEL_JOB/_COUNT or JOB_COMPLETION_INDEX (Kubernetes, with
 shard files into the session's results. --jobs N runs N commands at once, each
 pinned to its own CPUs (under perf at most one command per CPU).
 """
+
+MAX_COMMANDS_BYTES = 1024 * 1024  # a page of TOML
 
 
 def register(app: typer.Typer) -> None:
@@ -59,7 +68,7 @@ def run_command(
     name: str = typer.Option(None, "--name", help="Row name for the command after --."),
     cmd: list[str] = typer.Option([], "--cmd", help="NAME=COMMAND LINE (repeatable)."),
     file: Path = typer.Option(None, "--file", help="A TOML file of [[command]] tables."),
-    backend: str = typer.Option("auto", "--backend", help="auto, callgrind or perf."),
+    backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
     runs: int = typer.Option(3, "--runs", min=1, max=1000, help="Fresh processes per command."),
     max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
     allow_exit: str = typer.Option("0", "--allow-exit", help="Accepted exit codes: 0,1 or any."),
@@ -68,10 +77,11 @@ def run_command(
         None, "--timeout", min=0.001, help="Seconds per run before it is killed."
     ),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/run-NNN.json]."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind profiles."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
@@ -83,21 +93,18 @@ def run_command(
     ),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, max=64, help="Commands at once."),
 ) -> None:
-    import os
-
-    from icount import backends, environment, measure_command, results, shards
+    from icount import environment, measure_command, results
     from icount.cli.options import (
-        argv_tail,
         check_format,
+        check_sort,
         output_path,
         parse_exit_codes,
         parse_percent,
         print_results,
     )
-    from icount.cli.progress import progress
-    from icount.serve import cpus as cpus_mod
 
     check_format(fmt)
+    check_sort(sort)
     spread = parse_percent(max_spread, "--max-spread")
     exits = parse_exit_codes(allow_exit)
     extra_env = environment.parse_env_assignments(env)
@@ -105,8 +112,36 @@ def run_command(
     base = Path.cwd()
     specs = [measure_command.resolve(s, base) for s in specs]
     out = output_path(output, "run")
-    if out.exists() and not force:
-        raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
+    try:
+        if not force:
+            results.refuse_to_replace(out)
+        res = _measure(specs, out, backend, keep_profiles, runs, spread, exits, timeout, quiet,
+                       shard, shard_total, jobs)  # fmt: skip
+    finally:
+        results.release_unused(out)
+    print_results(res, fmt, width, sort)
+
+
+def _measure(
+    specs: list[Any],
+    out: Path,
+    backend: str,
+    keep_profiles: bool,
+    runs: int,
+    spread: float,
+    exits: frozenset[int] | None,
+    timeout: float | None,
+    quiet: bool,
+    shard: str | None,
+    shard_total: int | None,
+    jobs: int,
+) -> Any:
+    import os
+
+    from icount import backends, environment, measure_command, results, shards
+    from icount.cli.options import argv_tail, output_errors
+    from icount.cli.progress import progress
+    from icount.serve import cpus as cpus_mod
 
     choice = backends.choose(backend)
     counter = backends.create(choice.backend, backends.BackendOptions(keep_profiles=keep_profiles))
@@ -152,13 +187,13 @@ def run_command(
     def save(res: results.Results) -> None:
         results.save(out, res, recorder.finish(extra), overwrite=True)
 
-    with progress(quiet) as cb:
+    with output_errors(out), progress(quiet) as cb:
         res = measure_command.measure(specs, opts, artifacts, cb, on_cell=save, shard=record)
         if not res.cells:  # an empty shard still leaves its file, for the merge to count
             save(res)
     if not quiet:
         typer.echo(f"icount: results in {out} (outputs of each run in {artifacts}/)", err=True)
-    print_results(res, fmt, width)
+    return res
 
 
 def _collect(
@@ -196,15 +231,13 @@ def _load_toml(path: Path, env: dict[str, str]) -> list[Any]:
 
     from icount.errors import ParseError
     from icount.measure_command import CommandSpec
+    from icount.results import read_bounded
 
+    data = read_bounded(path, MAX_COMMANDS_BYTES, ParseError, "a commands file")
     try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ParseError("no such file", source=str(path)) from None
-    except IsADirectoryError:
-        raise ParseError("is a directory, not a commands file", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ParseError(f"cannot read: {e}", source=str(path)) from None
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ParseError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
     except tomllib.TOMLDecodeError as e:
         raise ParseError(f"invalid TOML: {e}", source=str(path)) from None
     entries = doc.get("command")

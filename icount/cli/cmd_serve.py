@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
 from icount.errors import UsageError
 
 HELP = """Count the server's user-space instructions per request (fresh processes, median).
@@ -84,8 +85,8 @@ def serve_command(
     ),
     server_cpus: str = typer.Option(None, "--server-cpus", help="CPUs for the server [half]."),
     load_cpus: str = typer.Option(None, "--load-cpus", help="CPUs for the load [other half]."),
-    backend: str = typer.Option("auto", "--backend", help="auto, callgrind or perf."),
-    load: str = typer.Option(None, "--load", help="builtin, h2load, ab, wrk or oha [auto]."),
+    backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
+    load: str = typer.Option(None, "--load", help="builtin, h2load, ab, wrk or oha [builtin]."),
     max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
     max_load: float = typer.Option(None, "--max-load", help="Refuse to start above this load1."),
     thread: int = typer.Option(
@@ -124,17 +125,24 @@ def serve_command(
         1, "--jobs", "-j", min=1, max=64, help="Cells at once, each on its own CPUs."
     ),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/serve-NNN.json]."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
     import os
 
-    from icount import environment, shards
-    from icount.cli.options import argv_tail, check_format, print_results
+    from icount import environment, results, shards
+    from icount.cli.options import (
+        argv_tail,
+        check_format,
+        check_sort,
+        output_errors,
+        print_results,
+    )
     from icount.cli.progress import progress
     from icount.serve import cpus as cpus_mod
     from icount.serve import plan as plan_mod
@@ -142,6 +150,7 @@ def serve_command(
     from icount.serve.targets import CmdServer
 
     check_format(fmt)
+    check_sort(sort)
     if cmd is None and (name or path or expect_body or expect_json or expect_header or env):
         raise UsageError("--name, --path, --expect-* and --env go with --cmd")
     server = None
@@ -175,15 +184,20 @@ def serve_command(
     plan = plan_mod.prepare(
         request, output=output, resume=resume, force=force, shard=spec, jobs=jobs
     )
-    if not quiet:
-        for line in plan.notes():
-            typer.echo(f"icount: {line}", err=True)
-    recorder = environment.ProvenanceRecorder(["icount", "serve", *argv_tail()])
-    with cpus_mod.pinned_self(plan.cpus.load), progress(quiet) as cb:
-        res = session.run_session(plan, cb, recorder)
+    try:
+        if not force and plan.out != resume:
+            results.refuse_to_replace(plan.out)  # the provenance beside it too
+        if not quiet:
+            for line in plan.notes():
+                typer.echo(f"icount: {line}", err=True)
+        recorder = environment.ProvenanceRecorder(["icount", "serve", *argv_tail()])
+        with output_errors(plan.out), cpus_mod.pinned_self(plan.cpus.load), progress(quiet) as cb:
+            res = session.run_session(plan, cb, recorder)
+    finally:
+        results.release_unused(plan.out)
     if not quiet:
         typer.echo(f"icount: results in {plan.out} (server outputs in {plan.artifacts}/)", err=True)
-    print_results(res, fmt, width)
+    print_results(res, fmt, width, sort)
 
 
 def _explicit(ctx: typer.Context) -> frozenset[str]:

@@ -163,9 +163,9 @@ def _check_output(path: Path, force: bool) -> None:
         raise UsageError(f"--output {path} is a directory", hint="give --output a file name")
     if path.exists() and not force:
         raise UsageError(f"{path} exists; refusing to overwrite it", hint="pass --force")
-    parent = path.parent
-    if parent.exists() and not parent.is_dir():
-        raise UsageError(f"--output {path}: {parent} is not a directory")
+    from icount import results
+
+    results.check_writable(path)  # its folder, a FIFO, /proc: before any file is read
 
 
 def _save(path: Path, res: Results, force: bool) -> None:

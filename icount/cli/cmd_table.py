@@ -17,11 +17,13 @@ Examples:
 
 Files are merged when their cells do not collide (same name, path and backend)
 and their environment fingerprints agree on what moves counts. A folder stands
-for every results file in it. The shard files of one session (--shard I/N) merge
-into exactly what the session run unsharded gives (the same table, CSV and JSON
-bytes), and only when they are all there, each once, of one plan, one environment
-and one icount version; otherwise icount names what differs. One shard file alone
-shows its own cells (and keeps its shard record in --format json).
+for every results file in it. Rows come in the order each file holds them (the order
+its commands or targets were given), file after file; --sort name sorts them by
+name. The shard files of one session (--shard I/N) merge into exactly what the
+session run unsharded gives (the same table, CSV and JSON bytes), and only when they
+are all there, each once, of one plan, one environment and one icount version;
+otherwise icount names what differs. One shard file alone shows its own cells (and
+keeps its shard record in --format json).
 """
 
 
@@ -32,13 +34,17 @@ def register(app: typer.Typer) -> None:
 def table_command(
     files: list[Path] = typer.Argument(..., help="Results JSON files, or folders of them."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv, json or svg."),
+    sort: str = typer.Option(
+        "order", "--sort", help="Rows as each file holds them, file after file (order), or by name."
+    ),
     width: int = typer.Option(120, "--width", help="Table width in characters."),
 ) -> None:
     from icount import report, results
-    from icount.cli.options import check_format
+    from icount.cli.options import check_format, check_sort
     from icount.tables import FORMATS
 
     check_format(fmt, (*FORMATS, "svg"))
+    check_sort(sort)
     loaded = results.load_inputs(files)
     merged = results.merge_inputs(loaded, one_shard=True)
     if merged.shard is not None:
@@ -52,4 +58,4 @@ def table_command(
 
         typer.echo(charts.results_svg(merged), nl=False)
         return
-    typer.echo(report.render_results(merged, fmt, width), nl=False)
+    typer.echo(report.render_results(merged, fmt, width, sort=sort), nl=False)

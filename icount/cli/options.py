@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from icount.errors import UsageError
 from icount.numfmt import parse_percent
 
-__all__ = ["check_format", "output_path", "parse_exit_codes", "parse_percent", "print_results"]
+__all__ = [
+    "check_format",
+    "check_sort",
+    "output_path",
+    "parse_exit_codes",
+    "parse_percent",
+    "print_results",
+]
 from icount.tables import FORMATS
 
 
@@ -36,6 +45,28 @@ def output_path(explicit: Path | None, stem: str) -> Path:
     return results.output_path(explicit, stem)
 
 
+@contextlib.contextmanager
+def output_errors(out: Path) -> Iterator[None]:
+    """A file of the run's artifacts folder that cannot be written mid-run (the folder
+    became read-only, the disk filled up: a run's outputs fail before the results file)
+    as one line naming it and saying what was kept, not an internal error."""
+    from icount.errors import OutputError
+
+    try:
+        yield
+    except OSError as e:
+        name = e.filename
+        artifacts = out.with_suffix(".artifacts")
+        if not isinstance(name, str | Path) or not Path(name).absolute().is_relative_to(artifacts):
+            raise
+        kept = f"the cells finished before it are in {out}" if out.is_file() else "none was saved"
+        raise OutputError(
+            f"cannot write {name}: {e.strerror or e}; {kept}",
+            path=str(name),
+            hint="make room or rerun with another --output",
+        ) from None
+
+
 def argv_tail() -> list[str]:
     """The arguments after `icount COMMAND`, for the provenance."""
     import sys
@@ -43,14 +74,27 @@ def argv_tail() -> list[str]:
     return sys.argv[2:]
 
 
-def print_results(res: Any, fmt: str, width: int) -> None:
+SORT_HELP = "Rows as the commands/targets were given (order) or by name."
+BACKEND_HELP = "auto (perf where it counts instructions, else callgrind), callgrind or perf."
+FORCE_HELP = "Overwrite --output (and the provenance beside it) if it exists."
+
+
+def check_sort(sort: str) -> str:
+    from icount.report import SORTS
+
+    if sort not in SORTS:
+        raise UsageError(f"unknown sort {sort!r}", hint=f"use --sort {'|'.join(SORTS)}")
+    return sort
+
+
+def print_results(res: Any, fmt: str, width: int, sort: str = "order") -> None:
     """Print the results table; exit 5 after it when a cell is not valid."""
     import typer
 
     from icount import report
     from icount.errors import ExitCode
 
-    typer.echo(report.render_results(res, fmt, width), nl=False)
+    typer.echo(report.render_results(res, fmt, width, sort=sort), nl=False)
     invalid = [c for c in res.cells if not c.valid]
     if invalid:
         typer.echo(

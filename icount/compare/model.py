@@ -18,6 +18,7 @@ the medians' ratio, and rule 3 asks that every pair's ratio lie on the same side
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -179,7 +180,8 @@ def _judge(
 def _pct(delta: float, base: float) -> float | None:
     if base == 0:
         return None
-    return delta / abs(base)
+    pct = delta / abs(base)
+    return pct if math.isfinite(pct) else None  # a base of 5e-324 is no base to scale by
 
 
 def _unusable(base: Cell | None, new: Cell | None) -> tuple[Verdict, str] | None:

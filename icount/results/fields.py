@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+MAX_NUMBER = 2.0**63
+
 
 def int_(v: Any, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
@@ -15,7 +17,9 @@ def int_(v: Any, what: str) -> int:
 def num(v: Any, what: str) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise TypeError(f"{what} is not a number")
-    return v
+    if not abs(v) < MAX_NUMBER:  # a count, a size or a fraction: no measurement is 1e300
+        raise ValueError(f"{what} {v!r} is beyond any count icount measures")
+    return abs(v) if v == 0 else v  # -0.0 would be written back as "-0.0"
 
 
 def opt_num(v: Any, what: str) -> float | None:
@@ -55,6 +59,14 @@ def positive_int(v: Any, what: str) -> int:
     if n < 1:
         raise ValueError(f"{what} must be a positive integer")
     return n
+
+
+def spread_limit(v: Any, what: str) -> float:
+    """A cell's --max-spread: the fraction `numfmt.parse_percent` accepts (0 to 10)."""
+    x = num(v, what)
+    if not 0 < x < 10:
+        raise ValueError(f"{what} {x!r} is not a spread limit icount takes (above 0%, below 1000%)")
+    return x
 
 
 def check_extra(extra: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -16,6 +16,7 @@ Format history (bump VERSION and add a line on every change to the layout):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -25,15 +26,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from icount.errors import ResultsFileError, UsageError
+from icount.errors import OutputError, ParseError, ResultsFileError, UsageError
 from icount.jsonout import dumps
 from icount.results.model import Results, sort_key
 
 FORMAT = "icount-results"
+PROVENANCE_FORMAT = "icount-provenance"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
 MAX_RESULTS_BYTES = 256 * 1024 * 1024  # refuse to load absurd files rather than exhaust memory
 MAX_INT = 2**63  # counts beyond int64 are no measurement icount made
+_OUTPUT_HINT = "choose another --output"
 
 
 def to_json(results: Results) -> dict[str, Any]:
@@ -53,21 +56,70 @@ def results_json(results: Results) -> str:
 
 
 def write_atomic(path: Path, text: str, *, overwrite: bool) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
+    """Write via a temporary file and rename, so a reader never sees half a file.
+    OutputError names the file when it cannot be written."""
     if path.exists() and not overwrite:
         raise UsageError(f"{path} exists; refusing to overwrite it", hint="pass --force")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory", hint="name a file to write")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    _check_target(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as e:
+        raise _cannot_write(path, e) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(path, e) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_writable(path: Path) -> None:
+    """What can be known before a long measurement: `path` can be created or replaced
+    (its folder made, a file created in it: a read-only or immutable folder, /proc, a
+    parent that is a file all fail here), and is not a directory, FIFO or device
+    (the rename would replace /dev/null itself)."""
+    _check_target(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise _cannot_write(path, e) from None
+
+
+def _check_target(path: Path) -> None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise _cannot_write(path, e) from None
+    else:
+        if stat.S_ISDIR(st.st_mode):
+            raise OutputError(
+                f"{path} is a directory", path=str(path), hint="give --output a file name"
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(
+                f"{path} is not a regular file (a FIFO, socket or device)",
+                path=str(path),
+                hint="give --output a regular file",
+            )
+
+
+def _cannot_write(path: Path, e: OSError) -> OutputError:
+    why = e.strerror or type(e).__name__
+    # the folder it could not make, say; not the temporary file beside `path`
+    shown = e.filename and Path(e.filename).parent != path.parent
+    where = f" ({e.filename})" if shown else ""
+    return OutputError(f"cannot write {path}: {why}{where}", path=str(path), hint=_OUTPUT_HINT)
 
 
 def _umask() -> int:
@@ -83,26 +135,87 @@ def provenance_path(results_path: Path) -> Path:
 def save(
     path: Path, results: Results, provenance: Mapping[str, Any] | None, *, overwrite: bool
 ) -> None:
-    write_atomic(path, results_json(results), overwrite=overwrite)
-    if provenance is not None:
-        write_atomic(provenance_path(path), dumps(dict(provenance)), overwrite=True)
+    """Write the results file and its provenance. If `path` cannot be written (its
+    folder became read-only, the disk is full), the cells are not lost: they go to a
+    new file in the temporary folder, which the OutputError names."""
+    try:
+        write_atomic(path, results_json(results), overwrite=overwrite)
+        if provenance is not None:
+            write_atomic(provenance_path(path), dumps(dict(provenance)), overwrite=True)
+    except OutputError as e:
+        kept = _save_elsewhere(path, results, provenance)
+        raise OutputError(f"{e.message}; {kept}", path=e.path, hint=e.hint) from None
+
+
+def _save_elsewhere(path: Path, results: Results, provenance: Mapping[str, Any] | None) -> str:
+    n = len(results.cells)
+    what = f"the {n} cell{'s' if n != 1 else ''} measured so far"
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"icount-unsaved-{path.stem}-", suffix=".json")
+        os.close(fd)
+        spare = Path(name)
+        write_atomic(spare, results_json(results), overwrite=True)
+        if provenance is not None:
+            write_atomic(provenance_path(spare), dumps(dict(provenance)), overwrite=True)
+    except (OSError, OutputError) as e:
+        return f"{what} could not be saved elsewhere either ({e})"
+    return f"{what} {'are' if n != 1 else 'is'} in {spare}"
 
 
 def next_free_path(directory: Path, stem: str) -> Path:
-    """icount-results/run-001.json, -002, ...: a default that never overwrites."""
+    """icount-results/run-001.json, -002, ...: a default that never overwrites. The
+    number is reserved by creating the run's artifacts folder (`run-001.artifacts`):
+    mkdir is atomic, so two icount runs started together in one folder never claim the
+    same file. A number whose results, provenance or artifacts exist is skipped."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _cannot_write(directory / f"{stem}-001.json", e) from None
     for i in range(1, 100000):
         candidate = directory / f"{stem}-{i:03d}.json"
-        if not candidate.exists():
-            return candidate
+        if candidate.exists() or provenance_path(candidate).exists():
+            continue
+        try:
+            candidate.with_suffix(".artifacts").mkdir()
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise _cannot_write(candidate, e) from None
+        return candidate
     raise UsageError(f"too many result files in {directory}", hint="pass --output")
 
 
 def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount-results")) -> Path:
-    """The results file to write, made absolute: measured programs run elsewhere."""
+    """The results file to write, made absolute (measured programs run elsewhere), and
+    checked to be writable before anything is measured."""
     path = explicit if explicit is not None else next_free_path(directory, stem)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory", hint="give --output a file name")
+    check_writable(path)
     return path.absolute()
+
+
+def refuse_to_replace(path: Path) -> None:
+    """UsageError when the results file or the provenance beside it exists (without
+    --force neither is replaced)."""
+    for existing in (path, provenance_path(path)):
+        if existing.exists():
+            raise UsageError(f"{existing} exists; refusing to overwrite it", hint="pass --force")
+
+
+def holds_measurements(path: Path) -> bool:
+    """Whether `path` is an icount results or provenance file: what the -o of a command
+    that writes something else (a comparison, a report) must not replace unasked."""
+    try:
+        doc = read_json(path)
+    except ParseError:
+        return False
+    return isinstance(doc, dict) and doc.get("format") in (FORMAT, PROVENANCE_FORMAT)
+
+
+def release_unused(path: Path) -> None:
+    """Remove the artifacts folder `next_free_path` reserved for `path` if nothing was
+    written into it (icount stopped before measuring), so the number is free again."""
+    with contextlib.suppress(OSError):
+        path.with_suffix(".artifacts").rmdir()
 
 
 # ---------------------------------------------------------------- loading
@@ -111,8 +224,8 @@ def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount
 def read_bounded(
     path: Path,
     limit: int,
-    error: type[ResultsFileError] = ResultsFileError,
-    what: str = "results file",
+    error: type[ParseError] = ResultsFileError,
+    what: str = "an icount results file",
 ) -> bytes:
     """The bytes of a regular file of at most `limit` bytes. A FIFO, a device or a
     directory is refused before anything is read from it (a FIFO would block, a
@@ -123,17 +236,17 @@ def read_bounded(
     except FileNotFoundError:
         raise error("no such file", source=src) from None
     except IsADirectoryError:
-        raise error(f"is a directory, not a {what}", source=src) from None
+        raise error(f"is a directory, not {what}", source=src) from None
     except OSError as e:
         raise error(f"cannot read: {e.strerror}", source=src) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
-            raise error(f"is a directory, not a {what}", source=src)
+            raise error(f"is a directory, not {what}", source=src)
         if not stat.S_ISREG(st.st_mode):
             raise error("is not a regular file (a FIFO, socket or device)", source=src)
         if st.st_size > limit:
-            raise error(f"{st.st_size} bytes is too large for a {what}", source=src)
+            raise error(f"{st.st_size} bytes is too large for {what}", source=src)
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(limit + 1)
     finally:
@@ -144,27 +257,33 @@ def read_bounded(
 
 
 def load(path: Path) -> Results:
+    return from_json(read_json(path), str(path))
+
+
+def read_json(path: Path, what: str = "results file") -> Any:
+    """The JSON document in `path`, read as a results file is: a regular file of at most
+    MAX_RESULTS_BYTES, UTF-8, no NaN or infinities, integers within 64 bits, nesting
+    Python can parse; ResultsFileError naming the file otherwise."""
     src = str(path)
-    data = read_bounded(path, MAX_RESULTS_BYTES)
+    data = read_bounded(path, MAX_RESULTS_BYTES, what=f"an icount {what}")
     try:
-        doc = json.loads(
+        return json.loads(
             data.decode("utf-8"),
             parse_constant=_reject_constant,
             parse_float=_finite_float,
             parse_int=_bounded_int,
         )
     except UnicodeDecodeError:
-        raise ResultsFileError("not UTF-8 text; not an icount results file", source=src) from None
+        raise ResultsFileError(f"not UTF-8 text; not an icount {what}", source=src) from None
     except json.JSONDecodeError as e:
         raise ResultsFileError(
             f"not valid JSON (line {e.lineno} column {e.colno}: {e.msg}); truncated or corrupt?",
             source=src,
         ) from None
     except RecursionError:
-        raise ResultsFileError("nested too deeply to be a results file", source=src) from None
+        raise ResultsFileError(f"nested too deeply to be an icount {what}", source=src) from None
     except ValueError as e:  # NaN, infinities, integers beyond int64
-        raise ResultsFileError(f"not a valid results file: {e}", source=src) from None
-    return from_json(doc, src)
+        raise ResultsFileError(f"not a valid {what}: {e}", source=src) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -194,9 +313,9 @@ def from_json(doc: Any, src: str) -> Results:
         raise ResultsFileError(f'not an icount results file (no "format": "{FORMAT}")', source=src)
     version = doc.get("version")
     readers = {1: format_v1.from_json, 2: format_v2.from_json}
-    if isinstance(version, bool) or version not in readers:
+    if isinstance(version, bool) or not isinstance(version, int) or version not in readers:
         raise ResultsFileError(
-            f"results format version {version!r}; this icount reads versions "
+            f"results format version {repr(version)[:40]}; this icount reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))} (a newer icount wrote it?)",
             source=src,
         )

@@ -32,6 +32,7 @@ from icount.results.fields import (
     opt_num,
     opt_str,
     positive_int,
+    spread_limit,
     str_,
 )
 from icount.results.format_v2 import check_stored_statistics
@@ -129,7 +130,7 @@ def _cell(doc: Any) -> Cell:
         ),
         params=params,
         runs_wanted=positive_int(d["runs_wanted"], "cell.runs_wanted"),
-        max_spread=num(d["max_spread"], "cell.max_spread"),
+        max_spread=spread_limit(d["max_spread"], "cell.max_spread"),
         extra=check_extra(obj(d.get("extra", {}), "cell.extra")),
         setup_error=opt_str(d.get("invalid_reason"), "cell.invalid_reason"),
     )

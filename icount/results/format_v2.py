@@ -10,11 +10,11 @@ from icount.results.fields import (
     check_extra,
     int_,
     list_,
-    num,
     obj,
     opt_num,
     opt_str,
     positive_int,
+    spread_limit,
     str_,
 )
 from icount.results.model import UNIT_PER_REQUEST, Cell, Results, Run
@@ -52,7 +52,7 @@ def _cell(doc: Any) -> Cell:
         runs=tuple(_run(r, unit == UNIT_PER_REQUEST) for r in list_(d["runs"], "cell.runs")),
         params=obj(d.get("params", {}), "cell.params"),
         runs_wanted=positive_int(d["runs_wanted"], "cell.runs_wanted"),
-        max_spread=num(d["max_spread"], "cell.max_spread"),
+        max_spread=spread_limit(d["max_spread"], "cell.max_spread"),
         extra=check_extra(obj(d.get("extra", {}), "cell.extra")),
         setup_error=opt_str(d.get("setup_error"), "cell.setup_error"),
         order=int_(d.get("order", 0), "cell.order"),

@@ -77,7 +77,21 @@ def merge_inputs(named: Sequence[tuple[str, Results]], *, one_shard: bool = Fals
                 f"{src} was measured in another environment than {first_src} "
                 f"(differs in {', '.join(diff)}); its counts are not comparable"
             )
-    return merge(named)
+    return merge(one_after_another(named))
+
+
+def one_after_another(named: Sequence[tuple[str, Results]]) -> list[tuple[str, Results]]:
+    """Each file's cells placed after the previous file's, in their own order: the rows
+    of `icount table c.json go.json` are c's, then go's. (Shards keep the order their
+    plan gave them: that is what makes their merge the unsharded session's bytes.)"""
+    from dataclasses import replace
+
+    shifted, offset = [], 0
+    for src, res in named:
+        cells = tuple(replace(c, order=c.order + offset) for c in res.cells)
+        shifted.append((src, replace(res, cells=cells)))
+        offset += max((c.order for c in res.cells), default=-1) + 1
+    return shifted
 
 
 def merge(named: Iterable[tuple[str, Results]]) -> Results:

@@ -54,10 +54,13 @@ from typing import Any
 
 from icount import procs
 from icount.errors import ParseError, RunFailedError
+from icount.results.files import read_bounded
 
 ADAPTERS_ENV = "ICOUNT_ADAPTERS"
 ADAPTER_FILE = "adapter.toml"
 BUILD_TIMEOUT_S = 600.0
+MAX_ADAPTER_BYTES = 1024 * 1024  # an adapter file is a page of TOML
+MAX_TEMPLATE_BYTES = 16 * 1024 * 1024  # a server's config file
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)(?::([^{}]*))?\}")
 _ALLOWED = {"port", "build", "src", "render", "python"}
@@ -214,10 +217,7 @@ def _load_path(s: _Schema, names: set[str]) -> PathSpec:
 def load_adapter(path: Path) -> Adapter:
     """Read and validate an adapter TOML; ParseError(source=path) on any problem."""
     source = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ParseError(f"cannot read adapter: {e.strerror or e}", source=source) from e
+    raw = read_bounded(path, MAX_ADAPTER_BYTES, ParseError, "an adapter file")
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -243,8 +243,13 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
     _check_placeholders(s, "start", start, _ALLOWED)
     for arg in start:
         for m in _PLACEHOLDER.finditer(arg):
-            if m.group(1) == "render" and not (directory / (m.group(2) or "")).is_file():
-                raise s.fail(f"'start' renders {m.group(2)!r}, which is not a file of the adapter")
+            if m.group(1) != "render":
+                continue
+            file = m.group(2) or ""
+            if adapter_file(directory, file) is None:
+                raise s.fail(f"'start' renders {file!r}, which is outside the adapter's folder")
+            if not (directory / file).is_file():
+                raise s.fail(f"'start' renders {file!r}, which is not a file of the adapter")
     requires = s.get("requires", list, [])
     if not all(isinstance(r, str) and r for r in requires):
         raise s.fail("'requires' must be a list of program names")
@@ -292,6 +297,14 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
         warmup_hint=warmup_hint,
         requests=requests,
     )
+
+
+def adapter_file(directory: Path, name: str) -> Path | None:
+    """`name` in the adapter's folder, or None when it leads outside (`../../etc/shadow`,
+    an absolute path, a link out): a shared adapter must not read, and copy into the
+    artifacts, files of the machine that runs it."""
+    path = (directory / name).resolve()
+    return path if path.is_relative_to(directory.resolve()) else None
 
 
 def adapters_dir() -> Path:
@@ -355,11 +368,22 @@ def expand(argv: Sequence[str], *, port: int, build_dir: Path, adapter: Adapter)
     values = _values(adapter, build_dir, port)
 
     def render(name: str) -> Path:
-        template = (adapter.directory / name).read_text(encoding="utf-8")
+        src = adapter_file(adapter.directory, name)  # checked on loading; the file may move
+        if src is None:
+            raise ParseError(
+                f"{{render:{name}}} is outside the adapter's folder {adapter.directory}"
+            )
+        data = read_bounded(src, MAX_TEMPLATE_BYTES, ParseError, "a file to render")
+        try:
+            text = _substitute(data.decode("utf-8"), values)
+        except UnicodeDecodeError as e:
+            raise ParseError(f"not UTF-8 text (byte {e.start})", source=str(src)) from None
+        except ParseError as e:
+            raise ParseError(e.message, source=str(src)) from None
         out = build_dir / Path(name).name
         build_dir.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(out.suffix + ".tmp")
-        tmp.write_text(_substitute(template, values), encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(out)
         return out
 

@@ -73,6 +73,11 @@ def encode_request(host: str, path: PathSpec) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
+def _decimal(text: str) -> bool:
+    # str.isdigit also takes '²' (latin-1 0xB2), which int() refuses
+    return text.isascii() and text.isdigit()
+
+
 def parse_response(data: bytes, *, head_only: bool = False) -> tuple[int, Response] | None:
     """(bytes used, response) for the response at the start of `data`; None if incomplete."""
     end = data.find(b"\r\n\r\n")
@@ -82,7 +87,7 @@ def parse_response(data: bytes, *, head_only: bool = False) -> tuple[int, Respon
         return None
     lines = data[:end].decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not _decimal(parts[1]):
         raise FramingError(f"not an HTTP/1.x status line: {lines[0][:60]!r}")
     status = int(parts[1])
     headers: dict[str, str] = {}
@@ -101,7 +106,7 @@ def parse_response(data: bytes, *, head_only: bool = False) -> tuple[int, Respon
     length_text = headers.get("content-length")
     if head_only or status in (204, 304) or 100 <= status < 200:
         length = 0
-    elif length_text is None or not length_text.isdigit():
+    elif length_text is None or not _decimal(length_text):
         raise FramingError(f"response without a valid Content-Length ({length_text!r})")
     else:
         length = int(length_text)

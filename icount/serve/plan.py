@@ -11,7 +11,6 @@ checking everything that can be checked before a server starts.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -20,7 +19,7 @@ from typing import Any
 
 from icount import backends, environment, results, shards
 from icount.backends import Backend, BackendOptions
-from icount.errors import UsageError
+from icount.errors import ParseError, UsageError
 from icount.numfmt import parse_percent
 from icount.results import UNIT_PER_REQUEST, Results
 from icount.results.merge import plan_differences
@@ -89,8 +88,8 @@ def saved_plan(resume: Path) -> dict[str, Any]:
     """What the session being resumed was asked to do, from the provenance file beside
     it; empty when there is none."""
     try:
-        doc = json.loads(results.provenance_path(resume).read_text())
-    except (OSError, ValueError):
+        doc = results.read_json(results.provenance_path(resume), "provenance file")
+    except ParseError:  # missing, or not a regular file: never read a FIFO
         return {}
     plan = doc.get("plan") if isinstance(doc, dict) else None
     return plan if isinstance(plan, dict) else {}
@@ -314,8 +313,7 @@ def prepare(
         raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
     artifacts = out.with_suffix(".artifacts")
     targets = tuple(
-        Target(a, artifacts / "build" / environment.safe_name(a.name, "target"))
-        for a in chosen.adapters
+        Target(a, artifacts / "build" / environment.safe_name(a.name)) for a in chosen.adapters
     )
     fp = backends.fingerprint(backend, "server")
     job_cpus = cpus_mod.split_jobs(

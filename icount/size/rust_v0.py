@@ -45,10 +45,15 @@ def demangle_v0(name: str) -> str:
         raise ValueError("not a v0 name")
     inner = name[2:].split(".", 1)[0]  # vendor suffixes (.llvm.NNN) are not part of it
     p = _Parser(inner, budget=[MAX_STEPS])
-    if p.peek().isdigit():  # encoding version, only 0 exists
+    if _digit(p.peek()):  # encoding version, only 0 exists
         raise ValueError("unsupported encoding version")
     out = p.path(in_value=True)
     return out
+
+
+def _digit(c: str) -> bool:
+    # not str.isdigit: '²' and '٣' pass it, and would decode as digits 130 and 1587
+    return "0" <= c <= "9"
 
 
 class _Parser:
@@ -97,7 +102,7 @@ class _Parser:
             c = self.next()
             if c == "_":
                 return value + 1
-            if c.isdigit():
+            if _digit(c):
                 d = ord(c) - 48
             elif "a" <= c <= "z":
                 d = ord(c) - 87
@@ -117,7 +122,7 @@ class _Parser:
         start = self.pos
         if self.eat("0"):
             return 0
-        while self.peek().isdigit():
+        while _digit(self.peek()):
             self.pos += 1
         if start == self.pos:
             raise ValueError("bad decimal")

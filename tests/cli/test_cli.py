@@ -162,3 +162,83 @@ def _kids(proc: Any) -> list[Any]:
         return list(proc.children(recursive=True))
     except psutil.Error:
         return []
+
+
+@pytest.mark.slow
+def test_ctrl_c_pressed_again_and_again_while_a_process_ignores_sigterm(tmp_path: Path) -> None:
+    """Eight Ctrl-C presses over the seconds icount takes to stop a command that ignores
+    SIGTERM: one line, exit 130, and nothing left running (each press after the first
+    used to print a traceback; six or more left the processes running)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    if __import__("shutil").which("valgrind") is None:
+        pytest.skip("valgrind is not installed (scripts/setup.sh installs it)")
+    marker = str(3600 + os.getpid() % 1000)  # `sleep MARKER` names this test's processes
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "icount", "run", "--backend", "callgrind",
+         "-o", str(tmp_path / "r.json"), "--", "sh", "-c", f"trap '' TERM; sleep {marker}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+    def ours() -> list[Any]:
+        return [
+            p
+            for p in psutil.process_iter(["cmdline", "status"])
+            if any(marker in a for a in p.info["cmdline"] or [])
+            and p.info["status"] != psutil.STATUS_ZOMBIE
+            and p.pid != os.getpid()
+        ]
+
+    deadline = time.monotonic() + 60
+    while not any("valgrind" in " ".join(p.info["cmdline"]) for p in ours()):
+        assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # the shell has set its trap and started sleep
+    for _ in range(8):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+    _out, err = proc.communicate(timeout=60)
+    left = ours()
+    for p in left:
+        p.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.count("interrupted") == 1, err
+    assert not left, left
+
+
+def test_table_of_several_files_keeps_each_files_order(icount: Icount, tmp_path: Path) -> None:
+    """Rows as each file holds them, file after file: z, a (as the first run was given),
+    then m; --sort name sorts them."""
+
+    def cell(name: str, order: int) -> dict[str, Any]:
+        run = {"value": 10, "valid": True, "reason": None, "detail": None}
+        return {"name": name, "path": "", "backend": "callgrind", "unit": "instructions",
+                "runs_wanted": 1, "max_spread": 0.01, "runs": [run], "order": order}  # fmt: skip
+
+    for name, cells in (("one.json", [cell("a", 1), cell("z", 0)]), ("two.json", [cell("m", 0)])):
+        doc = {"format": "icount-results", "version": 2, "fingerprint": {}, "cells": cells}
+        (tmp_path / name).write_text(json.dumps(doc))
+    for sort, rows in (("order", ["z", "a", "m"]), ("name", ["a", "m", "z"])):
+        done = icount("table", "one.json", "two.json", "-f", "csv", "--sort", sort, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert [line.split(",")[0] for line in done.stdout.splitlines()[1:]] == rows
+    bad = icount("table", "one.json", "--sort", "size", cwd=tmp_path)
+    assert bad.returncode == 2 and "use --sort order|name" in bad.stderr
+
+
+def test_version(icount: Icount) -> None:
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    version = tomllib.loads(pyproject.read_text())["project"]["version"]
+    done = icount("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"icount {version}\n", "")
+    assert "--version" in icount("--help").stdout

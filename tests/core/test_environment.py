@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icount import environment
 from icount.errors import UsageError
@@ -75,3 +77,45 @@ def test_provenance_is_kept_apart() -> None:
     for key in ("started_utc", "host", "load1_before", "load1_after", "steal_pct", "commit"):
         assert key in prov
     assert prov["extra"] == 1
+
+
+# Names as users type them: the collisions the red-team found, and the ones that climb.
+NAMES = ["a b", "a_b", "x+y", "x_y", "a/b", "a%2Fb", "+", "", ".", "..", ".x", "c-O2", "é", "e"]
+
+
+def _folder_checks(name: str, base: Path) -> str:
+    folder = environment.safe_name(name)
+    assert folder not in ("", ".", "..") and "/" not in folder and "\0" not in folder
+    assert "%" not in folder  # valgrind expands %p and %q{} in --callgrind-out-file
+    assert len(folder.encode()) <= 255
+    assert (base / folder).resolve().parent == base.resolve()  # inside the artifacts folder
+    return folder
+
+
+def test_every_name_has_a_folder_of_its_own(tmp_path: Path) -> None:
+    folders = {n: _folder_checks(n, tmp_path) for n in NAMES}
+    assert len(set(folders.values())) == len(NAMES), folders
+    assert folders["c-O2"] == "c-O2" and folders["a_b"] == "a_b"  # plain names stay readable
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(max_size=300), min_size=2, max_size=6, unique=True))
+def test_safe_name_is_one_to_one(names: list[str]) -> None:
+    base = Path("/tmp/icount-artifacts")
+    assert len({_folder_checks(n, base) for n in names}) == len(names)
+
+
+def test_a_work_dir_has_the_same_name_from_run_to_run() -> None:
+    """Python hashes its working directory's name (HOME, sys.path): one name for
+    consecutive runs keeps its counts exact; runs at the same time get names of their own."""
+    first = environment.make_workdir()
+    first.rmdir()
+    again = environment.make_workdir()
+    meanwhile = environment.make_workdir()
+    try:
+        assert again == first and meanwhile != again
+        assert len(str(meanwhile)) == len(str(again))
+        assert again.stat().st_mode & 0o077 == 0  # not readable by others, as mkdtemp made it
+    finally:
+        again.rmdir()
+        meanwhile.rmdir()

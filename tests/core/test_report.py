@@ -3,6 +3,8 @@ check layout and byte-stability, not counting."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,20 @@ def single() -> Results:
         "loop", "", "callgrind", results.UNIT_INSTRUCTIONS, runs, {"argv": ["loop"]}, 3, 0.01
     )
     return Results(FP, (cell,))
+
+
+def commands() -> Results:
+    """Four commands as a user lists them (C, Go, Rust, Python; their cells in another
+    order), Go's runs differing as Go's do: the figures of fib(27) measured here."""
+    given = {"c": [6129542] * 3, "go": [10233032, 10244345, 10239556],
+             "rust": [6320104] * 3, "python": [173584065] * 3}  # fmt: skip
+    cells = [
+        Cell(name, "", "callgrind", results.UNIT_INSTRUCTIONS,
+             tuple(Run(float(v), True, None, CommandDetail(0)) for v in values),
+             {"argv": [name]}, 3, 0.01, order=order)
+        for order, (name, values) in enumerate(given.items())
+    ]  # fmt: skip
+    return Results(FP, tuple(reversed(cells)))
 
 
 CASES = [(name, fmt) for name in ("serve", "run") for fmt in ("table", "md", "csv", "json")]
@@ -92,3 +108,20 @@ def test_notes_say_what_each_figure_sums() -> None:
     assert "root/p/callgrind: the started process only (--processes root)" in notes
     assert "thread/p/callgrind: valgrind thread 2 of the started process only" in notes
     assert not any(n.startswith("single/") for n in notes)  # one process: nothing to say
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "csv"])
+@pytest.mark.parametrize("sort", report.SORTS)
+def test_rows_come_in_the_order_given_or_by_name(fmt: str, sort: str) -> None:
+    text = report.render_results(commands(), fmt, 100, sort=sort)
+    assert_golden(GOLDEN / f"commands-by-{sort}.{fmt}", text)
+    rows = [re.split(r"[\s,|]+", line.strip("| "))[0] for line in text.splitlines()]
+    want = ["c", "go", "rust", "python"] if sort == "order" else ["c", "go", "python", "rust"]
+    assert [r for r in rows if r in want] == want
+
+
+def test_rows_of_version_1_files_keep_their_order_by_name() -> None:
+    """Version-1 files have no order (0 everywhere): rows by name, as that icount printed."""
+    cells = tuple(replace(c, order=0) for c in commands().cells)
+    text = report.render_results(Results(FP, cells), "table", 100)
+    assert text == report.render_results(commands(), "table", 100, sort="name")

@@ -92,9 +92,7 @@ def test_expand_placeholders(tmp_path: Path) -> None:
 
 
 def test_render_writes_the_config_with_the_port(tmp_path: Path) -> None:
-    text = GOOD.replace('start = ["{build}/srv", "--port", "{port}", "--root", "{src}"]',
-                        'start = ["srv", "-c", "{render:srv.conf}"]')  # fmt: skip
-    path = write(tmp_path, text)
+    path = write(tmp_path, RENDERS)
     (path.parent / "srv.conf").write_text("server { listen 127.0.0.1:{port}; root {src}; }\n")
     a = load_adapter(path)
     build = tmp_path / "b"
@@ -104,6 +102,48 @@ def test_render_writes_the_config_with_the_port(tmp_path: Path) -> None:
     assert (build / "srv.conf").read_text() == (
         f"server {{ listen 127.0.0.1:9001; root {a.directory}; }}\n"
     )
+
+
+RENDERS = GOOD.replace('start = ["{build}/srv", "--port", "{port}", "--root", "{src}"]',
+                      'start = ["srv", "-c", "{render:srv.conf}"]')  # fmt: skip
+
+
+def test_a_link_out_of_the_adapter_folder_is_not_rendered(tmp_path: Path) -> None:
+    path = write(tmp_path, RENDERS)
+    (path.parent / "srv.conf").symlink_to("/etc/passwd")
+    with pytest.raises(ParseError, match=r"renders 'srv\.conf', which is outside the adapter's"):
+        load_adapter(path)
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        (b"listen {port}; user {nobody};\n", r"srv\.conf: placeholder '\{nobody\}' cannot"),
+        (b"listen {port};\n\xff\xfe\n", r"srv\.conf: not UTF-8 text \(byte 15\)"),
+        (None, r"srv\.conf: is not a regular file"),  # a FIFO: read, it would block
+        ("link", r"\{render:srv\.conf\} is outside the adapter's folder"),
+    ],
+    ids=["placeholder", "binary", "fifo", "moved-out"],
+)
+def test_a_config_that_fails_to_render_names_its_file(
+    tmp_path: Path, template: bytes | str | None, message: str
+) -> None:
+    import os
+
+    path = write(tmp_path, RENDERS)
+    conf = path.parent / "srv.conf"
+    conf.write_text("listen {port};\n")
+    a = load_adapter(path)
+    conf.unlink()  # what the adapter's folder holds when the server starts
+    if isinstance(template, bytes):
+        conf.write_bytes(template)
+    elif template is None:
+        os.mkfifo(conf)
+    else:
+        conf.symlink_to("/etc/passwd")
+    with pytest.raises(ParseError, match=message):
+        expand(a.start, port=9001, build_dir=tmp_path / "b", adapter=a)
+    assert not (tmp_path / "b" / "srv.conf").exists()
 
 
 @pytest.mark.parametrize(
@@ -121,6 +161,10 @@ def test_render_writes_the_config_with_the_port(tmp_path: Path) -> None:
          "'build[0]' uses placeholder '{port}'"),
         ('start = ["x", "{render:nope.conf}"]\n[[paths]]\nname = "a"\ntarget = "/a"\n',
          "renders 'nope.conf', which is not a file of the adapter"),
+        ('start = ["x", "{render:../../../../etc/shadow}"]\n[[paths]]\nname = "a"\ntarget = "/a"\n',
+         "renders '../../../../etc/shadow', which is outside the adapter's folder"),
+        ('start = ["x", "--conf={render:/etc/passwd}"]\n[[paths]]\nname = "a"\ntarget = "/a"\n',
+         "renders '/etc/passwd', which is outside the adapter's folder"),
         ('start = ["x"]\nstrat = 1\n[[paths]]\nname = "a"\ntarget = "/a"\n',
          "unknown key 'strat'"),
         ('start = ["x"]\n[[paths]]\nname = "a"\ntarget = "a"\n', "must start with '/'"),
@@ -158,7 +202,7 @@ def test_bad_adapter_is_one_parse_error_naming_the_file(
 
 
 def test_unreadable_and_binary_files(tmp_path: Path) -> None:
-    with pytest.raises(ParseError, match="cannot read adapter"):
+    with pytest.raises(ParseError, match=r"adapter\.toml: no such file"):
         load_adapter(tmp_path / "missing" / "adapter.toml")
     path = write(tmp_path, "")
     path.write_bytes(b"\xff\xfe\x00garbage")
@@ -183,8 +227,10 @@ def test_bundled_adapters_all_load() -> None:
     for p in paths:
         a = load_adapter(p)
         assert [x.name for x in a.paths] == ["plaintext", "json"]
-        # python-asyncio runs on {python}, the interpreter running icount: nothing to require
-        assert a.requires or "{python}" in a.start, f"{a.name} must say what it needs"
+        # python-asyncio runs on {python}, the interpreter running icount, and uvicorn and
+        # gunicorn on a virtual environment made from it: nothing to require
+        uses_python = "{python}" in a.start or any("{python}" in step for step in a.build)
+        assert a.requires or uses_python, f"{a.name} must say what it needs"
 
 
 def test_icount_adapters_env_overrides_the_folder(

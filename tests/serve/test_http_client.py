@@ -248,3 +248,18 @@ def test_garbage_status_line(scripted: Callable[..., int]) -> None:
     result = load(port, 2)
     assert result.first_error is not None
     assert "not an HTTP/1.x status line: 'SSH-2.0-OpenSSH_9.2'" in result.first_error
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 2\xb200 OK\r\nContent-Length: 2\r\n\r\nhi",  # latin-1 '²' in the status
+        b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nContent-Length: \xb9\xb2\r\n\r\nhi",
+    ],
+)
+def test_unicode_digits_are_a_framing_error(head: bytes) -> None:
+    from icount.serve.http_client import FramingError, parse_response
+
+    with pytest.raises(FramingError):
+        parse_response(head)

@@ -332,3 +332,34 @@ def test_a_spread_between_windows_is_explained_by_the_functions_behind_it_fake(
         "handle_request -10.0" in n
         for n in notes
     ), notes
+
+
+def test_a_config_that_fails_to_render_invalidates_only_its_cells_fake(
+    fake: Path, tmp_path: Path
+) -> None:
+    """The template of one target is broken by the time its server starts: its cells
+    say which file and why; the other target is measured; the session ends normally."""
+    from icount.serve.plan import ServeRequest
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "adapter.toml").write_text(
+        FAKE_ADAPTER.replace('name = "fake"', 'name = "broken"').replace(
+            '"{port}"]', '"{port}", "-c", "{render:srv.conf}"]'
+        )
+    )
+    (broken / "srv.conf").write_text("listen {port};\n")
+    request = ServeRequest(
+        targets=(str(broken / "adapter.toml"), str(fake)),
+        backend="fake", runs=1, reps=1, requests=20, warmup="0",
+    )  # fmt: skip
+    (broken / "srv.conf").write_text("listen {port}; user {nobody};\n")  # after loading
+    res = _session(request, tmp_path / "r.json")
+    reasons = {c.key_text: c.reason for c in res.cells}
+    assert reasons["fake/plaintext/fake"] is None and reasons["fake/json/fake"] is None
+    for path in ("plaintext", "json"):
+        assert reasons[f"broken/{path}/fake"] == (
+            f"run 1 of 1: cannot start the server: {broken / 'srv.conf'}: "
+            "placeholder '{nobody}' cannot be used here"
+        )
+    assert results.load(tmp_path / "r.json").sorted() == res.sorted()

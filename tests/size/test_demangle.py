@@ -187,3 +187,12 @@ def test_nested_cxx_templates_are_bounded(tmp_path: Path) -> None:
     assert names[0] in labels and names[1] in labels
     if demangle.available():
         assert "foo()" in labels and "core::fmt::write" in labels
+
+
+@pytest.mark.parametrize(
+    "name", ["_RNvCs12³4_5hello4main", "_RNvCs1234_⁵hello4main", "_RNvCs1234_5hello٤main"]
+)
+def test_unicode_digits_are_no_v0_digits(name: str) -> None:
+    """'³' and '٤' pass str.isdigit: they were read as base-62 or decimal digits (the
+    first two names demangled to hello::main, the second raised from int())."""
+    assert demangle.demangle(name) == name

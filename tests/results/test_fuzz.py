@@ -1,0 +1,214 @@
+"""Results files mutated at random: every one loads, or is refused with one
+ResultsFileError; what loads renders in every format, compares with the original and
+with itself, draws, and saves back to a file that loads to the same cells.
+
+The inputs are real files written by icount (fixtures/results/v1, the same files
+rewritten in version 2, fixtures/compare); a mutation replaces one value anywhere in
+the document with a value of another kind or at an edge (-0, -0.0, 1e308, 2**63,
+strings, NaN/Infinity as JSON tokens, deep nesting), drops a key, or cuts the text.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icount import charts, report, results
+from icount.compare import model, render
+from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
+from icount.errors import ResultsFileError
+from tests.support.mutate import replace, slots
+
+ROOT = Path(__file__).resolve().parents[2]
+ORIGINALS = sorted((ROOT / "fixtures" / "results").glob("v*/*.json")) + sorted(
+    (ROOT / "fixtures" / "compare").glob("*.json")
+)
+
+EDGES: list[Any] = [
+    0, -1, 1, 2**63 - 1, -(2**63), 0.5, -0.5, 1e308, -1e308, 5e-324, "", "x", "a b",
+    None, True, False, [], {}, [1], {"a": 1}, "-0", [[[[[]]]]], "\u00b2", 10**18,
+]  # fmt: skip
+RAW_EDGES = ["-0", "-0.0", "0e0", "1e999", "-1e999", "NaN", "Infinity", "-Infinity",
+             "1" * 30, "-" + "9" * 25, "[" * 100000 + "]" * 100000, "1.5e-400"]  # fmt: skip
+MARK = "\u0000icount-fuzz\u0000"
+
+
+def _documents() -> list[tuple[Any, results.Results]]:
+    """(the document, the results it holds) of every original, in both layouts."""
+    docs = []
+    for path in ORIGINALS:
+        doc, res = json.loads(path.read_text()), results.load(path)
+        docs.append((doc, res))
+        if doc.get("version") == 1:  # the same cells in today's layout
+            docs.append((results.to_json(res), res))
+    return docs
+
+
+DOCS = _documents()
+
+
+def _drop(doc: Any, where: tuple[Any, ...]) -> Any:
+    if len(where) == 1:
+        if isinstance(doc, dict):
+            return {k: v for k, v in doc.items() if k != where[0]}
+        return [v for i, v in enumerate(doc) if i != where[0]]
+    head = where[0]
+    if isinstance(doc, dict):
+        return {k: (_drop(v, where[1:]) if k == head else v) for k, v in doc.items()}
+    return [(_drop(v, where[1:]) if i == head else v) for i, v in enumerate(doc)]
+
+
+def _mutate(rng: random.Random) -> tuple[str, results.Results]:
+    """(the text of the mutated file, the results of its original)."""
+    doc, original = DOCS[rng.randrange(len(DOCS))]
+    for _ in range(rng.randint(1, 3)):
+        where = rng.choice(slots(doc))
+        roll = rng.random()
+        if roll < 0.15 and where:
+            doc = _drop(doc, where)
+            continue
+        doc = replace(doc, where, MARK if roll < 0.45 else rng.choice(EDGES))
+    if rng.random() < 0.5:  # the stored statistics left out, so odd values get past them
+        doc = _without_statistics(doc)
+    text = json.dumps(doc, indent=1)
+    if MARK in text:
+        text = text.replace(json.dumps(MARK), rng.choice(RAW_EDGES), 1)
+        text = text.replace(json.dumps(MARK), "0")
+    if rng.random() < 0.05:
+        text = text[: rng.randrange(len(text) + 1)]
+    return text, original
+
+
+STORED = ("median", "min", "max", "spread", "valid", "reason")
+
+
+def _without_statistics(doc: Any) -> Any:
+    cells = doc.get("cells") if isinstance(doc, dict) else None
+    if not isinstance(cells, list):
+        return doc
+    bare = [{k: v for k, v in c.items() if k not in STORED} if isinstance(c, dict) else c
+            for c in cells]  # fmt: skip
+    return {**doc, "cells": bare}
+
+
+def _must_hold(path: Path, original: results.Results) -> None:
+    try:
+        res = results.load(path)
+    except ResultsFileError as e:
+        assert str(path) in str(e) and "\n" not in str(e)
+        return
+    for fmt in ("table", "md", "csv", "json"):
+        _no_unnumbers(report.render_results(res, fmt, 100))
+    limits = parse_thresholds([], DEFAULT_MIN_DELTA)
+    for base, new in ((res, res), (original, res), (res, original)):
+        comparison = model.compare(base, new, limits, [])
+        for fmt in render.FORMATS:
+            _no_unnumbers(render.render_comparison(comparison, fmt, 100))
+        charts.comparison_svg(charts.comparison_from_json(render.to_json(comparison), "x"))
+        model.gate(comparison, True)
+    charts.results_svg(res)
+    again = path.with_name("again.json")
+    results.save(again, res, None, overwrite=True)
+    assert results.load(again).sorted() == res.sorted()
+
+
+@settings(
+    max_examples=int(__import__("os").environ.get("FUZZ_N", "400")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.integers(min_value=0, max_value=2**32))
+def test_mutated_results_files_load_or_are_refused(tmp_path: Path, seed: int) -> None:
+    text, original = _mutate(random.Random(seed))
+    path = tmp_path / "fuzz.json"
+    path.write_text(text)
+    _must_hold(path, original)
+
+
+@pytest.mark.parametrize("raw", RAW_EDGES)
+def test_every_raw_edge_in_every_number_slot_of_a_cell(tmp_path: Path, raw: str) -> None:
+    """The edges the red-team found (-0, infinities, huge integers), in the first
+    numeric slots of the first cell of every original, deterministically."""
+    for doc, original in DOCS:
+        numbers = [w for w in slots(doc) if w[:2] == ("cells", 0) and _is_number(doc, w)]
+        for where in numbers[:12]:
+            edged = _without_statistics(replace(doc, where, MARK))
+            text = json.dumps(edged).replace(json.dumps(MARK), raw)
+            path = tmp_path / "edge.json"
+            path.write_text(text)
+            _must_hold(path, original)
+
+
+def _no_unnumbers(text: str) -> None:
+    """No figure printed is an infinity or NaN ('+inf%' was called a regression)."""
+    words = set(re.findall(r"[A-Za-z]+", text.lower()))
+    assert not words & {"inf", "infinity", "nan"}, text
+
+
+def _is_number(doc: Any, where: tuple[Any, ...]) -> bool:
+    for k in where:
+        doc = doc[k]
+    return isinstance(doc, int | float) and not isinstance(doc, bool)
+
+
+def test_a_comparison_never_prints_an_infinite_change(tmp_path: Path) -> None:
+    """A base median of 5e-324 made the change +inf%, called a regression."""
+    from icount.results import Cell, Results, Run
+    from icount.results.details import CommandDetail
+
+    def cell(value: float) -> Results:
+        runs = tuple(Run(value, True, None, CommandDetail(0)) for _ in range(3))
+        unit = results.UNIT_INSTRUCTIONS
+        return Results({}, (Cell("a", "", "callgrind", unit, runs, {}, 3, 0.01),))
+
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    results.save(base, cell(5e-324), None, overwrite=True)
+    results.save(new, cell(1000.0), None, overwrite=True)
+    comparison = model.compare(
+        results.load(base), results.load(new), parse_thresholds([], DEFAULT_MIN_DELTA)
+    )
+    for fmt in render.FORMATS:
+        _no_unnumbers(render.render_comparison(comparison, fmt, 100))
+    assert comparison.rows[0].delta_pct is None
+
+
+@pytest.mark.parametrize("value", ["1e300", "-1e300", "9.3e18"])
+def test_a_run_value_beyond_64_bits_is_refused(tmp_path: Path, value: str) -> None:
+    doc, _ = DOCS[0]
+    where = next(w for w in slots(doc) if w[-1:] == ("value",) and _is_number(doc, w))
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(replace(doc, where, MARK)).replace(json.dumps(MARK), value))
+    with pytest.raises(ResultsFileError, match="is beyond any count icount measures"):
+        results.load(path)
+
+
+def test_negative_zero_is_read_as_zero(tmp_path: Path) -> None:
+    doc, _ = DOCS[0]
+    where = next(w for w in slots(doc) if w[-1:] == ("max_spread",))
+    for raw in ("-0", "-0.0"):
+        edged = _without_statistics(replace(doc, where, MARK))
+        path = tmp_path / "zero.json"
+        path.write_text(json.dumps(edged).replace(json.dumps(MARK), raw))
+        with pytest.raises(ResultsFileError, match=r"max_spread 0(\.0)? is not a spread limit"):
+            results.load(path)
+    runs = [w for w in slots(doc) if w[-1:] == ("value",) and _is_number(doc, w)]
+    edged = _without_statistics(replace(doc, runs[0], MARK))
+    path.write_text(json.dumps(edged).replace(json.dumps(MARK), "-0.0"))
+    assert '"value": -0' not in results.results_json(results.load(path))
+
+
+@pytest.mark.parametrize("raw", ["1.5", '"17 KiB"', "true", "-1", "1e3", "[]", "null"])
+def test_binary_sizes_must_be_byte_counts(tmp_path: Path, raw: str) -> None:
+    doc, _ = next(d for d in DOCS if "binary_bytes" in json.dumps(d[0]))
+    where = next(w for w in slots(doc) if w[-1:] == ("binary_bytes",))
+    path = tmp_path / "size.json"
+    path.write_text(json.dumps(replace(doc, where, MARK)).replace(json.dumps(MARK), raw))
+    with pytest.raises(ResultsFileError, match=r"cell\.extra\.binary_bytes"):
+        results.load(path)
