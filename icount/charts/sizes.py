@@ -145,19 +145,23 @@ def squarify(
             row.append(areas[j])
             j += 1
         s = sum(row)
+        # The last tile of a strip ends where the strip does, and the last strip fills
+        # what is left: dividing a tiny area by a tiny width can overshoot the box by
+        # rounding (200.0000064 in a 200-high box).
+        last_strip = j == len(areas)
         if w >= h:  # a column along the left edge
-            cw = s / h if h else 0.0
+            cw = w if last_strip else (s / h if h else 0.0)
             yy = y
-            for a in row:
-                rh = a / cw if cw else 0.0
+            for k, a in enumerate(row):
+                rh = (y + h - yy) if k == len(row) - 1 else (a / cw if cw else 0.0)
                 out.append((x, yy, cw, rh))
                 yy += rh
             x, w = x + cw, w - cw
         else:  # a row along the top edge
-            rh = s / w if w else 0.0
+            rh = h if last_strip else (s / w if w else 0.0)
             xx = x
-            for a in row:
-                cw = a / rh if rh else 0.0
+            for k, a in enumerate(row):
+                cw = (x + w - xx) if k == len(row) - 1 else (a / rh if rh else 0.0)
                 out.append((xx, y, cw, rh))
                 xx += cw
             y, h = y + rh, h - rh
