@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from icount import numfmt
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, results_json
-from icount.results.details import ServeDetail
+from icount.results.details import COLD_START, ServeDetail
 from icount.results.model import sort_key
 from icount.tables import Column, Table, render, render_csv
 
@@ -53,9 +53,16 @@ def _column_key(cell: Cell, multi_backend: bool) -> str:
 def _unit_title(cells: Sequence[Cell]) -> str:
     if not cells:  # a shard the plan gave no cell, or a session interrupted before any
         return "no cells"
-    units = sorted({c.unit for c in cells})
+    cold = {c.unit for c in cells if c.path == COLD_START}
+    units = sorted({c.unit for c in cells if c.path != COLD_START})
     backends = sorted({c.backend for c in cells})
     what = "instructions per request" if units == [UNIT_PER_REQUEST] else ", ".join(units)
+    if cold:  # cold-start cells of icount serve --cold-start: a count, not per request
+        what = (
+            f"{what}; cold-start: instructions from exec to the first answer"
+            if units
+            else ("cold-start: instructions from exec to the first answer")
+        )
     return f"{what} ({', '.join(backends)})"
 
 

@@ -107,6 +107,12 @@ def serve_command(
         help="callgrind: warm up with instrumentation on (~5x slower; the counts are the "
         "same) instead of off until the first window.",
     ),
+    cold_start: bool = typer.Option(
+        False,
+        "--cold-start",
+        help="Also count each target's cold start: the instructions from exec to its first "
+        "correct answer (a cell of its own, path cold-start).",
+    ),
     idle_seconds: float = typer.Option(
         1.0,
         "--idle-seconds",
@@ -172,6 +178,7 @@ def serve_command(
         processes=processes,
         warmup_instrumented=warmup_instrumented,
         idle_seconds=idle_seconds,
+        cold_start=cold_start,
         keep_profiles=keep_profiles,
         server_cpus=server_cpus,
         load_cpus=load_cpus,

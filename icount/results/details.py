@@ -17,6 +17,8 @@ from icount.results.fields import int_, list_, num, obj, str_
 WINDOW_DUMPS = "dump"  # callgrind: between two profile dumps through vgdb
 WINDOW_DIFFERENTIAL = "differential"  # callgrind: two whole lifetimes, N and 2N requests
 WINDOW_FIFO = "fifo"  # perf: enable/disable on perf stat's control fifo
+WINDOW_COLD_START = "cold-start"  # from exec to the first correct answer (--cold-start)
+COLD_START = "cold-start"  # the path of a target's cold-start cell
 
 
 class CommandParams(TypedDict):
@@ -42,6 +44,9 @@ class ServeParams(TypedDict, total=False):
     load_cpus: list[int]
     thread: int | None
     perf_event: str
+    processes: str
+    kind: str  # "cold-start" for a cold-start cell; absent for per-request cells
+    idle_seconds: float
     request_bytes: int | None
     request_sha256: str | None
 
@@ -170,12 +175,13 @@ def request_params(request: RequestIdentity | None) -> dict[str, Any]:
 # ------------------------------------------------------------------ reading (version 2)
 
 
-def detail_from_json(doc: Any, unit_is_per_request: bool) -> Detail:
-    """A version-2 detail object back into its type (TypeError/KeyError when malformed)."""
+def detail_from_json(doc: Any) -> Detail:
+    """A version-2 detail object back into its type (TypeError/KeyError when malformed):
+    a server's run has its `window`, a command's its `exit`."""
     if doc is None:
         return None
     d = obj(doc, "run.detail")
-    if not unit_is_per_request:
+    if "window" not in d:
         processes = d.get("processes")
         return CommandDetail(
             int_(d["exit"], "detail.exit"),

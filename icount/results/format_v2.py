@@ -17,7 +17,7 @@ from icount.results.fields import (
     spread_limit,
     str_,
 )
-from icount.results.model import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results.model import Cell, Results, Run
 from icount.results.shard import shard_from_json
 
 
@@ -31,13 +31,13 @@ def from_json(doc: dict[str, Any]) -> Results:
     )
 
 
-def _run(doc: Any, per_request: bool) -> Run:
+def _run(doc: Any) -> Run:
     d = obj(doc, "run")
     return Run(
         value=opt_num(d["value"], "run.value"),
         valid=bool_(d["valid"], "run.valid"),
         reason=opt_str(d.get("reason"), "run.reason"),
-        detail=detail_from_json(d.get("detail"), per_request),
+        detail=detail_from_json(d.get("detail")),
     )
 
 
@@ -49,7 +49,7 @@ def _cell(doc: Any) -> Cell:
         path=str_(d["path"], "cell.path"),
         backend=str_(d["backend"], "cell.backend"),
         unit=unit,
-        runs=tuple(_run(r, unit == UNIT_PER_REQUEST) for r in list_(d["runs"], "cell.runs")),
+        runs=tuple(_run(r) for r in list_(d["runs"], "cell.runs")),
         params=obj(d.get("params", {}), "cell.params"),
         runs_wanted=positive_int(d["runs_wanted"], "cell.runs_wanted"),
         max_spread=spread_limit(d["max_spread"], "cell.max_spread"),

@@ -85,6 +85,9 @@ class PathSpec:
     expect: Expect
     http_method: str = "GET"
     request_headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    # a cold-start cell (--cold-start): the instructions from exec to the first correct
+    # answer to this request, not per request
+    cold_start: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,11 @@ from icount.backends import Backend, BackendOptions
 from icount.errors import ParseError, UsageError
 from icount.numfmt import parse_percent
 from icount.results import UNIT_PER_REQUEST, Results
+from icount.results.details import COLD_START
 from icount.results.merge import plan_differences
 from icount.results.shard import ShardRecord
 from icount.serve import cpus as cpus_mod
-from icount.serve.adapter import Adapter
+from icount.serve.adapter import Adapter, PathSpec
 from icount.serve.runs import IDLE_SECONDS, CellOptions
 from icount.serve.server import Target
 from icount.serve.targets import CmdServer, choose_targets
@@ -55,6 +56,7 @@ class ServeRequest:
     load_cpus: str | None = None
     max_load: float | None = None
     idle_seconds: float = IDLE_SECONDS  # an idle window after each run's reps; 0: none
+    cold_start: bool = False  # a cold-start cell per target besides its paths
 
     def to_json(self, adapters: tuple[Target, ...]) -> dict[str, Any]:
         """The plan as the provenance records it (targets as absolute adapter paths)."""
@@ -81,6 +83,7 @@ RESUMED_OPTIONS = (
     "processes",
     "warmup_instrumented",
     "idle_seconds",
+    "cold_start",
 )
 
 
@@ -176,6 +179,15 @@ class Plan:
     @property
     def artifacts(self) -> Path:
         return self.out.with_suffix(".artifacts")
+
+    def paths(self, target: Target) -> tuple[PathSpec, ...]:
+        """The cells of a target: its paths, and with --cold-start one more, counted from
+        exec to the first correct answer to its first path."""
+        paths = target.adapter.paths
+        if not self.request.cold_start:
+            return paths
+        first = paths[0]
+        return (*paths, replace(first, name=COLD_START, cold_start=True))
 
     @property
     def job_cpus(self) -> cpus_mod.JobCpus:
@@ -348,7 +360,11 @@ def prepare(
         record = shards.make_record("serve", session.planned_cells(plan), shard)
         plan = replace(plan, shard=record, shard_spec=shard, start=Results(fp, (), record))
     if previous is not None:
-        foreign = sorted(c.key_text for c in previous.cells if c.unit != UNIT_PER_REQUEST)
+        foreign = sorted(
+            c.key_text
+            for c in previous.cells
+            if c.unit != UNIT_PER_REQUEST and c.path != COLD_START
+        )
         if foreign:
             raise UsageError(
                 "the file to resume holds cells that are not from icount serve "

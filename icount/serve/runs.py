@@ -37,6 +37,7 @@ from pathlib import Path
 from icount.backends import Backend
 from icount.backends.protocol import Server
 from icount.results.details import (
+    WINDOW_COLD_START,
     WINDOW_DIFFERENTIAL,
     IdleCount,
     Lifetimes,
@@ -55,7 +56,9 @@ from icount.serve.server import (
     RunInvalid,
     Target,
     check_alive,
+    first_correct_answer,
     running_server,
+    started_server,
     verify,
     with_server_state,
 )
@@ -298,6 +301,35 @@ def _differential(
         lifetimes=Lifetimes((n, 2 * n), (one, two)),
     )
     return detail, (round(result.rps, 1),)
+
+
+def measure_cold_start(
+    target: Target, path: PathSpec, opts: CellOptions, run_dir: Path, note: Note
+) -> RunOutcome:
+    """A cold start: the instructions a fresh server executes from exec to its first
+    correct answer to `path` (every process, the dynamic loader and start-up included),
+    counted by a backend counting from exec. One figure per run."""
+    from icount.serve.http_client import encode_request
+
+    try:
+        with started_server(target, opts.backend, opts.cpus.server, run_dir, whole_life=True) as (
+            server,
+            port,
+        ):
+            note(f"cold start: asking {path.request_target} until it answers")
+            first_correct_answer(server, port, path, target.adapter.ready_timeout_s)
+            count = server.close_window()  # no window was opened: counted since exec
+            check_alive(server)
+    except RunInvalid as e:
+        return RunOutcome(None, str(e), None, None)
+    shares = tuple(ProcessShare(i, p.role, p.instructions) for i, p in enumerate(count.processes))
+    detail = ServeDetail(
+        WINDOW_COLD_START,
+        0,
+        (Rep(count.instructions, 1, shares),),
+        request_identity(encode_request(HOST, path)),
+    )
+    return RunOutcome(float(count.instructions), None, detail, None, (), (count.functions,))
 
 
 def measure_run(

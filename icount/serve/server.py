@@ -168,6 +168,61 @@ def verify(server: Server, port: int, path: PathSpec, timeout: float) -> None:
         raise RunInvalid(f"wrong answer from {path.request_target}: {diff}")
 
 
+def first_correct_answer(server: Server, port: int, path: PathSpec, timeout_s: float) -> int:
+    """Ask `path` until the server answers it correctly; the attempts it took. Refused
+    connections do not reach the server; wrong answers (a 503 while it starts) do, and
+    are part of what a cold start costs."""
+    from icount.serve.adapter import check_response
+    from icount.serve.http_client import fetch
+
+    deadline = time.monotonic() + timeout_s
+    attempts = 0
+    last = "no answer"
+    while True:
+        why = gone(server)
+        if why:
+            raise RunInvalid(f"{why} before it answered {path.request_target}")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RunInvalid(
+                f"the server did not answer {path.request_target} correctly within "
+                f"{timeout_s:g} s ({last}; raise [ready] timeout_s in the adapter)"
+            )
+        try:
+            resp = fetch(HOST, port, path, timeout_s=max(left, 0.1))
+        except (OSError, RunFailedError) as e:
+            last = str(e)[:120]
+            time.sleep(READY_POLL_S)
+            continue
+        attempts += 1
+        diff = check_response(path.expect, resp.status, resp.headers, resp.body)
+        if diff is None:
+            return attempts
+        last = f"wrong answer: {diff}"
+        time.sleep(READY_POLL_S)
+
+
+@contextlib.contextmanager
+def started_server(
+    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, whole_life: bool
+) -> Iterator[tuple[Server, int]]:
+    """A started server, not waited for: yields (server, port); stops it and removes its
+    working directory whatever happens."""
+    workdir = environment.make_workdir()
+    port = free_port()
+    server: Server | None = None
+    try:
+        server = _start(target, backend, cpus, run_dir, workdir, port, whole_life)
+        yield server, port
+    except RunFailedError as e:
+        raise RunInvalid(with_server_state(server, str(e))) from None
+    finally:
+        if server is not None:
+            server.stop()
+            server.cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def running_server(
     target: Target,
@@ -181,17 +236,6 @@ def running_server(
     directory whatever happens; a RunFailedError inside (a window that failed, a client
     that could not connect) ends the run with the server's state. The caller checks
     that the server is still alive at the end of its work."""
-    workdir = environment.make_workdir()
-    port = free_port()
-    server: Server | None = None
-    try:
-        server = _start(target, backend, cpus, run_dir, workdir, port, whole_life)
+    with started_server(target, backend, cpus, run_dir, whole_life) as (server, port):
         _wait_ready(server, port, target.adapter, note)
         yield server, port
-    except RunFailedError as e:
-        raise RunInvalid(with_server_state(server, str(e))) from None
-    finally:
-        if server is not None:
-            server.stop()
-            server.cleanup()
-        shutil.rmtree(workdir, ignore_errors=True)

@@ -21,13 +21,13 @@ from typing import Any
 from icount import environment, jobs, results
 from icount.errors import RunFailedError, UsageError
 from icount.progress import Progress
-from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import ServeDetail, ServeParams, request_params
 from icount.serve import cpus as cpus_mod
 from icount.serve import spread
 from icount.serve.adapter import Adapter, PathSpec
 from icount.serve.plan import Plan
-from icount.serve.runs import CellOptions, WindowMethod, measure_run
+from icount.serve.runs import CellOptions, WindowMethod, measure_cold_start, measure_run
 from icount.serve.server import Target
 from icount.serve.targets import binary_sizes
 from icount.shards import PlannedCell
@@ -79,6 +79,7 @@ def cell_params(path: PathSpec, opts: CellOptions) -> ServeParams:
         "reps": opts.reps,
         "request_target": path.request_target,
         "http_method": path.http_method,
+        **({"kind": "cold-start"} if path.cold_start else {}),
         "server_cpus": list(opts.cpus.server),
         "load_cpus": list(opts.cpus.load),
     }
@@ -106,7 +107,7 @@ def planned_cells(plan: Plan) -> list[PlannedCell]:
         digest = target_digest(t.adapter)
         warmup = opts.warmup if opts.warmup is not None else 2 * opts.requests
         cost = opts.runs * (warmup + opts.reps * opts.requests)
-        for p in t.adapter.paths:
+        for p in plan.paths(t):
             params: dict[str, Any] = dict(cell_params(p, opts))
             del params["server_cpus"], params["load_cpus"]
             identity = {**params, "runs": opts.runs, "max_spread": opts.max_spread,
@@ -133,7 +134,7 @@ def check_resume(previous: Results, plan: Plan) -> None:
     planned = {
         (t.adapter.name, p.name, plan.backend.name): cell_params(p, plan.options(t))
         for t in plan.targets
-        for p in t.adapter.paths
+        for p in plan.paths(t)
     }
     for cell in previous.cells:
         want = planned.get(cell.key)
@@ -235,9 +236,11 @@ def _measure_cell(
             eta = _eta(history, opts.runs - i)
             safe = environment.safe_name
             run_dir = plan.artifacts / "runs" / safe(t.adapter.name) / safe(p.name) / f"run-{i + 1}"
-            outcome = measure_run(
-                t, p, opts, run_dir, state.window, functools.partial(note, head, eta)
-            )
+            noted = functools.partial(note, head, eta)
+            if p.cold_start:
+                outcome = measure_cold_start(t, p, opts, run_dir, noted)
+            else:
+                outcome = measure_run(t, p, opts, run_dir, state.window, noted)
             if state.window is None:
                 state.window = outcome.window
             state.client_rps.setdefault(key, []).append(list(outcome.client_rps))
@@ -265,7 +268,7 @@ def _measure_cell(
         name=t.adapter.name,
         path=p.name,
         backend=backend,
-        unit=UNIT_PER_REQUEST,
+        unit=UNIT_INSTRUCTIONS if p.cold_start else UNIT_PER_REQUEST,
         runs=tuple(runs),
         params=params,
         runs_wanted=opts.runs,
@@ -291,13 +294,13 @@ def run_session(
     done_keys = {c.key for c in plan.start.cells}
     order = {
         (t.adapter.name, p.name): i
-        for i, (t, p) in enumerate((t, p) for t in plan.targets for p in t.adapter.paths)
+        for i, (t, p) in enumerate((t, p) for t in plan.targets for p in plan.paths(t))
     }
     mine = None if plan.shard is None else {e.key for e in plan.shard.assigned()}
     todo = [
         (t, p)
         for t in plan.targets
-        for p in t.adapter.paths
+        for p in plan.paths(t)
         if (t.adapter.name, p.name, backend) not in done_keys
         and (mine is None or (t.adapter.name, p.name, backend) in mine)
     ]

@@ -121,3 +121,26 @@ def test_a_failed_ptrace_preflight_switches_to_the_differential_method(
     windows, _, _ = per_request(make_adapter, tmp_path, K, 1, requests=100)
     # the two methods agree on the same server (the dump windows carry +27 per window)
     assert abs(value - windows) <= 0.001 * windows, (value, windows)
+
+
+@pytest.mark.slow
+def test_a_cold_start_counts_exactly_the_first_request_beyond_start_up(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    """From exec to the first correct answer: start-up plus exactly one request, so K and
+    2K of c-epoll's loop move the figure by 2K, whatever start-up costs."""
+    from icount.serve.runs import measure_cold_start
+
+    values = []
+    for loop in (K, 2 * K):
+        adapter = load_adapter(make_adapter(f"cold-{loop}", "--loop", str(loop)))
+        split = cpus_mod.split(None, None)
+        opts = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1)
+        with cpus_mod.pinned_self(split.load):
+            target = Target(adapter, tmp_path / "build")
+            run_dir = tmp_path / f"cold-{loop}"
+            outcome = measure_cold_start(target, adapter.paths[0], opts, run_dir, lambda t: None)
+        assert outcome.reason is None and outcome.value is not None, outcome.reason
+        values.append(outcome.value)
+    assert values[0] > 100_000  # the dynamic loader, libc's start, the server's set-up
+    assert abs((values[1] - values[0]) - LOOP_COST) <= 0.001 * LOOP_COST, values

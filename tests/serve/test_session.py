@@ -363,3 +363,35 @@ def test_a_config_that_fails_to_render_invalidates_only_its_cells_fake(
             "placeholder '{nobody}' cannot be used here"
         )
     assert results.load(tmp_path / "r.json").sorted() == res.sorted()
+
+
+def test_a_cold_start_cell_counts_from_exec_to_the_first_correct_answer_fake(
+    fake: Path, tmp_path: Path
+) -> None:
+    """--cold-start adds a cell per target: one figure per fresh server, not per request."""
+    from icount.results import UNIT_INSTRUCTIONS
+    from icount.results.details import ServeDetail
+    from icount.serve.plan import ServeRequest
+
+    request = ServeRequest(targets=(str(fake),), backend="fake", runs=2, reps=1, requests=20,
+                           warmup="0", idle_seconds=0, cold_start=True)  # fmt: skip
+    res = _session(request, tmp_path / "r.json")
+    cold = next(c for c in res.cells if c.path == "cold-start")
+    assert cold.unit == UNIT_INSTRUCTIONS and cold.params["kind"] == "cold-start"
+    # the first request is the first correct answer: 800, and 27 for closing the count
+    assert cold.values == [827.0, 827.0] and cold.valid
+    detail = cold.runs[0].detail
+    assert isinstance(detail, ServeDetail) and detail.window == "cold-start"
+    assert [c.path for c in sorted(res.cells, key=lambda c: c.order)] == [
+        "plaintext",
+        "json",
+        "cold-start",
+    ]
+    assert results.load(tmp_path / "r.json").sorted() == res.sorted()  # saved and read back
+    assert "cold-start: instructions from exec to the first answer" in report_title(res)
+
+
+def report_title(res: results.Results) -> str:
+    from icount import report
+
+    return report.build_table(res).title

@@ -106,7 +106,9 @@ class _HTTP(socketserver.ThreadingTCPServer):
 class FakeServer:
     """A server whose count is the sum of its requests' constructed costs."""
 
-    def __init__(self, argv: Sequence[str], run_dir: Path, config: FakeConfig) -> None:
+    def __init__(
+        self, argv: Sequence[str], run_dir: Path, config: FakeConfig, whole_life: bool = False
+    ) -> None:
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         self.config = config
@@ -118,7 +120,8 @@ class FakeServer:
         self.requests = 0
         self.total = 0.0
         self.by_function: dict[str, float] = {}
-        self._window_start: float | None = None
+        # counting from the start (a cold start, a lifetime) is a window open from birth
+        self._window_start: float | None = 0.0 if whole_life else None
         self.opened_at = 0.0
         self.close_latency_s = 0.0
         self.windows = 0
@@ -237,4 +240,4 @@ class FakeBackend:
         cpus: Sequence[int],
         whole_life: bool = False,
     ) -> Server:
-        return FakeServer(argv, run_dir, self.config)
+        return FakeServer(argv, run_dir, self.config, whole_life)
