@@ -33,9 +33,11 @@ that exits, or a spread over runs >= --max-spread makes the cell '-' with the re
 callgrind windows are taken by callgrind dumps through vgdb (differential method
 over two lifetimes where ptrace is not allowed); perf windows by enable/disable on
 perf stat's control fifo. One server process serves one path (no cross-path state).
-Work driven by wall time (nginx's clock refresh) grows with time, not requests.
---warmup auto warms up with windows of --requests until two in a row agree within a
-quarter of --max-spread (at most 30 windows) and records how many requests it took.
+--warmup auto probes with counted windows of --requests between cheap warm-ups that
+double, until two probes in a row agree within half of --max-spread (capped at 200,000
+requests and 900 s), and records the curve; reps that fall window after window mark a
+run as still warming up. An idle window after the reps (--idle-seconds) counts the
+work the clock drives; a spread between windows names the functions behind it.
 
 \b
 --shard I/N measures only shard I of N of the session's cells, the same split on
@@ -62,6 +64,12 @@ def serve_command(
     expect_status: int = typer.Option(200, "--expect-status", help="--cmd: expected status."),
     expect_body: str = typer.Option(None, "--expect-body", help="--cmd: exact expected body."),
     expect_json: str = typer.Option(None, "--expect-json", help="--cmd: expected JSON body."),
+    path_body: list[str] = typer.Option(
+        [], "--path-body", help="--cmd: NAME=BODY, one --path's own exact body (repeatable)."
+    ),
+    path_json: list[str] = typer.Option(
+        [], "--path-json", help="--cmd: NAME=JSON, one --path's own JSON body (repeatable)."
+    ),
     expect_header: list[str] = typer.Option(
         [], "--expect-header", help="--cmd: 'Name: value' required (repeatable)."
     ),
@@ -157,12 +165,14 @@ def serve_command(
 
     check_format(fmt)
     check_sort(sort)
-    if cmd is None and (name or path or expect_body or expect_json or expect_header or env):
-        raise UsageError("--name, --path, --expect-* and --env go with --cmd")
+    given = (name, path, path_body, path_json, expect_body, expect_json, expect_header, env)
+    if cmd is None and any(given):
+        raise UsageError("--name, --path, --path-*, --expect-* and --env go with --cmd")
     server = None
     if cmd is not None:
         server = CmdServer(cmd, name, tuple(path), expect_status, expect_body, expect_json,
-                           tuple(expect_header), ready_timeout, tuple(env))  # fmt: skip
+                           tuple(expect_header), ready_timeout, tuple(env),
+                           tuple(path_body), tuple(path_json))  # fmt: skip
     request = plan_mod.ServeRequest(
         targets=tuple(targets or ()),
         cmd=server,

@@ -151,6 +151,8 @@ def _cmd_from_json(doc: Mapping[str, Any], resume: Path) -> CmdServer:
             headers=tuple(doc.get("headers", ())),
             ready_timeout=float(doc.get("ready_timeout", 60.0)),
             env=tuple(doc.get("env", ())),
+            path_bodies=tuple(doc.get("path_bodies", ())),
+            path_jsons=tuple(doc.get("path_jsons", ())),
         )
     except (KeyError, TypeError, ValueError):
         raise UsageError(f"{resume}: the recorded --cmd is not readable") from None

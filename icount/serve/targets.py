@@ -31,6 +31,9 @@ class CmdServer:
     headers: tuple[str, ...] = ()  # 'Name: value'
     ready_timeout: float = 60.0
     env: tuple[str, ...] = ()  # KEY=VALUE
+    # one path's own expected answer, NAME=BODY / NAME=JSON, over --expect-body/-json
+    path_bodies: tuple[str, ...] = ()
+    path_jsons: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +46,8 @@ class CmdServer:
             "headers": list(self.headers),
             "ready_timeout": self.ready_timeout,
             "env": list(self.env),
+            "path_bodies": list(self.path_bodies),
+            "path_jsons": list(self.path_jsons),
         }
 
 
@@ -121,12 +126,23 @@ def cmd_adapter(cmd: CmdServer) -> Adapter:
             raise UsageError(f"--expect-header takes 'Name: value', got {h!r}")
         headers[k.strip()] = v.strip()
     expect["headers"] = headers
+    own = _own_answers(cmd)
     paths = []
     for item in cmd.paths or ("root=/",):
         label, sep, target = item.partition("=")
         if not sep or not label or not target.startswith("/"):
             raise UsageError(f"--path takes NAME=/TARGET, got {item!r}")
-        paths.append({"name": label, "target": target, "expect": expect})
+        answer = own.pop(label, None)
+        if answer is None:
+            paths.append({"name": label, "target": target, "expect": expect})
+        else:  # its own body replaces --expect-body/--expect-json; status and headers stay
+            common = {k: v for k, v in expect.items() if k not in ("body", "json")}
+            paths.append({"name": label, "target": target, "expect": {**common, **answer}})
+    if own:
+        raise UsageError(
+            f"--path-body/--path-json name {sorted(own)[0]!r}, which no --path names",
+            hint="give --path NAME=/TARGET for it",
+        )
     # Servers run in a fresh directory: find the program and file arguments from here,
     # and fail now (exit 4) for a program that is not there, not once per cell.
     argv = [procs.resolve_command(argv[0]), *environment.absolute_file_args(argv[1:], Path.cwd())]
@@ -142,6 +158,26 @@ def cmd_adapter(cmd: CmdServer) -> Adapter:
         return adapter_mod.adapter_from_table(table, Path.cwd(), "--cmd")
     except ParseError as e:  # the same rules as an adapter.toml, reported as flags
         raise UsageError(str(e)) from None
+
+
+def _own_answers(cmd: CmdServer) -> dict[str, dict[str, Any]]:
+    """--path-body NAME=BODY and --path-json NAME=JSON: each path's own expected body."""
+    own: dict[str, dict[str, Any]] = {}
+    for flag, items in (("--path-body", cmd.path_bodies), ("--path-json", cmd.path_jsons)):
+        for item in items:
+            label, sep, value = item.partition("=")
+            if not sep or not label:
+                raise UsageError(f"{flag} takes NAME=VALUE, got {item!r}")
+            if label in own:
+                raise UsageError(f"path {label!r} is given its own answer twice")
+            if flag == "--path-body":
+                own[label] = {"body": value}
+            else:
+                try:
+                    own[label] = {"json": json.loads(value)}
+                except ValueError as e:
+                    raise UsageError(f"--path-json {label}: not JSON: {e}") from None
+    return own
 
 
 def binary_sizes(target: Target) -> dict[str, Any]:

@@ -285,6 +285,9 @@ def test_resume_measures_only_the_missing_cells_fake(fake: Path, tmp_path: Path)
 
 def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> None:
     """--resume restores a --cmd server from the provenance, flags and all."""
+    from dataclasses import replace
+
+    from icount.errors import UsageError
     from icount.serve.plan import ServeRequest, resume_request
     from icount.serve.targets import CmdServer
 
@@ -296,6 +299,20 @@ def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> 
     assert by_path["a"].valid and not by_path["b"].valid  # /json does not answer that body
     resumed = resume_request(ServeRequest(), out, frozenset())
     assert resumed.cmd == cmd and resumed.runs == 1
+
+    # each path can have its own answer; one kept in the provenance like the rest
+    own = replace(cmd, path_jsons=('b={"message": "Hello, World!"}',))
+    second = _session(ServeRequest(cmd=own, backend="fake", runs=1, reps=1, idle_seconds=0),
+                      tmp_path / "own.json")  # fmt: skip
+    assert all(c.valid for c in second.cells), [c.invalid_reason for c in second.cells]
+    assert resume_request(ServeRequest(), tmp_path / "own.json", frozenset()).cmd == own
+    for wrong, message in (
+        (replace(cmd, path_bodies=("c=x",)), "'c', which no --path names"),
+        (replace(cmd, path_jsons=("b={",)), "--path-json b: not JSON"),
+        (replace(cmd, path_bodies=("b=x",), path_jsons=("b=1",)), "its own answer twice"),
+    ):
+        with pytest.raises(UsageError, match=message):
+            _session(ServeRequest(cmd=wrong, backend="fake", runs=1, reps=1), tmp_path / "w.json")
 
 
 def test_a_spread_between_windows_is_explained_by_the_functions_behind_it_fake(
