@@ -15,7 +15,7 @@ from .conftest import run_icount
         (["--cmd", "./srv --port 8080"], "--cmd needs a command line with a {port} placeholder"),
         (["--cmd", "srv {port}", "--path", "x"], "--path takes NAME=/TARGET, got 'x'"),
         (["no-such-target"], "no adapter 'no-such-target'"),
-        (["--path", "a=/"], "--name, --path, --expect-* and --env go with --cmd"),
+        (["--path", "a=/"], "--name, --path, --path-*, --expect-* and --env go with --cmd"),
         (["--warmup", "lots"], "--warmup takes a request count or 'auto', got 'lots'"),
         (["--server-cpus", "0", "--load-cpus", "0"], "share CPU 0"),
         (["--max-spread", "x"], "--max-spread takes a percentage"),
