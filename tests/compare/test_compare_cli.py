@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from icount import results
 from icount.compare.thresholds import DEFAULT_MIN_DELTA
 from icount.results import Results
+from tests.support.golden import assert_golden
 
 from .conftest import FP, Cli, cell, res
 
@@ -228,10 +228,7 @@ def test_recorded_real_results_compare_to_the_known_cost(cli: Cli) -> None:
     assert row["delta"] == 30000
     assert row["verdict"] == "regressed"
     table = cli("compare", base, new, "--width", "100").out
-    golden = GOLDEN / "loop-fixtures.txt"
-    if os.environ.get("ICOUNT_UPDATE_GOLDEN"):
-        golden.write_text(table)
-    assert table == golden.read_text()
+    assert_golden(GOLDEN / "loop-fixtures.txt", table)
     assert cli("compare", base, new, "-t", "2%").code == 0
     assert cli("compare", new, base).code == 0  # the reverse is an improvement
 

@@ -7,7 +7,6 @@ stability. ICOUNT_UPDATE_GOLDEN=1 rewrites the golden files; review the diff.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from icount.compare import render
 from icount.compare.model import Comparison, Pair, compare, compare_pairs, fingerprint_differences
 from icount.compare.thresholds import parse_thresholds
 from icount.results import UNIT_PER_REQUEST, Results
+from tests.support.golden import assert_golden
 
 from .conftest import FP, cell, res
 
@@ -74,10 +74,7 @@ SUFFIX = {"table": "txt", "md": "md", "json": "json", "csv": "csv", "benchmark-j
 @pytest.mark.parametrize(("sample", "fmt"), CASES)
 def test_golden(sample: str, fmt: str) -> None:
     text = render.render_comparison(SAMPLES[sample](), fmt, 110)
-    golden = GOLDEN / f"{sample}.{SUFFIX[fmt]}"
-    if os.environ.get("ICOUNT_UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert text == golden.read_text()
+    assert_golden(GOLDEN / f"{sample}.{SUFFIX[fmt]}", text)
     assert render.render_comparison(SAMPLES[sample](), fmt, 110) == text
 
 

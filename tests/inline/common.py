@@ -9,12 +9,12 @@ ran fib(30) as a whole program, dynamic loader included, as `icount inline` does
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from icount.inline import measure
 from icount.inline.report import DEFAULT_MIN_SHARE
+from tests.support.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "fixtures" / "callgrind" / "inline"
@@ -37,7 +37,4 @@ def fixture_report(
 
 
 def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("ICOUNT_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text()
+    assert_golden(GOLDEN / name, text)

@@ -19,6 +19,7 @@ from icount.compare import model, render
 from icount.compare.thresholds import parse_thresholds
 from icount.results import Cell, Results, Run
 from icount.results.details import WINDOW_DUMPS, Rep, ServeDetail
+from tests.support.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "report"
@@ -152,13 +153,7 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 def golden(name: str, text: str) -> None:
     """Compare with tests/report/golden/NAME; ICOUNT_UPDATE_GOLDEN=1 rewrites it."""
-    import os
-
-    path = GOLDEN / name
-    if os.environ.get("ICOUNT_UPDATE_GOLDEN"):
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} differs from its golden file"
+    assert_golden(GOLDEN / name, text)
 
 
 def load_json(path: Path) -> Any:

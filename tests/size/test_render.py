@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from icount.size import render
 from icount.size.model import Breakdown, Row
 from icount.tables import Table
+from tests.support.golden import assert_golden
 
 
 def render_table(t: Table, fmt: str, width: int) -> str:
@@ -51,10 +51,7 @@ FAT = _b("app", "arm64", [("__TEXT,__text", 4_000, 4_000), ("__PAGEZERO", 0, 1 <
 
 
 def check(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("ICOUNT_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} differs from its golden file"
+    assert_golden(GOLDEN / name, text)
 
 
 @pytest.mark.parametrize("fmt", ["table", "md"])
