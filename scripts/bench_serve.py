@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""icount's overhead on one c-epoll cell under callgrind, against a bare script.
+"""icount serve's wall time: the warm-up method against the old one, and the overhead.
 
-The bare script does the same work with nothing around it: per run, start c-epoll
-under `setarch -R valgrind --tool=callgrind` pinned to CPU 0, poll until it
-answers, `vgdb status`, one verification request, one keep-alive connection,
-100 warm-up requests, then 3 windows (vgdb dump, 1000 requests, vgdb dump, read the
-`totals:` line), SIGTERM. icount runs `icount serve --cmd ... --runs 3 --reps 3`
-for the same single cell. Both are timed as whole processes (interpreter start
-included), alternately, and the ratio of medians is printed. Goal: <= 1.15x.
+Default (`--against old`): for each bundled target that can run here (or the ones
+named), `icount serve TARGET --runs 3` under callgrind twice, alternately first: as
+it runs now (instrumentation off until the first window) and with
+`--warmup-instrumented` (the method before: instrumented from exec, through start-up
+and warm-up). Both measure the same cells with the same warm-up counts; the script
+prints each target's wall times, every cell's count both ways, and the ratio of the
+totals. Goal: <= 0.5x.
 
-Usage: python3 scripts/bench_serve.py [--rounds 3]
+`--against bare`: icount on one c-epoll cell against a bare script doing the same
+valgrind windows with nothing around it: per run, start c-epoll under
+`setarch -R valgrind --tool=callgrind` pinned to CPU 0, poll until it answers,
+`vgdb status`, one verification request, one keep-alive connection, 100 warm-up
+requests, then 3 windows (vgdb dump, 1000 requests, vgdb dump, read the `totals:`
+line), SIGTERM. Timed as whole processes, alternately; ratio of medians. Goal: <= 1.15x.
+
+Usage: python3 scripts/bench_serve.py [TARGET ...] [--rounds 1] [--keep DIR]
+       python3 scripts/bench_serve.py --against bare [--rounds 3]
 """
 
 from __future__ import annotations
@@ -98,19 +106,19 @@ def build_c_epoll(work: Path) -> Path:
     return exe
 
 
-def timed(argv: list[str], cwd: Path) -> tuple[float, str]:
+INVALID_CELLS = 5  # icount's exit code when it measured but some cell is not valid
+
+
+def timed(argv: list[str], cwd: Path, *, ok: tuple[int, ...] = (0,)) -> tuple[float, str]:
     t0 = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
-    if done.returncode != 0:
+    if done.returncode not in ok:
         sys.exit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr[-2000:]}")
     return wall, done.stdout
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds [3]")
-    args = parser.parse_args()
+def against_bare(rounds: int) -> None:
     if len(os.sched_getaffinity(0)) < 2:
         sys.exit("needs 2 CPUs (server on CPU 0, client on CPU 1)")
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
@@ -124,7 +132,7 @@ def main() -> None:
         ]  # fmt: skip
         bare_times: list[float] = []
         icount_times: list[float] = []
-        for i in range(args.rounds):
+        for i in range(rounds):
             bare_dir = work / f"bare-{i}"
             bare_dir.mkdir()
             wall, out = timed([sys.executable, "-c", BARE, str(exe), str(bare_dir)], work)
@@ -142,6 +150,85 @@ def main() -> None:
         mine = statistics.median(icount_times)
         print(f"median wall: bare script {bare:.2f} s, icount serve {mine:.2f} s")
         print(f"ratio icount / bare: {mine / bare:.3f}x (goal <= 1.15x)")
+
+
+def cells(results_file: Path) -> dict[str, str]:
+    """Each cell's count as the table shows it (median, or '-' and why)."""
+    sys.path.insert(0, str(REPO))
+    from icount import results
+
+    out = {}
+    for c in results.load(results_file).cells:
+        s = c.summary
+        shown = f"{s.median:,.0f}" if c.valid and s is not None else f"- ({c.reason})"
+        out[f"{c.name}/{c.path}"] = shown
+    return out
+
+
+def bundled_targets() -> list[str]:
+    """The bundled targets `icount serve` would measure here, by name."""
+    sys.path.insert(0, str(REPO))
+    from icount.serve import adapter
+
+    names = []
+    for p in adapter.bundled_adapter_paths():
+        a = adapter.load_adapter(p)
+        if adapter.unavailable_reason(a) is None:
+            names.append(a.name)
+        else:
+            print(f"skipped {a.name}: {adapter.unavailable_reason(a)}")
+    return names
+
+
+def against_old(targets: list[str], rounds: int, keep: Path | None) -> None:
+    targets = targets or bundled_targets()
+    times: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
+        work = Path(tmp)
+        if keep is not None:  # the results files stay there, to be read with icount table
+            keep.mkdir(parents=True, exist_ok=True)
+            work = keep.resolve()
+        for t in targets:
+            times[t] = {"new": [], "old": []}
+            for i in range(rounds):
+                order = ["new", "old"] if i % 2 == 0 else ["old", "new"]
+                counts = {}
+                for method in order:
+                    out = work / f"{t}-{method}-{i}.json"
+                    argv = [sys.executable, "-m", "icount", "serve", t, "--runs", "3",
+                            "--backend", "callgrind", "-q", "--format", "csv",
+                            "-o", str(out)]  # fmt: skip
+                    if method == "old":
+                        argv.append("--warmup-instrumented")
+                    wall, _ = timed(argv, work, ok=(0, INVALID_CELLS))
+                    times[t][method].append(wall)
+                    counts[method] = cells(out)
+                    print(f"{t} round {i + 1} {method}: {wall:7.1f} s", flush=True)
+                for key in sorted(counts["new"]):
+                    print(f"    {key:28} new {counts['new'][key]:>12}   "
+                          f"old {counts['old'].get(key, '?'):>12}")  # fmt: skip
+    print()
+    print(f"{'target':16} {'new s':>9} {'old s':>9} {'new/old':>8}")
+    total_new = total_old = 0.0
+    for t in targets:
+        new, old = statistics.median(times[t]["new"]), statistics.median(times[t]["old"])
+        total_new, total_old = total_new + new, total_old + old
+        print(f"{t:16} {new:9.1f} {old:9.1f} {new / old:8.3f}")
+    print(f"{'all':16} {total_new:9.1f} {total_old:9.1f} {total_new / total_old:8.3f}"
+          "   (goal <= 0.5)")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("targets", nargs="*", help="bundled names [every one available]")
+    parser.add_argument("--against", choices=("old", "bare"), default="old")
+    parser.add_argument("--rounds", type=int, default=None, help="alternating rounds [1; bare 3]")
+    parser.add_argument("--keep", type=Path, help="keep the results files in this folder")
+    args = parser.parse_args()
+    if args.against == "bare":
+        against_bare(args.rounds or 3)
+    else:
+        against_old(args.targets, args.rounds or 1, args.keep)
 
 
 if __name__ == "__main__":
