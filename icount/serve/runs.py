@@ -186,7 +186,16 @@ def _auto_warmup(
     try:
         return auto_warmup(probe, cheap, opts.requests, opts.max_spread, note, opts.auto_limits)
     except WarmupFailed as e:
-        raise RunInvalid(str(e)) from None
+        raise WarmupGaveUp(str(e), e.curve) from None
+
+
+class WarmupGaveUp(RunInvalid):
+    """`--warmup auto` reached its caps: the run is invalid, and its curve is kept in the
+    results file so the user sees where the count was going."""
+
+    def __init__(self, message: str, curve: tuple[tuple[int, float], ...]) -> None:
+        super().__init__(message)
+        self.curve = curve
 
 
 def _check_reps(reps: Sequence[Rep], max_spread: float) -> None:
@@ -364,6 +373,11 @@ def measure_run(
         if decided.name == WINDOW_DIFFERENTIAL:
             detail, rps = _differential(target, path, opts, run_dir, note)
             functions = ()
+    except WarmupGaveUp as e:
+        assert decided is not None  # auto warm-up probes only once the window is decided
+        served = e.curve[-1][0] if e.curve else 0
+        kept = ServeDetail(decided.name, served, (), warmup_curve=e.curve)
+        return RunOutcome(None, str(e), kept, decided)
     except RunInvalid as e:
         return RunOutcome(None, str(e), None, decided)
     value = float(statistics.median(detail.per_request))

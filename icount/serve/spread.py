@@ -59,14 +59,48 @@ def explain(windows: Sequence[Window], max_spread: float) -> dict[str, Any] | No
     }
 
 
-def describe(explained: Mapping[str, Any]) -> str:
-    """One line for the table's notes."""
+def describe(explained: Mapping[str, Any], max_spread: float) -> str:
+    """One line for the table's notes (the results file keeps the full names)."""
     from icount import numfmt
 
     low, high = explained["low"], explained["high"]
-    parts = ", ".join(f"{name} {delta:+.1f}" for name, delta in explained["functions"])
-    return (
+    parts = ", ".join(
+        f"{display_name(name)} {delta:+.1f}" for name, delta in explained["functions"]
+    )
+    line = (
         f"windows differ by {explained['spread'] * 100:.2f}% ({high['window']} "
         f"{numfmt.si(high['per_request'])} vs {low['window']} {numfmt.si(low['per_request'])} "
         f"per request); per request, the highest minus the lowest: {parts}"
     )
+    if explained["spread"] >= max_spread:
+        # Runs that repeat each other (a collector on the same schedule every run) pass
+        # the spread rule however much their windows differ; the median then depends on
+        # which windows the periodic work fell in.
+        line += (
+            "; the median depends on which windows that work fell in: longer windows "
+            "(--requests, or the adapter's `requests`) average it"
+        )
+    return line
+
+
+def display_name(name: str) -> str:
+    """A C++ or Rust symbol without its template arguments and parameter list, for a
+    line of notes: `v8::internal::Sweeper::RawSweep(v8::internal::Page*, ...)` is
+    `v8::internal::Sweeper::RawSweep`. Names without brackets are returned as they are."""
+    anon = "(anonymous namespace)"
+    hidden = "\x00"  # kept through the bracket stripping, restored after
+    name = name.replace(anon, hidden)
+    out: list[str] = []
+    depth = 0
+    pairs = {"<": ">", "(": ")"}
+    closing = set(pairs.values())
+    for i, ch in enumerate(name):
+        if ch in pairs and not (ch == "<" and name.startswith("operator", max(0, i - 8))):
+            depth += 1
+        elif ch in closing and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    name = name.replace(hidden, anon)
+    short = "".join(out).strip().replace(hidden, anon)
+    return short if short and depth == 0 else name  # unbalanced: not a C++ signature

@@ -7,12 +7,15 @@ so a count taken too early is valid-looking and wrong. Three defences:
 - `--warmup auto` (the default for known JIT runtimes started with `--cmd`): probe
   windows of `--requests` requests, counted, with cheap warm-up between them that doubles
   each time (uninstrumented under callgrind, ~5x faster), until two probes in a row
-  agree within half the spread limit. The second of them was taken after about twice as
-  many requests as the first, so they agree only where the curve is flat over a doubling
-  of the requests served, not where two adjacent windows of a slowly falling curve
-  happen to agree (the old rule). Capped in requests and in time; when it gives up, the
-  curve says where it was going and the reason suggests an N. A curve that falls too
-  slowly to show between two probes is caught by the next defence.
+  agree within half the spread limit, or three, noisy but no longer falling, agree
+  within it. The second of two was taken after about twice as many requests as the
+  first, so they agree only where the curve is flat over a doubling of the requests
+  served, not where two adjacent windows of a slowly falling curve happen to agree (the
+  old rule). Capped in requests and in time; when it gives up, the curve is kept and
+  the reason says what to try: more warm-up for a curve still falling, longer windows
+  for one that stopped falling but whose windows differ by more than the limit (a
+  collector). A curve that falls too slowly to show between probes is caught by the
+  next defence.
 - Whatever the warm-up, the reps of every run are checked: three or more reps that fall
   window after window, by half the limit or more, mean the server was still warming up,
   and the run is invalid with the reason, never a valid cell.
@@ -56,11 +59,21 @@ def is_jit(program: str) -> bool:
 
 
 def settled(values: Sequence[float], limit: float) -> bool:
-    """After MIN_PROBES probes, the last two per-request figures agree within `limit`."""
-    if len(values) < MIN_PROBES:
+    """After MIN_PROBES probes: the last two per-request figures agree within `limit`
+    (half the spread limit), or the last three lie within twice that and do not fall
+    probe after probe. The second rule is for a flat curve with noisy windows: Express's
+    1000-request windows differ by up to ~1% once warm (its collector), so two
+    neighbours may never agree within half the limit while the curve stopped falling
+    long ago. A curve still falling falls across the three probes, whatever the noise
+    of each, and is left to go on."""
+    if len(values) < MIN_PROBES or min(values[-3:]) <= 0:
         return False
     a, b = values[-2], values[-1]
-    return b > 0 and abs(a - b) / b < limit
+    if abs(a - b) / b < limit:
+        return True
+    last = values[-3:]
+    falling = last[0] > last[1] > last[2]
+    return not falling and (max(last) - min(last)) / statistics.median(last) < 2 * limit
 
 
 def suggest(served: int) -> int:
@@ -114,13 +127,30 @@ def auto_warmup(
             )
             raise WarmupFailed(
                 f"--warmup auto did not settle within {cap}: the count went {where}, "
-                f"the last two probes {_range_text(values[-2:])} apart; try --warmup "
-                f"{suggest(served)}",
+                + _advice(values, served, probe_requests, max_spread),
                 curve,
             )
         cheap(gap)
         served += gap
         gap *= 2
+
+
+def _advice(values: Sequence[float], served: int, window: int, max_spread: float) -> str:
+    """What to try when auto gave up. A curve still falling needs more warm-up; one
+    that stopped falling but whose windows differ by more than the limit (a collector
+    running in some windows and not others) needs longer windows: such noise shrinks
+    about as the window grows, whatever the warm-up."""
+    last = values[-3:]
+    falling = len(last) < 3 or last[0] > last[1] > last[2]
+    spread = (max(last) - min(last)) / statistics.median(last) if min(last) > 0 else 0.0
+    if not falling and spread >= max_spread:
+        longer = suggest(int(window * spread / max_spread) // 2)
+        return (
+            f"it stopped falling but its windows differ by {_range_text(last)} (work that "
+            f"runs in some windows and not others, such as a collector): longer windows "
+            f"(--requests {longer} or more) would average it"
+        )
+    return f"the last two probes {_range_text(values[-2:])} apart; try --warmup {suggest(served)}"
 
 
 def _range_text(values: Sequence[float]) -> str:

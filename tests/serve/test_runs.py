@@ -147,6 +147,10 @@ def test_auto_warmup_that_does_not_settle_within_its_caps_is_refused(
     # probes end at 100, 300, 600, 1100 and 2000; the next would pass the cap
     assert "per request over 2000 requests" in outcome.reason
     assert outcome.reason.endswith("try --warmup 4000")
+    # the curve stays with the invalid run, for the user to see where it was going
+    assert outcome.detail is not None and outcome.detail.reps == ()
+    assert [n for n, _ in outcome.detail.warmup_curve] == [100, 300, 600, 1100, 2000]
+    assert outcome.detail.warmup == 2000
 
 
 def test_reps_that_keep_falling_are_refused_as_still_warming_up(

@@ -58,6 +58,56 @@ def test_a_plateau_that_fools_the_probes_is_caught_by_the_reps() -> None:
     assert warmup.still_warming(reps, 0.01) is not None
 
 
+def test_a_flat_curve_with_noisy_windows_settles() -> None:
+    """A collector makes warm windows differ by ~0.7%: never two within half the limit,
+    but three that stopped falling, within the limit, settle it."""
+    probes = iter([1.05e6, 7.0e5, 5.8e5, 5.575e5, 5.533e5, 5.572e5, 5.54e5])
+    _, curve = warmup.auto_warmup(
+        lambda n: next(probes), lambda n: None, 1000, 0.01, lambda s: None
+    )
+    values = [v for _, v in curve]
+    assert all(abs(a - b) / b >= 0.005 for a, b in itertools.pairwise(values))
+    assert values == [1.05e6, 7.0e5, 5.8e5, 5.575e5, 5.533e5, 5.572e5]
+
+
+def test_windows_noisier_than_the_limit_give_up_naming_the_noise() -> None:
+    """Express at 1000-request windows: V8's major collections make windows differ by
+    ~9%. The curve stopped falling; the advice is longer windows, not more warm-up."""
+    noisy = [5.42e5, 5.93e5, 5.57e5, 6.1e5, 5.5e5, 5.9e5]
+    probes = iter([1.05e6, 7.0e5, *noisy, *noisy])
+    with pytest.raises(WarmupFailed) as info:
+        warmup.auto_warmup(lambda n: next(probes), lambda n: None, 1000, 0.01, lambda s: None)
+    message = str(info.value)
+    assert message.startswith("--warmup auto did not settle within 200000 requests")
+    assert "stopped falling but its windows differ by" in message
+    # the last three differ by 10.2%: ten times the limit, ten times the window
+    assert message.endswith("longer windows (--requests 11000 or more) would average it")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [3000.0, 2000.0, 1004.0, 1000.0],  # the last two agree within half the limit
+        [3000.0, 1000.0, 1008.0, 999.0],  # three, not falling, within the limit
+    ],
+)
+def test_settled(values: list[float]) -> None:
+    assert warmup.settled(values, 0.005)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1004.0, 1000.0],  # three probes at least, whatever they read
+        [3000.0, 1009.0, 1003.0, 997.0],  # still falling, probe after probe
+        [3000.0, 1012.0, 1000.0, 1011.0],  # noisier than the limit
+        [3000.0, 0.0, 0.0, 0.0],  # nothing counted is not a settled count
+    ],
+)
+def test_not_settled(values: list[float]) -> None:
+    assert not warmup.settled(values, 0.005)
+
+
 def test_the_time_cap_gives_up_with_the_curve_and_a_suggestion() -> None:
     clock = iter(range(0, 10_000, 100))
     server = Curve(lambda i: 1e6 / (1 + i))

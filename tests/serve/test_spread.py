@@ -1,0 +1,46 @@
+"""The names a spread's note shows: C++ symbols without their template arguments and
+parameters (the results file keeps them whole). Names from Express's V8 and Go."""
+
+from __future__ import annotations
+
+import pytest
+
+from icount.serve.spread import describe, display_name
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("v8::internal::Sweeper::RawSweep(v8::internal::Page*, v8::internal::Sweeper::"
+         "SweepingMode)", "v8::internal::Sweeper::RawSweep"),
+        ("void v8::internal::MarkingVisitorBase<v8::internal::ConcurrentMarkingVisitor, "
+         "v8::internal::ConcurrentMarkingState>::ProcessStrongHeapObject<v8::internal::"
+         "FullHeapObjectSlot>(v8::internal::HeapObject)",
+         "void v8::internal::MarkingVisitorBase::ProcessStrongHeapObject"),
+        ("runtime.scanobject", "runtime.scanobject"),
+        ("(anonymous namespace)::parse(char const*)", "(anonymous namespace)::parse"),
+        ("operator new(unsigned long)", "operator new"),
+        ("std::vector<int>::operator<(int)", "std::vector::operator<"),
+        ("a<b", "a<b"),  # unbalanced: not a signature, shown whole
+    ],
+)  # fmt: skip
+def test_display_name(name: str, shown: str) -> None:
+    assert display_name(name) == shown
+
+
+def explained(spread: float) -> dict[str, object]:
+    return {
+        "spread": spread,
+        "low": {"window": "run 1 rep 1", "per_request": 542342.3},
+        "high": {"window": "run 1 rep 3", "per_request": 592554.1},
+        "functions": [["v8::internal::ConcurrentMarking::RunMajor(v8::JobDelegate*)", 8214.5]],
+        "explained": 0.16,
+    }
+
+
+def test_a_spread_past_the_limit_says_the_median_depends_on_the_windows() -> None:
+    line = describe(explained(0.09), 0.01)
+    assert line.startswith("windows differ by 9.00% (run 1 rep 3 592.6k vs run 1 rep 1 542.3k")
+    assert "v8::internal::ConcurrentMarking::RunMajor +8214.5" in line
+    assert line.endswith("longer windows (--requests, or the adapter's `requests`) average it")
+    assert "median depends" not in describe(explained(0.004), 0.01)
