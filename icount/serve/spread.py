@@ -9,6 +9,7 @@ user that longer windows will average it, where a bare "spread 8%" tells nothing
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,11 +43,10 @@ def explain(windows: Sequence[Window], max_spread: float) -> dict[str, Any] | No
         return None
     low = min(windows, key=lambda w: (w.rep.per_request, w.label))
     high = max(windows, key=lambda w: (w.rep.per_request, w.label))
-    names = set(low.functions) | set(high.functions)
+    lows, highs = _pooled(low.functions), _pooled(high.functions)
     deltas = {
-        name: high.functions.get(name, 0) / high.rep.requests
-        - low.functions.get(name, 0) / low.rep.requests
-        for name in names
+        name: highs.get(name, 0) / high.rep.requests - lows.get(name, 0) / low.rep.requests
+        for name in set(lows) | set(highs)
     }
     top = sorted(deltas.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:TOP]
     gap = high.rep.per_request - low.rep.per_request
@@ -57,6 +57,22 @@ def explain(windows: Sequence[Window], max_spread: float) -> dict[str, Any] | No
         "functions": [[name, round(delta, 1)] for name, delta in top],
         "explained": round(sum(d for _, d in top) / gap, 3) if gap else 0.0,
     }
+
+
+UNNAMED = "[code without a symbol: JIT-compiled, by address]"
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _pooled(functions: Mapping[str, float]) -> dict[str, float]:
+    """Functions by name, the ones callgrind knows only by address pooled into one:
+    a JIT places its code at different addresses in each process (and moves it), so
+    two windows compared address by address show pairs of +888 and -888 that are the
+    same code, where the pool shows what the JIT's code costs more or less."""
+    out: dict[str, float] = {}
+    for name, cost in functions.items():
+        key = UNNAMED if _HEX.fullmatch(name) else name
+        out[key] = out.get(key, 0.0) + cost
+    return out
 
 
 def describe(explained: Mapping[str, Any], max_spread: float) -> str:

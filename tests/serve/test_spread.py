@@ -44,3 +44,28 @@ def test_a_spread_past_the_limit_says_the_median_depends_on_the_windows() -> Non
     assert "v8::internal::ConcurrentMarking::RunMajor +8214.5" in line
     assert line.endswith("longer windows (--requests, or the adapter's `requests`) average it")
     assert "median depends" not in describe(explained(0.004), 0.01)
+
+
+def test_code_known_only_by_address_is_pooled() -> None:
+    """Node's JIT code has no symbols and other addresses in each process: two windows
+    read +888 at one address and -888 at another for the same code. Pooled, the JIT
+    code's own difference shows (here +10 per request), beside the named functions."""
+    from icount.results.details import Rep
+    from icount.serve.spread import UNNAMED, Window, explain
+
+    low = Window(
+        "run 1 rep 1",
+        Rep(1000 * 1000.0, 1000),
+        {
+            "0x000000000d089c80": 888e3,
+            "uv__io_poll": 100e3,
+            "Builtins_Call": 12e3,
+        },
+    )
+    high = Window("run 2 rep 1", Rep(1000 * 1030.0, 1000), {
+        "0x000000000d08ab80": 898e3, "uv__io_poll": 120e3, "Builtins_Call": 12e3,
+    })  # fmt: skip
+    explained = explain([low, high], 0.01)
+    assert explained is not None
+    assert explained["functions"] == [["uv__io_poll", 20.0], [UNNAMED, 10.0],
+                                      ["Builtins_Call", 0.0]]  # fmt: skip
