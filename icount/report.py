@@ -182,7 +182,8 @@ def explaining_notes(cells: Sequence[Cell]) -> list[str]:
     for cell in cells:
         explained = cell.extra.get("spread_explained")
         if isinstance(explained, dict):
-            notes.append(f"{cell.key_text}: {describe(explained, cell.max_spread)}")
+            line = describe(explained, cell.max_spread, windows=cell.path != COLD_START)
+            notes.append(f"{cell.key_text}: {line}")
         details = [r.detail for r in cell.runs if isinstance(r.detail, ServeDetail)]
         shares = sorted(d.time_share for d in details if d.time_share is not None)
         idle = [d.idle for d in details if d.idle is not None]

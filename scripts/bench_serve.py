@@ -160,7 +160,7 @@ def cells(results_file: Path) -> dict[str, str]:
     out = {}
     for c in results.load(results_file).cells:
         s = c.summary
-        shown = f"{s.median:,.0f}" if c.valid and s is not None else f"- ({c.reason})"
+        shown = f"{s.median:,.3f}" if c.valid and s is not None else f"- ({c.reason})"
         out[f"{c.name}/{c.path}"] = shown
     return out
 
@@ -198,6 +198,8 @@ def against_old(targets: list[str], rounds: int, keep: Path | None) -> None:
                     argv = [sys.executable, "-m", "icount", "serve", t, "--runs", "3",
                             "--backend", "callgrind", "-q", "--format", "csv",
                             "-o", str(out)]  # fmt: skip
+                    if keep is not None:
+                        argv.append("--force")  # --keep into a folder of an earlier run
                     if method == "old":
                         argv.append("--warmup-instrumented")
                     wall, _ = timed(argv, work, ok=(0, INVALID_CELLS))

@@ -34,10 +34,11 @@ callgrind windows are taken by callgrind dumps through vgdb (differential method
 over two lifetimes where ptrace is not allowed); perf windows by enable/disable on
 perf stat's control fifo. One server process serves one path (no cross-path state).
 --warmup auto probes with counted windows of --requests between cheap warm-ups that
-double, until two probes in a row agree within half of --max-spread (capped at 200,000
-requests and 900 s), and records the curve; reps that fall window after window mark a
-run as still warming up. An idle window after the reps (--idle-seconds) counts the
-work the clock drives; a spread between windows names the functions behind it.
+double, until two probes in a row agree within half of --max-spread, or three that
+stopped falling agree within it (capped at 200,000 requests and 900 s), and records the
+curve; reps that fall window after window mark a run as still warming up. An idle
+window after the reps (--idle-seconds) counts the work the clock drives; a spread
+between windows names the functions behind it.
 
 \b
 --shard I/N measures only shard I of N of the session's cells, the same split on

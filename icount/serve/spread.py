@@ -59,7 +59,7 @@ def explain(windows: Sequence[Window], max_spread: float) -> dict[str, Any] | No
     }
 
 
-UNNAMED = "[code without a symbol: JIT-compiled, by address]"
+UNNAMED = "[code without a symbol: JIT-compiled or stripped]"
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -67,7 +67,9 @@ def _pooled(functions: Mapping[str, float]) -> dict[str, float]:
     """Functions by name, the ones callgrind knows only by address pooled into one:
     a JIT places its code at different addresses in each process (and moves it), so
     two windows compared address by address show pairs of +888 and -888 that are the
-    same code, where the pool shows what the JIT's code costs more or less."""
+    same code, where the pool shows what the JIT's code costs more or less. (Code of a
+    stripped binary lands in the same pool: its addresses are stable, but it has no
+    name to show either.)"""
     out: dict[str, float] = {}
     for name, cost in functions.items():
         key = UNNAMED if _HEX.fullmatch(name) else name
@@ -75,8 +77,9 @@ def _pooled(functions: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def describe(explained: Mapping[str, Any], max_spread: float) -> str:
-    """One line for the table's notes (the results file keeps the full names)."""
+def describe(explained: Mapping[str, Any], max_spread: float, *, windows: bool = True) -> str:
+    """One line for the table's notes (the results file keeps the full names).
+    `windows`: the cell counts request windows (not cold starts), which can be longer."""
     from icount import numfmt
 
     low, high = explained["low"], explained["high"]
@@ -88,7 +91,7 @@ def describe(explained: Mapping[str, Any], max_spread: float) -> str:
         f"{numfmt.si(high['per_request'])} vs {low['window']} {numfmt.si(low['per_request'])} "
         f"per request); per request, the highest minus the lowest: {parts}"
     )
-    if explained["spread"] >= max_spread:
+    if windows and explained["spread"] >= max_spread:
         # Runs that repeat each other (a collector on the same schedule every run) pass
         # the spread rule however much their windows differ; the median then depends on
         # which windows the periodic work fell in.
@@ -100,9 +103,13 @@ def describe(explained: Mapping[str, Any], max_spread: float) -> str:
 
 
 def display_name(name: str) -> str:
-    """A C++ or Rust symbol without its template arguments and parameter list, for a
-    line of notes: `v8::internal::Sweeper::RawSweep(v8::internal::Page*, ...)` is
-    `v8::internal::Sweeper::RawSweep`. Names without brackets are returned as they are."""
+    """A C++ symbol without its template arguments and parameter list, for a line of
+    notes: `v8::internal::Sweeper::RawSweep(v8::internal::Page*, ...)` is
+    `v8::internal::Sweeper::RawSweep`. Names without `::` (C, Go's
+    `runtime.(*mheap).alloc`) and names the stripping would cut to nothing readable
+    (Rust's `<T as Trait>::fmt`) are returned as they are."""
+    if "::" not in name:
+        return name
     anon = "(anonymous namespace)"
     hidden = "\x00"  # kept through the bracket stripping, restored after
     name = name.replace(anon, hidden)
@@ -119,4 +126,6 @@ def display_name(name: str) -> str:
             out.append(ch)
     name = name.replace(hidden, anon)
     short = "".join(out).strip().replace(hidden, anon)
-    return short if short and depth == 0 else name  # unbalanced: not a C++ signature
+    if not short or depth != 0 or short.startswith("::") or "::::" in short:
+        return name  # unbalanced, or a qualifier that was all brackets
+    return short

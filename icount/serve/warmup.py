@@ -61,11 +61,12 @@ def is_jit(program: str) -> bool:
 def settled(values: Sequence[float], limit: float) -> bool:
     """After MIN_PROBES probes: the last two per-request figures agree within `limit`
     (half the spread limit), or the last three lie within twice that and do not fall
-    probe after probe. The second rule is for a flat curve with noisy windows: Express's
-    1000-request windows differ by up to ~1% once warm (its collector), so two
-    neighbours may never agree within half the limit while the curve stopped falling
-    long ago. A curve still falling falls across the three probes, whatever the noise
-    of each, and is left to go on."""
+    probe after probe. The second rule is for a flat curve whose windows differ by a
+    little more than half the limit (a collector that runs in some windows): two
+    neighbours may not agree within `limit` long after the curve stopped falling. A
+    curve still falling by more than the noise falls across the three probes and is
+    left to go on; windows noisier than the limit settle neither way, and the advice
+    when auto gives up says so (Express's 1000-request windows differ by up to ~9%)."""
     if len(values) < MIN_PROBES or min(values[-3:]) <= 0:
         return False
     a, b = values[-2], values[-1]
@@ -144,13 +145,15 @@ def _advice(values: Sequence[float], served: int, window: int, max_spread: float
     falling = len(last) < 3 or last[0] > last[1] > last[2]
     spread = (max(last) - min(last)) / statistics.median(last) if min(last) > 0 else 0.0
     if not falling and spread >= max_spread:
-        longer = suggest(int(window * spread / max_spread) // 2)
+        # at least twice the window: never the window already in use
+        longer = suggest(max(int(window * spread / max_spread), 2 * window) // 2)
         return (
             f"it stopped falling but its windows differ by {_range_text(last)} (work that "
             f"runs in some windows and not others, such as a collector): longer windows "
             f"(--requests {longer} or more) would average it"
         )
-    return f"the last two probes {_range_text(values[-2:])} apart; try --warmup {suggest(served)}"
+    apart = f"the last two probes {_range_text(values[-2:])} apart; " if len(values) > 1 else ""
+    return f"{apart}try --warmup {suggest(served)}"
 
 
 def _range_text(values: Sequence[float]) -> str:

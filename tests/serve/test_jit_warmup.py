@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from icount.serve import warmup
 from icount.serve.adapter import load_adapter, unavailable_reason
 from icount.serve.warmup import AUTO_MAX_REQUESTS
 
@@ -65,7 +64,6 @@ def test_auto_warmup_settles_on_node_http(tmp_path: Path) -> None:
     curve = detail["warmup_curve"]
     figures = [v for _, v in curve]
     assert detail["warmup"] == curve[-1][0] <= AUTO_MAX_REQUESTS
-    assert warmup.settled(figures, 0.005), curve
     # it was a JIT still warming when the probes began: Node reads ~8x its settled
     # figure after 1000 requests, which a short fixed warm-up would print as the count
     assert figures[0] > 4 * figures[-1], curve
@@ -78,8 +76,8 @@ def test_auto_warmup_on_express_settles_or_says_why(tmp_path: Path) -> None:
     """Express's 1000-request windows differ by up to ~9% once warm (V8's major
     collections run in some and not others), so whether two or three probes agree
     within the limit is the collector's schedule: measured here, it settled after
-    20,000 requests in one run and gave up at the cap in another. Either way no cold
-    figure is printed as valid, and the curve is kept."""
+    20,000 requests in one run and gave up at the cap in another. Whichever way, no
+    cold figure is printed as valid, the curve is kept, and the reason says what to do."""
     cell = auto("express", tmp_path)
     detail = cell["runs"][0]["detail"]
     curve = detail["warmup_curve"]
@@ -87,10 +85,15 @@ def test_auto_warmup_on_express_settles_or_says_why(tmp_path: Path) -> None:
     assert curve and curve[-1][0] <= AUTO_MAX_REQUESTS
     assert figures[0] > 1.5 * figures[-1], curve  # 1.05M after 1000 requests; ~560k warm
     if cell["valid"]:
-        assert warmup.settled(figures, 0.005), curve
         assert detail["warmup"] == curve[-1][0]
         assert cell["median"] < 0.7 * figures[0]  # not the cold figure
         assert abs(cell["median"] - figures[-1]) / figures[-1] < 0.15  # the window noise
+    elif "did not settle" in cell["reason"]:
+        # gave up at the cap, saying where the curve went and what to try: longer
+        # windows if the probes stopped falling, more warm-up if they still fell
+        assert "the count went from 1." in cell["reason"], cell["reason"]
+        assert ("longer windows" in cell["reason"]) != ("try --warmup" in cell["reason"])
     else:
-        assert cell["reason"].startswith("run 1 of 1: --warmup auto did not settle"), cell
-        assert "try --warmup" in cell["reason"] or "longer windows" in cell["reason"]
+        # settled, then three reps that fell in order by chance (1 in 6 for noisy
+        # windows): refused as still warming, never printed
+        assert "still warming up" in cell["reason"], cell["reason"]

@@ -19,9 +19,12 @@ from icount.serve.spread import describe, display_name
          "void v8::internal::MarkingVisitorBase::ProcessStrongHeapObject"),
         ("runtime.scanobject", "runtime.scanobject"),
         ("(anonymous namespace)::parse(char const*)", "(anonymous namespace)::parse"),
-        ("operator new(unsigned long)", "operator new"),
+        ("operator new(unsigned long)", "operator new(unsigned long)"),  # no scope: whole
         ("std::vector<int>::operator<(int)", "std::vector::operator<"),
-        ("a<b", "a<b"),  # unbalanced: not a signature, shown whole
+        ("a<b", "a<b"),  # not C++: shown whole
+        ("x::a<b", "x::a<b"),  # unbalanced: shown whole
+        ("runtime.(*mheap).alloc", "runtime.(*mheap).alloc"),  # Go keeps its receiver
+        ("<T as core::fmt::Debug>::fmt", "<T as core::fmt::Debug>::fmt"),  # Rust's qualifier
     ],
 )  # fmt: skip
 def test_display_name(name: str, shown: str) -> None:
@@ -44,6 +47,8 @@ def test_a_spread_past_the_limit_says_the_median_depends_on_the_windows() -> Non
     assert "v8::internal::ConcurrentMarking::RunMajor +8214.5" in line
     assert line.endswith("longer windows (--requests, or the adapter's `requests`) average it")
     assert "median depends" not in describe(explained(0.004), 0.01)
+    # a cold start has no window to lengthen
+    assert "longer windows" not in describe(explained(0.09), 0.01, windows=False)
 
 
 def test_code_known_only_by_address_is_pooled() -> None:

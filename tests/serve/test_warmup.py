@@ -108,6 +108,14 @@ def test_not_settled(values: list[float]) -> None:
     assert not warmup.settled(values, 0.005)
 
 
+def test_windows_just_past_the_limit_get_a_longer_window_than_the_one_in_use() -> None:
+    flat = [1000.0, 1010.1, 1000.0, 1010.2, 1000.0, 1010.1]  # just over 1% apart
+    probes = iter([3000.0, 2000.0, *flat, *flat])
+    with pytest.raises(WarmupFailed) as info:
+        warmup.auto_warmup(lambda n: next(probes), lambda n: None, 1000, 0.01, lambda s: None)
+    assert str(info.value).endswith("longer windows (--requests 2000 or more) would average it")
+
+
 def test_the_time_cap_gives_up_with_the_curve_and_a_suggestion() -> None:
     clock = iter(range(0, 10_000, 100))
     server = Curve(lambda i: 1e6 / (1 + i))
