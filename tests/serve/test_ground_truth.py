@@ -143,4 +143,8 @@ def test_a_cold_start_counts_exactly_the_first_request_beyond_start_up(
         assert outcome.reason is None and outcome.value is not None, outcome.reason
         values.append(outcome.value)
     assert values[0] > 100_000  # the dynamic loader, libc's start, the server's set-up
-    assert abs((values[1] - values[0]) - LOOP_COST) <= 0.001 * LOOP_COST, values
+    # Exact but for the order in which the connection and its bytes reach the server
+    # (an epoll round more or less: 12 instructions off once, on a loaded machine), a
+    # thing of timing that a cold start, one request, cannot average away as a window
+    # of 1000 requests does.
+    assert abs((values[1] - values[0]) - LOOP_COST) <= 0.005 * LOOP_COST, values
