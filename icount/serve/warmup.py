@@ -1,7 +1,8 @@
 """Warm-up: how a server reaches the state it is counted in, and how icount knows.
 
 A JIT runtime's per-request count falls for thousands of requests (Node's http module:
-~414k after 100 requests, ~56k after ~9,000; Express 1.1M after 100, 572k after 20,000),
+~414k after 100 requests, ~56k after ~9,000; Express 1.05M after 1000, a plateau of
+~610k to 37,000, then 556k after 135,000),
 so a count taken too early is valid-looking and wrong. Three defences:
 
 - `--warmup auto` (the default for known JIT runtimes started with `--cmd`): probe

@@ -74,11 +74,12 @@ def test_auto_warmup_settles_on_node_http(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_auto_warmup_on_express_settles_or_says_why(tmp_path: Path) -> None:
-    """Express's 1000-request windows differ by up to ~9% once warm (V8's major
-    collections run in some and not others), so whether two or three probes agree
-    within the limit is the collector's schedule: measured here, it settled after
-    20,000 requests in one run and gave up at the cap in another. Whichever way, no
-    cold figure is printed as valid, the curve is kept, and the reason says what to do."""
+    """Express's curve has a plateau (~603-617k per request from 6,000 to 37,000
+    requests) before a second fall to ~556k, and its 1000-request windows differ by up
+    to ~9% once warm (V8's major collections run in some and not others): in three runs
+    here auto stopped once on the plateau and gave up at the cap twice. Whichever way,
+    the cold figure (1.05M) is never printed as valid, the curve is kept, and the
+    reason says what to do. (Its adapter's fixed warm-up of 100,000 is past both.)"""
     cell = auto("express", tmp_path)
     detail = cell["runs"][0]["detail"]
     curve = detail["warmup_curve"]
