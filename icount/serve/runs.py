@@ -62,7 +62,13 @@ from icount.serve.server import (
     verify,
     with_server_state,
 )
-from icount.serve.warmup import AutoLimits, WarmupFailed, auto_warmup, still_warming
+from icount.serve.warmup import (
+    AutoLimits,
+    WarmupFailed,
+    auto_warmup,
+    moved_after_settling,
+    still_warming,
+)
 
 IDLE_SECONDS = 1.0
 IDLE_SETTLE_S = 0.5
@@ -198,13 +204,17 @@ class WarmupGaveUp(RunInvalid):
         self.curve = curve
 
 
-def _check_reps(reps: Sequence[Rep], max_spread: float) -> None:
-    """Reps that keep falling mean the server was still warming up: never a valid run.
-    (Reps that merely differ, as a garbage collector makes them, are explained with the
-    cell: see spread.py.)"""
-    falling = still_warming([r.per_request for r in reps], max_spread)
-    if falling:
-        raise RunInvalid(falling)
+def _check_reps(reps: Sequence[Rep], max_spread: float, curve: Sequence[tuple[int, float]]) -> None:
+    """Reps that keep falling mean the server was still warming up, and reps that
+    contradict the probe an auto warm-up settled on mean it settled too soon: never a
+    valid run. (Reps that merely differ, as a garbage collector makes them, are
+    explained with the cell: see spread.py.)"""
+    per_request = [r.per_request for r in reps]
+    why = still_warming(per_request, max_spread) or moved_after_settling(
+        curve, per_request, max_spread
+    )
+    if why:
+        raise RunInvalid(why)
 
 
 def _idle(
@@ -267,7 +277,7 @@ def _windows(
             note(f"idle window: {opts.idle_seconds:g} s")
             idle, share = _idle(server, opts.idle_seconds, reps, walls)
     check_alive(server)
-    _check_reps(reps, opts.max_spread)
+    _check_reps(reps, opts.max_spread, curve)
     detail = ServeDetail(
         window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share
     )

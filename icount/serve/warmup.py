@@ -162,6 +162,30 @@ def _range_text(values: Sequence[float]) -> str:
     return f"{(max(values) - min(values)) / mid * 100:.2f}%" if mid else "?"
 
 
+def moved_after_settling(
+    curve: Sequence[tuple[int, float]], per_request: Sequence[float], max_spread: float
+) -> str | None:
+    """Why the reps after an auto warm-up contradict it, or None. The probe it settled
+    on and the median of the reps that followed measure the same thing; when they differ
+    by the limit or more, auto stopped on a plateau the curve later fell from (Express's
+    ~610k from 6,000 to 37,000 requests, 556k after 135,000), or the windows are noisier
+    than the limit, and either way the cell would print a figure auto did not vouch for."""
+    if not curve or not per_request:
+        return None
+    probe = curve[-1][1]
+    median = statistics.median(per_request)
+    apart = abs(median - probe) / probe if probe else 0.0
+    if apart < max_spread:
+        return None
+    return (
+        f"the count moved after --warmup auto settled: its last probe read {probe:.6g} per "
+        f"request, the reps after it {median:.6g} ({apart * 100:.2f}% apart, the limit is "
+        f"{max_spread * 100:g}%): the curve was on a plateau it later fell from, or its "
+        f"windows are noisier than the limit; use --warmup {suggest(curve[-1][0] * 2)} or "
+        "longer windows (--requests)"
+    )
+
+
 def still_warming(per_request: Sequence[float], max_spread: float) -> str | None:
     """Why the reps of one process say it was still warming up (at least three, each
     lower than the one before, by half the limit or more from first to last), or None.

@@ -77,7 +77,8 @@ def test_auto_warmup_on_express_settles_or_says_why(tmp_path: Path) -> None:
     """Express's curve has a plateau (~603-617k per request from 6,000 to 37,000
     requests) before a second fall to ~556k, and its 1000-request windows differ by up
     to ~9% once warm (V8's major collections run in some and not others): in three runs
-    here auto stopped once on the plateau and gave up at the cap twice. Whichever way,
+    here auto stopped once on the plateau (a run now refused: its reps contradict the
+    probe) and gave up at the cap twice. Whichever way,
     the cold figure (1.05M) is never printed as valid, the curve is kept, and the
     reason says what to do. (Its adapter's fixed warm-up of 100,000 is past both.)"""
     cell = auto("express", tmp_path)
@@ -89,13 +90,16 @@ def test_auto_warmup_on_express_settles_or_says_why(tmp_path: Path) -> None:
     if cell["valid"]:
         assert detail["warmup"] == curve[-1][0]
         assert cell["median"] < 0.7 * figures[0]  # not the cold figure
-        assert abs(cell["median"] - figures[-1]) / figures[-1] < 0.15  # the window noise
     elif "did not settle" in cell["reason"]:
         # gave up at the cap, saying where the curve went and what to try: longer
         # windows if the probes stopped falling, more warm-up if they still fell
         assert "the count went from 1." in cell["reason"], cell["reason"]
         assert ("longer windows" in cell["reason"]) != ("try --warmup" in cell["reason"])
     else:
-        # settled, then three reps that fell in order by chance (1 in 6 for noisy
-        # windows): refused as still warming, never printed
-        assert "still warming up" in cell["reason"], cell["reason"]
+        # settled, then reps that contradict the probe (a plateau it later fell from, or
+        # windows noisier than the limit) or that fell in order by chance (1 in 6 for
+        # noisy windows): refused, never printed
+        reason = cell["reason"]
+        assert "the count moved after --warmup auto settled" in reason or (
+            "still warming up" in reason
+        ), reason

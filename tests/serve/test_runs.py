@@ -153,6 +153,28 @@ def test_auto_warmup_that_does_not_settle_within_its_caps_is_refused(
     assert outcome.detail.warmup == 2000
 
 
+def test_reps_that_contradict_the_probe_auto_settled_on_are_refused(
+    target: Target, tmp_path: Path
+) -> None:
+    """A plateau the probes settle on, then a fall (Express's shape, shortened): the
+    reps read a third of the probe, and the run says auto stopped too soon."""
+    config = FakeConfig(cost=lambda i, p: 3000.0 if i < 700 else 1000.0, window_cost=0)
+    outcome = run(target, tmp_path, config, warmup=None)
+    assert outcome.value is None and outcome.reason is not None
+    assert outcome.reason.startswith(
+        "the count moved after --warmup auto settled: its last probe read 3000 per request"
+    ), outcome.reason
+    assert "on a plateau it later fell from" in outcome.reason
+
+
+def test_reps_that_agree_with_the_probe_auto_settled_on_are_valid(
+    target: Target, tmp_path: Path
+) -> None:
+    config = FakeConfig(cost=lambda i, p: 3000.0 if i < 100 else 1000.0, window_cost=0)
+    outcome = run(target, tmp_path, config, warmup=None)
+    assert outcome.reason is None and outcome.value == 1000.0
+
+
 def test_reps_that_keep_falling_are_refused_as_still_warming_up(
     target: Target, tmp_path: Path
 ) -> None:

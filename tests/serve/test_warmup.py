@@ -140,6 +140,19 @@ def test_still_warming_needs_a_steady_fall_of_half_the_limit_over_three_reps() -
     assert warmup.still_warming([1.22e6, 0.7e6], 0.01) is None  # two reps: trend or noise?
 
 
+def test_reps_far_from_the_settling_probe_mean_auto_stopped_too_soon() -> None:
+    # the Express run that settled on its plateau: probe 610.6k, reps 542k, 557k, 592k
+    curve = [(1000, 1.05e6), (11000, 609899.5), (20000, 610563.7)]
+    why = warmup.moved_after_settling(curve, [542342.3, 557019.3, 592554.1], 0.01)
+    assert why is not None and "610564 per request, the reps after it 557019 (8.77% apart" in why
+    assert why.endswith("use --warmup 80000 or longer windows (--requests)")
+    # Node: probe 55,605, reps within 0.1%
+    assert (
+        warmup.moved_after_settling([(37000, 55605.3)], [55552.7, 55560.1, 55549.0], 0.01) is None
+    )
+    assert warmup.moved_after_settling([], [1.0], 0.01) is None  # a fixed warm-up: no probe
+
+
 @pytest.mark.parametrize("program", ["node", "/usr/bin/node", "nodejs", "bun", "java", "pypy3"])
 def test_jit_runtimes_are_known(program: str) -> None:
     assert warmup.is_jit(program)
