@@ -10,12 +10,12 @@ user that longer windows will average it, where a bare "spread 8%" tells nothing
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from icount.results.details import Rep
+from icount.stats import summarize
 
 EXPLAIN_FROM = 0.25  # explain spreads of a quarter of --max-spread and more
 TOP = 5  # functions named
@@ -36,9 +36,8 @@ def explain(windows: Sequence[Window], max_spread: float) -> dict[str, Any] | No
     size are broken by name."""
     if len(windows) < 2:
         return None
-    values = [w.rep.per_request for w in windows]
-    mid = statistics.median(values)
-    spread = (max(values) - min(values)) / mid if mid else 0.0
+    summary = summarize([w.rep.per_request for w in windows])
+    spread = summary.spread if summary.median else 0.0
     if spread < max_spread * EXPLAIN_FROM:
         return None
     low = min(windows, key=lambda w: (w.rep.per_request, w.label))

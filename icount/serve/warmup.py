@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from icount.stats import summarize
+
 MIN_PROBES = 3  # the first two probes are 1 and 3 windows in: too early to call
 AUTO_MAX_REQUESTS = 200_000  # requests served by the end of an auto warm-up, at most
 AUTO_MAX_SECONDS = 900.0  # and wall time
@@ -74,8 +76,7 @@ def settled(values: Sequence[float], limit: float) -> bool:
     if abs(a - b) / b < limit:
         return True
     last = values[-3:]
-    falling = last[0] > last[1] > last[2]
-    return not falling and (max(last) - min(last)) / statistics.median(last) < 2 * limit
+    return not _falls_throughout(last) and summarize(last).spread < 2 * limit
 
 
 def suggest(served: int) -> int:
@@ -143,8 +144,8 @@ def _advice(values: Sequence[float], served: int, window: int, max_spread: float
     running in some windows and not others) needs longer windows: such noise shrinks
     about as the window grows, whatever the warm-up."""
     last = values[-3:]
-    falling = len(last) < 3 or last[0] > last[1] > last[2]
-    spread = (max(last) - min(last)) / statistics.median(last) if min(last) > 0 else 0.0
+    falling = len(last) < 3 or _falls_throughout(last)
+    spread = summarize(last).spread if min(last) > 0 else 0.0
     if not falling and spread >= max_spread:
         # at least twice the window: never the window already in use
         longer = suggest(max(int(window * spread / max_spread), 2 * window) // 2)
@@ -158,8 +159,13 @@ def _advice(values: Sequence[float], served: int, window: int, max_spread: float
 
 
 def _range_text(values: Sequence[float]) -> str:
-    mid = statistics.median(values)
-    return f"{(max(values) - min(values)) / mid * 100:.2f}%" if mid else "?"
+    s = summarize(values)
+    return f"{s.spread * 100:.2f}%" if s.median else "?"
+
+
+def _falls_throughout(values: Sequence[float]) -> bool:
+    """Each value lower than the one before."""
+    return all(b < a for a, b in itertools.pairwise(values))
 
 
 def moved_after_settling(
@@ -192,7 +198,7 @@ def still_warming(per_request: Sequence[float], max_spread: float) -> str | None
     Two reps cannot tell a trend from noise (a clock tick in the first window)."""
     if len(per_request) < 3:
         return None
-    falling = all(b < a for a, b in itertools.pairwise(per_request))
+    falling = _falls_throughout(per_request)
     drop = (per_request[0] - per_request[-1]) / per_request[-1] if per_request[-1] else 0.0
     if falling and drop >= max_spread / 2:
         shown = ", ".join(f"{v:.6g}" for v in per_request)
