@@ -49,6 +49,12 @@ def percent(fraction: float, decimals: int = 2) -> str:
     return f"{fraction * 100:.{decimals}f}%"
 
 
+def share(part: int, whole: int) -> str:
+    """A part's share of a whole to one decimal ('12.5%'), or '-' for a whole of 0
+    (an empty section, a file with no VM size)."""
+    return percent(part / whole, 1) if whole else "-"
+
+
 def signed_percent(fraction: float, decimals: int = 2) -> str:
     """0.0123 -> '+1.23%', -0.5 -> '-50.00%', 0 -> '0.00%'."""
     text = f"{fraction * 100:+.{decimals}f}%"

@@ -30,10 +30,6 @@ TREE_W, TREE_H = 744.0, 380.0
 DIFF_ROWS = 30
 
 
-def _pct(part: int, whole: int) -> str:
-    return numfmt.percent(part / whole, 1) if whole else "-"
-
-
 def _categories(images: Sequence[SizeImage]) -> tuple[list[str], list[str]]:
     """(named, others): labels holding file bytes, largest first, the same for every image."""
     biggest: dict[str, int] = {}
@@ -75,7 +71,8 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
             w = scale(r.file_bytes) - BAR_X0
             tip = (
                 f"{img.name}: {lb}: {svg.exact(r.file_bytes)} bytes in the file "
-                f"({_pct(r.file_bytes, img.file_bytes)}), {svg.exact(r.vm_bytes)} bytes of VM"
+                f"({numfmt.share(r.file_bytes, img.file_bytes)}), "
+                f"{svg.exact(r.vm_bytes)} bytes of VM"
             )
             out += _segment(x, mid, w, f"c{k}", tip, lb, str(k + 1))
             x += w
@@ -84,7 +81,7 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
             total = sum(r.file_bytes for r in rest)
             tip = (
                 f"{img.name}: {len(rest)} other {what}s: {svg.exact(total)} bytes in the file "
-                f"({_pct(total, img.file_bytes)})"
+                f"({numfmt.share(total, img.file_bytes)})"
             )
             out += _segment(x, mid, scale(total) - BAR_X0, "c9", tip, "others", str(NAMED + 1))
         out.append(
@@ -195,7 +192,7 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
         what = f"{merged} smaller rows, " if merged else ""
         tip = (
             f"{img.name}: {r.label}: {what}{svg.exact(r.file_bytes)} bytes in the file "
-            f"({_pct(r.file_bytes, img.file_bytes)})"
+            f"({numfmt.share(r.file_bytes, img.file_bytes)})"
         )
         out.append(svg.rect(x, y, w, h, f"{cls} seg", tip))
         # A label only where at least a few characters fit; the size only where whole.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from icount.numfmt import human_bytes, percent, signed_percent
+from icount.numfmt import human_bytes, share, signed_percent
 from icount.size.model import Breakdown, Row
 from icount.size.report import shown_labels
 from icount.size.terminal import Grid, Group
@@ -63,10 +63,6 @@ def _title(b: Breakdown, name: str) -> str:
     return f"{name}: {b.fmt} {b.kind}, {b.arch}"
 
 
-def _pct(part: int, whole: int) -> str:
-    return percent(part / whole, 1) if whole else "-"
-
-
 def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
     """One breakdown: label, file, file %, VM, VM %. Several: a file and VM column each."""
     names = short_names(items)
@@ -83,23 +79,23 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
                 [
                     r.label,
                     human_bytes(r.file),
-                    _pct(r.file, b.file_total),
+                    share(r.file, b.file_total),
                     human_bytes(r.vm),
-                    _pct(r.vm, b.vm_total),
+                    share(r.vm, b.vm_total),
                 ]
             )
         t.add_row(
             [
                 TOTAL,
                 human_bytes(b.file_total),
-                _pct(b.file_total, b.file_total),
+                share(b.file_total, b.file_total),
                 human_bytes(b.vm_total),
-                _pct(b.vm_total, b.vm_total),
+                share(b.vm_total, b.vm_total),
             ]
         )
         if b.gzip_bytes is not None:
             t.add_row(
-                [GZIP_ROW, human_bytes(b.gzip_bytes), _pct(b.gzip_bytes, b.file_total), "", ""]
+                [GZIP_ROW, human_bytes(b.gzip_bytes), share(b.gzip_bytes, b.file_total), "", ""]
             )
         t.notes += [f"{b.file_total} bytes in the file, {b.vm_total} bytes of VM", *b.notes]
         return t
