@@ -189,22 +189,22 @@ def _auto_warmup(
         server.instrument(False)
         _load(server, client, n, "warm-up")
 
-    try:
-        return auto_warmup(probe, cheap, opts.requests, opts.max_spread, note, opts.auto_limits)
-    except WarmupFailed as e:
-        raise WarmupGaveUp(str(e), e.curve) from None
+    return auto_warmup(probe, cheap, opts.requests, opts.max_spread, note, opts.auto_limits)
 
 
-class WarmupGaveUp(RunInvalid):
-    """`--warmup auto` reached its caps: the run is invalid, and its curve is kept in the
-    results file so the user sees where the count was going."""
+class RunRefused(RunInvalid):
+    """A run refused after it counted something (an auto warm-up that gave up, reps that
+    say it was still warming): invalid, and what it counted, the curve above all, is
+    kept in the results file so the user sees where the count was going."""
 
-    def __init__(self, message: str, curve: tuple[tuple[int, float], ...]) -> None:
+    def __init__(self, message: str, detail: ServeDetail) -> None:
         super().__init__(message)
-        self.curve = curve
+        self.detail = detail
 
 
-def _check_reps(reps: Sequence[Rep], max_spread: float, curve: Sequence[tuple[int, float]]) -> None:
+def _refusal(
+    reps: Sequence[Rep], max_spread: float, curve: Sequence[tuple[int, float]]
+) -> str | None:
     """Reps that keep falling mean the server was still warming up, and reps that
     contradict the probe an auto warm-up settled on mean it settled too soon: never a
     valid run. (Reps that merely differ, as a garbage collector makes them, are
@@ -213,8 +213,7 @@ def _check_reps(reps: Sequence[Rep], max_spread: float, curve: Sequence[tuple[in
     why = still_warming(per_request, max_spread) or moved_after_settling(
         curve, per_request, max_spread
     )
-    if why:
-        raise RunInvalid(why)
+    return why
 
 
 def _idle(
@@ -252,7 +251,12 @@ def _windows(
     curve: tuple[tuple[int, float], ...] = ()
     with _client(server, opts, port, path) as client:
         if opts.warmup is None:
-            warmup, curve = _auto_warmup(server, client, opts, note)
+            try:
+                warmup, curve = _auto_warmup(server, client, opts, note)
+            except WarmupFailed as e:
+                served = e.curve[-1][0] if e.curve else 0
+                kept = ServeDetail(window, served, (), warmup_curve=e.curve)
+                raise RunRefused(str(e), kept) from None
         else:
             warmup = opts.warmup
             note(f"warm-up: {warmup} requests")
@@ -277,10 +281,12 @@ def _windows(
             note(f"idle window: {opts.idle_seconds:g} s")
             idle, share = _idle(server, opts.idle_seconds, reps, walls)
     check_alive(server)
-    _check_reps(reps, opts.max_spread, curve)
     detail = ServeDetail(
         window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share
     )
+    why = _refusal(reps, opts.max_spread, curve)
+    if why:
+        raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)
 
 
@@ -383,11 +389,8 @@ def measure_run(
         if decided.name == WINDOW_DIFFERENTIAL:
             detail, rps = _differential(target, path, opts, run_dir, note)
             functions = ()
-    except WarmupGaveUp as e:
-        assert decided is not None  # auto warm-up probes only once the window is decided
-        served = e.curve[-1][0] if e.curve else 0
-        kept = ServeDetail(decided.name, served, (), warmup_curve=e.curve)
-        return RunOutcome(None, str(e), kept, decided)
+    except RunRefused as e:
+        return RunOutcome(None, str(e), e.detail, decided)
     except RunInvalid as e:
         return RunOutcome(None, str(e), None, decided)
     value = float(statistics.median(detail.per_request))

@@ -165,6 +165,9 @@ def test_reps_that_contradict_the_probe_auto_settled_on_are_refused(
         "the count moved after --warmup auto settled: its last probe read 3000 per request"
     ), outcome.reason
     assert "on a plateau it later fell from" in outcome.reason
+    # what the refused run counted stays with it: the curve and the reps
+    assert outcome.detail is not None and len(outcome.detail.reps) == 3
+    assert [v for _, v in outcome.detail.warmup_curve][-1] == 3000.0
 
 
 def test_reps_that_agree_with_the_probe_auto_settled_on_are_valid(
