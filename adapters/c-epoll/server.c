@@ -3,7 +3,7 @@
  * header, so every answer is identical and its cost does not drift with the clock).
  *
  *   c-epoll --port P [--loop K] [--crash-after N] [--status CODE] [--body TEXT] [--vary FILE]
- *           [--workers N | --threads N | --fork-per-connection] [--daemonize]
+ *           [--workers N | --threads N | --fork-per-connection] [--daemonize [--linger-ms MS]]
  *
  * Test flags (used by icount's own tests):
  *   --loop K         run K iterations of a loop of known cost per request. The loop body is
@@ -25,6 +25,9 @@
  *                    one connection (blocking I/O) until the client closes it.
  *   --daemonize      the started process forks, and exits 0 once the child (in a new
  *                    session) listens: a server that puts itself in the background.
+ *   --linger-ms MS   with --daemonize: the started process exits MS ms after the fork,
+ *                    so that its child answers while it is still running (as a slow
+ *                    exit under valgrind does).
  *   --every N --every-loop K   every Nth request also runs periodic_work(): K loop
  *                    iterations (a collector's periodic work, under its own name).
  *   --tick-ms T --tick-loop K  every T ms, whatever the requests, tick_work() runs K loop
@@ -257,7 +260,7 @@ static int handle_requests(int ep, struct conn *c) {
 static void usage(void) {
     fprintf(stderr, "usage: c-epoll --port P [--loop K] [--crash-after N] [--status CODE] "
                     "[--body TEXT] [--vary FILE] [--workers N | --threads N | "
-                    "--fork-per-connection] [--daemonize] [--every N --every-loop K] "
+                    "--fork-per-connection] [--daemonize [--linger-ms MS]] [--every N --every-loop K] "
                     "[--tick-ms T --tick-loop K]\n");
     exit(2);
 }
@@ -382,6 +385,7 @@ int main(int argc, char **argv) {
     int port = -1;
     const char *vary_file = NULL;
     int workers = 0, threads = 0, fork_per_connection = 0, daemonize = 0;
+    long linger_ms = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--fork-per-connection") == 0) {
@@ -397,6 +401,8 @@ int main(int argc, char **argv) {
         const char *v = argv[++i];
         if (strcmp(a, "--port") == 0)
             port = atoi(v);
+        else if (strcmp(a, "--linger-ms") == 0)
+            linger_ms = atol(v);
         else if (strcmp(a, "--loop") == 0)
             loop_iterations = atol(v);
         else if (strcmp(a, "--crash-after") == 0)
@@ -466,8 +472,11 @@ int main(int argc, char **argv) {
             perror("c-epoll: fork");
             return 1;
         }
-        if (pid > 0)
+        if (pid > 0) {
+            if (linger_ms > 0)
+                usleep((useconds_t)linger_ms * 1000);
             return 0; /* the listening socket is the child's now */
+        }
         setsid();
     }
     if (workers > 0) {

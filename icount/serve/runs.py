@@ -56,6 +56,7 @@ from icount.serve.server import (
     RunInvalid,
     Target,
     check_alive,
+    ended,
     first_correct_answer,
     running_server,
     started_server,
@@ -164,6 +165,11 @@ def _window(
             f"not counted: {'; '.join(outside)}"
         )
     if floor is not None and rep.per_request < floor:
+        # a server that daemonized leaves its child serving uncounted in a new session
+        # while its started process exits: that is the reason to give when it is so
+        why = ended(server)
+        if why:
+            raise RunInvalid(f"{what}: {why}")
         counted = len(shares) or 1
         raise RunInvalid(
             f"{what}: the requests were served by processes icount did not count: "

@@ -118,14 +118,20 @@ def check_alive(server: Server) -> None:
         raise RunInvalid(why)
 
 
+def ended(server: Server) -> str | None:
+    """How the server ended, if it is ending: `gone`, after a moment's wait. A server
+    that crashed closes its sockets before valgrind has finished writing its profile
+    and exits, and one that daemonized can still be exiting when its child answers:
+    the wait lets the reason name that rather than what it caused."""
+    procs.wait_until(lambda: not server.alive(), timeout=EXIT_WAIT_S)
+    return gone(server)
+
+
 def with_server_state(server: Server | None, what: str) -> str:
     """`what`, with how the server ended if it did."""
     if server is None:
         return what
-    # A server that crashed closes its sockets before valgrind has finished writing
-    # its profile and exits: give it a moment, so that the reason names the crash.
-    procs.wait_until(lambda: not server.alive(), timeout=EXIT_WAIT_S)
-    why = gone(server)
+    why = ended(server)
     return f"{what} ({why})" if why else what
 
 

@@ -169,6 +169,23 @@ def test_a_server_that_daemonizes_is_said_to_and_stopped(
 
 
 @pytest.mark.slow
+def test_a_server_still_exiting_when_its_daemon_answers_is_said_to_have_daemonized(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
+) -> None:
+    """The started process exits 0.5 s after its fork (a slow exit under valgrind, as on a
+    loaded CI machine), so the daemon answers the ready probe, the check and the warm-up
+    while it runs, and a window that closes after it exited counts only it (measured
+    here: rep 1 at 0.3-0.7 s, rep 2 at 1 s): the reason is the daemonizing, not the floor
+    that it tripped, which is what CI once printed. Earlier or later exits are caught
+    before the windows or after them, with the same reason."""
+    outcome = measure(make_adapter, tmp_path, "daemon-slow", "--daemonize", "--linger-ms", "500")
+    assert outcome.value is None and outcome.reason is not None
+    assert "the server daemonized: the started process exited 0" in outcome.reason
+    assert "below the floor" not in outcome.reason
+    assert leftovers(str(c_epoll)) == []
+
+
+@pytest.mark.slow
 def test_perf_windows_count_the_children_a_server_forks(
     make_adapter: AdapterMaker, tmp_path: Path
 ) -> None:
