@@ -150,7 +150,8 @@ def test_bad_results_files_give_one_line_and_exit_6(
 ) -> None:
     good = write("good.json", res(cell("a", [1000] * 3)))
     bad = tmp_path / f"{kind}.json"
-    bad.write_bytes(BAD_FILES[kind] if BAD_FILES[kind] is not None else _truncated())
+    content = BAD_FILES[kind]
+    bad.write_bytes(content if content is not None else _truncated())
     done = cli("compare", *((bad, good) if side == "base" else (good, bad)))
     assert done.code == 6
     assert done.out == ""

@@ -37,7 +37,8 @@ def test_a_1_5_percent_regression_fails_at_1_and_passes_at_2() -> None:
     assert row.delta == 3000
     assert row.delta_pct == pytest.approx(0.015)
     err = gate(at1, fail_on_invalid=False)
-    assert err is not None and err.exit_code == ExitCode.REGRESSION == 3
+    assert err is not None and err.exit_code == ExitCode.REGRESSION
+    assert int(ExitCode.REGRESSION) == 3
 
     at2 = compare(
         res(cell("a", [200000] * 3)), res(cell("a", [203000] * 3)), Thresholds(0.02, (), 10)

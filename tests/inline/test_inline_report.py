@@ -103,7 +103,7 @@ def test_rows_below_the_share_are_counted_not_listed() -> None:
     floor = cut["min_share"] * cut["builds"]["a"]["total"]
 
     def change(f: dict[str, Any]) -> int:
-        return max(abs(f["self_delta"]), abs(f["inclusive_delta"]))
+        return max(abs(int(f["self_delta"])), abs(int(f["inclusive_delta"])))
 
     kept = {f["name"] for f in cut["functions"]}
     assert kept == {f["name"] for f in everything["functions"] if change(f) >= floor}

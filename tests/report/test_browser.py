@@ -19,6 +19,7 @@ import pytest
 
 from icount import charts, results
 from icount.charts.sizes import _categories
+from icount.results.details import ServeDetail
 
 from .conftest import (
     FIXTURES,
@@ -119,7 +120,12 @@ def test_warmup_curves(browser: Any, tmp_path: Path) -> None:
     res = results.load(FIXTURES / "node-warmup.json")
     page = write_page(tmp_path / "warmup.html", [charts.ResultsInput("node.json", res, None)])
     open_page(browser, page, shots_dir(tmp_path), "warmup")
-    windows = [r.detail.warmup_curve for c in res.cells for r in c.runs if r.detail]
+    windows = [
+        r.detail.warmup_curve
+        for c in res.cells
+        for r in c.runs
+        if isinstance(r.detail, ServeDetail)
+    ]
     assert count(browser, "polyline.line") == len(windows)
     assert count(browser, "circle.pt") == sum(len(w) for w in windows)
     assert count(browser, "line.thr") == len(res.cells)  # each cell's measured median

@@ -71,7 +71,7 @@ def test_report_is_self_contained(tmp_path: Path) -> None:
     assert "<script" not in text.lower()
     assert not re.search(r"https?://", text)  # no xmlns either: HTML needs none
     assert not re.search(r"\s(src|srcset|action|data)=", text)
-    hrefs = {e.get("href") for e in root.iter() if e.get("href") is not None}
+    hrefs = {h for e in root.iter() if (h := e.get("href")) is not None}
     assert hrefs and all(h.startswith("#s") for h in hrefs)  # the contents links only
     ids = [e.get("id") for e in root.iter() if e.get("id")]
     assert len(ids) == len(set(ids))  # inline SVGs share one document: no id twice

@@ -128,7 +128,7 @@ def test_thread_counts_one_valgrind_thread(
     """c-epoll has one thread: --thread 1 counts what the process total counts, and a
     thread number the server does not have is the cell's reason, not a crash."""
     target = make_adapter("one-thread")
-    medians = {}
+    medians: dict[str, dict[str, Any]] = {}
     for flag in ([], ["--thread", "1"], ["--thread", "2"]):
         out = tmp_path / f"r{len(medians)}.json"
         run_icount(["serve", str(target), "--runs", "1", *FAST, *flag, "-o", str(out), "-q"],
@@ -304,7 +304,7 @@ def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> 
     own = replace(cmd, path_jsons=('b={"message": "Hello, World!"}',))
     second = _session(ServeRequest(cmd=own, backend="fake", runs=1, reps=1, idle_seconds=0),
                       tmp_path / "own.json")  # fmt: skip
-    assert all(c.valid for c in second.cells), [c.invalid_reason for c in second.cells]
+    assert all(c.valid for c in second.cells), [c.reason for c in second.cells]
     assert resume_request(ServeRequest(), tmp_path / "own.json", frozenset()).cmd == own
     for wrong, message in (
         (replace(cmd, path_bodies=("c=x",)), "'c', which no --path names"),
@@ -412,4 +412,6 @@ def test_a_cold_start_cell_counts_from_exec_to_the_first_correct_answer_fake(
 def report_title(res: results.Results) -> str:
     from icount import report
 
-    return report.build_table(res).title
+    title = report.build_table(res).title
+    assert title is not None
+    return title

@@ -23,7 +23,8 @@ def _elf(built: Built) -> bytearray:
 
 
 def _shdr(data: bytearray, i: int) -> int:
-    return struct.unpack_from("<Q", data, ELF_SHOFF)[0] + 64 * i
+    offset: int = struct.unpack_from("<Q", data, ELF_SHOFF)[0]
+    return offset + 64 * i
 
 
 def many_sections(d: bytearray) -> bytes:
@@ -96,23 +97,33 @@ def unknown_load_command(d: bytearray) -> bytes:
     return bytes(d)
 
 
+def _packed(fmt: str, offset: int, value: int) -> Callable[[bytearray], bytes]:
+    """A corruption: `value` written at `offset` of the file."""
+
+    def corrupt(d: bytearray) -> bytes:
+        struct.pack_into(fmt, d, offset, value)
+        return bytes(d)
+
+    return corrupt
+
+
 MACHO_CASES: dict[str, tuple[Callable[[bytearray], bytes], str]] = {
     "load command count": (
-        lambda d: (struct.pack_into("<I", d, 16, 10**7), bytes(d))[1],
+        _packed("<I", 16, 10**7),
         "load commands",
     ),
     "sizeofcmds": (
-        lambda d: (struct.pack_into("<I", d, 20, 1 << 31), bytes(d))[1],
+        _packed("<I", 20, 1 << 31),
         "load commands",
     ),
-    "cmdsize 0": (lambda d: (struct.pack_into("<I", d, 36, 0), bytes(d))[1], "invalid size 0"),
+    "cmdsize 0": (_packed("<I", 36, 0), "invalid size 0"),
     "truncated": (lambda d: bytes(d[:3000]), "runs past the end"),
     "segment past end": (
-        lambda d: (struct.pack_into("<Q", d, 32 + 72 + 40, 1 << 40), bytes(d))[1],
+        _packed("<Q", 32 + 72 + 40, 1 << 40),
         "segment __TEXT",
     ),
     "nsects": (
-        lambda d: (struct.pack_into("<I", d, 32 + 72 + 64, 10**6), bytes(d))[1],
+        _packed("<I", 32 + 72 + 64, 10**6),
         "sections do not fit",
     ),
 }

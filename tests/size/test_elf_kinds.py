@@ -58,7 +58,7 @@ def test_kind_equals_readelf_on_system_files() -> None:
     files = system_files(80)
     if not files:
         pytest.skip("no ELF files under /usr/bin or /usr/lib")
-    kinds = {}
+    kinds: dict[str, int] = {}
     for path in files:
         try:
             (image,) = load(path, symbols=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from icount.size import demangle, groups, load, views
+from icount.size.model import Breakdown
 
 from .conftest import Built
 
@@ -85,7 +86,7 @@ def test_go_packages(name: str, package: str) -> None:
     assert groups.package(name, name) == package
 
 
-def _symbol_bytes(b: views.Breakdown) -> tuple[int, int]:
+def _symbol_bytes(b: Breakdown) -> tuple[int, int]:
     """File and VM bytes of the rows that are symbols or groups (not [section X] etc.)."""
     rows = [
         r for r in b.rows if not r.label.startswith("[") or r.label in (groups.OTHER, groups.GLOBAL)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from icount.size import load, views
-from icount.size.model import Image
+from icount.size.model import Image, Region
 
 from .conftest import MACHO_FAT, MACHO_THIN, Built, run, tool
 
@@ -52,7 +52,7 @@ def objdump_sections(path: str, arch: str | None = None) -> list[tuple[str, int,
     return out
 
 
-def sections(image: Image) -> list:  # the section regions, in ordinal order
+def sections(image: Image) -> list[Region]:  # the section regions, in ordinal order
     return [r for r in image.sections if r.sym_addr is not None]
 
 

@@ -3,11 +3,14 @@ two compile units built with -g by gcc and by clang (issue 15 item 2)."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 from pathlib import Path
+from typing import cast
 
 import pytest
+from elftools.dwarf.dwarfinfo import DebugSectionDescriptor
 
 from icount.size import load, units, views
 from icount.size.model import Image
@@ -95,6 +98,12 @@ def test_unit_ranges_equal_llvm_dwarfdump(built: Built, name: str) -> None:
     assert mine == expected and len({u for _, _, u in mine}) == 2
 
 
+def _contents(section: DebugSectionDescriptor | None) -> bytes:
+    """A DWARF section's bytes as pyelftools read them (into memory: a BytesIO)."""
+    assert section is not None and isinstance(section.stream, io.BytesIO)
+    return section.stream.getvalue()
+
+
 @pytest.mark.parametrize("name", BUILDS)
 def test_code_and_data_per_unit(built: Built, name: str) -> None:
     """Code: each unit's ranges within each section (llvm-dwarfdump). Data: the sizes
@@ -115,14 +124,11 @@ def test_code_and_data_per_unit(built: Built, name: str) -> None:
         for u in dumped:
             unit = str(u["name"])
             if r.executable:
-                want = _union(u["ranges"], lo, hi)  # type: ignore[arg-type]
+                want = _union(cast(list[tuple[int, int]], u["ranges"]), lo, hi)
                 checked_code += want
             else:
-                want = sum(
-                    syms[v][1]
-                    for v in u["variables"]  # type: ignore[attr-defined]
-                    if v in syms and lo <= syms[v][0] < hi
-                )
+                variables = cast(list[str], u["variables"])
+                want = sum(syms[v][1] for v in variables if v in syms and lo <= syms[v][0] < hi)
                 checked_data += want
             assert got.get(unit, 0) == want, (r.label, unit)
     assert checked_code > 100 and checked_data >= 4096 + 1024 + 512
@@ -182,8 +188,8 @@ def test_files_equal_the_line_table(built: Built, name: str) -> None:
             expected[str(u["name"])] = expected.get(str(u["name"]), 0) + left
     assert {k: v for k, v in expected.items() if v} == parts[text]
     assert any(f.endswith("units.h") for f in parts[text])  # the inline helper is the header's
-    b = views.view(image, "files", 0)
-    assert b.file_total == path.stat().st_size
+    breakdown = views.view(image, "files", 0)
+    assert breakdown.file_total == path.stat().st_size
 
 
 def test_without_dwarf_the_sections_stay_whole(built: Built) -> None:
@@ -249,8 +255,7 @@ def test_the_fast_scan_equals_pyelftools(built: Built, name: str, least: int) ->
     with open(path, "rb") as f:
         info = ELFFile(f).get_dwarf_info()
         little = info.config.little_endian
-        data = info.debug_info_sec.stream.getvalue()
-        lines = info.debug_line_sec.stream.getvalue()
+        data, lines = _contents(info.debug_info_sec), _contents(info.debug_line_sec)
         locations, rows = [], []
         for cu in info.iter_CUs():
             locations += [loc for loc, _ in dwarf_scan.variables(data, cu, little)]
