@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from icount import numfmt
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, results_json
-from icount.results.details import COLD_START, ServeDetail
+from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
 from icount.results.model import sort_key
 from icount.tables import Column, Table, render, render_csv
 
@@ -184,16 +184,44 @@ def explaining_notes(cells: Sequence[Cell]) -> list[str]:
         if isinstance(explained, dict):
             line = describe(explained, cell.max_spread, windows=cell.path != COLD_START)
             notes.append(f"{cell.key_text}: {line}")
-        details = [r.detail for r in cell.runs if isinstance(r.detail, ServeDetail)]
-        shares = sorted(d.time_share for d in details if d.time_share is not None)
-        idle = [d.idle for d in details if d.idle is not None]
-        if shares and idle:
-            rate = statistics.median(i.instructions / i.seconds for i in idle if i.seconds)
-            notes.append(
-                f"{cell.key_text}: ~{shares[len(shares) // 2] * 100:.2g}% of each window is "
-                f"work driven by the clock ({numfmt.si(rate)} instructions/s while idle)"
-            )
+        clock = _clock_note(cell)
+        if clock:
+            notes.append(f"{cell.key_text}: {clock}")
     return notes
+
+
+def _clock_note(cell: Cell) -> str | None:
+    """What the runs' idle windows say about work the clock drives: a share of every
+    window when most runs measured one, or, when only some idle windows caught work
+    (a collector or a timer that does not run every second), that they disagree."""
+    idle = [
+        (d.time_share or 0.0, d.idle.instructions / d.idle.seconds)
+        for r in cell.runs
+        if isinstance(d := r.detail, ServeDetail) and d.idle is not None and d.idle.seconds
+    ]
+    if not idle:
+        return None
+    shares = sorted(share for share, _ in idle)
+    # the lower middle: one run of two that caught a timer is not "each window"
+    share = shares[(len(shares) - 1) // 2]
+    if share >= TIME_SHARE_SHOWN:
+        rate = statistics.median(rate for _, rate in idle)
+        return (
+            f"~{share * 100:.2g}% of each window is work driven by the clock "
+            f"({numfmt.si(rate)} instructions/s while idle)"
+        )
+    caught = [(s, rate) for s, rate in idle if s >= TIME_SHARE_SHOWN]
+    if not caught:
+        return None
+    rest = sorted(rate for s, rate in idle if s < TIME_SHARE_SHOWN)
+    most = max(caught)
+    others = numfmt.si(rest[0]) + (f"-{numfmt.si(rest[-1])}" if rest[-1] != rest[0] else "")
+    return (
+        f"{len(caught)} of {len(idle)} idle windows counted "
+        f"{'up to ' if len(caught) > 1 else ''}{numfmt.si(most[1])} "
+        f"instructions/s (~{most[0] * 100:.2g}% of a window), the others {others}: work "
+        "that runs now and then, not every second (a collector, a timer)"
+    )
 
 
 def _runs_that_differ(cells: Sequence[Cell]) -> str:

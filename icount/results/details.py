@@ -115,6 +115,10 @@ class Lifetimes:
         return {"requests": list(self.requests), "instructions": list(self.instructions)}
 
 
+# A time-driven share below 0.1% of a window is saved as None: not worth a note.
+TIME_SHARE_SHOWN = 0.001
+
+
 @dataclass(frozen=True)
 class IdleCount:
     """An idle window after the reps: what the server executed with no request in

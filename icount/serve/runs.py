@@ -37,6 +37,7 @@ from pathlib import Path
 from icount.backends import Backend
 from icount.backends.protocol import Server
 from icount.results.details import (
+    TIME_SHARE_SHOWN,
     WINDOW_COLD_START,
     WINDOW_DIFFERENTIAL,
     IdleCount,
@@ -73,7 +74,6 @@ from icount.serve.warmup import (
 
 IDLE_SECONDS = 1.0
 IDLE_SETTLE_S = 0.5
-TIME_SHARE_SHOWN = 0.001  # time-driven shares below 0.1% of a window are not worth a note
 
 
 @dataclass(frozen=True)

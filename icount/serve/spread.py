@@ -60,6 +60,9 @@ def explain(windows: Sequence[Window], max_spread: float) -> dict[str, Any] | No
 
 UNNAMED = "[code without a symbol: JIT-compiled or stripped]"
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+# callgrind's --separate-recs (2 by default) names a function's recursive activations
+# `name'2`, `name'3`...: the same code, pooled with its first level
+_RECURSION = re.compile(r"'[0-9]+$")
 
 
 def _pooled(functions: Mapping[str, float]) -> dict[str, float]:
@@ -68,10 +71,11 @@ def _pooled(functions: Mapping[str, float]) -> dict[str, float]:
     two windows compared address by address show pairs of +888 and -888 that are the
     same code, where the pool shows what the JIT's code costs more or less. (Code of a
     stripped binary lands in the same pool: its addresses are stable, but it has no
-    name to show either.)"""
+    name to show either.) A recursion level (`'2`) joins its function."""
     out: dict[str, float] = {}
     for name, cost in functions.items():
-        key = UNNAMED if _HEX.fullmatch(name) else name
+        base = _RECURSION.sub("", name)
+        key = UNNAMED if _HEX.fullmatch(base) else base
         out[key] = out.get(key, 0.0) + cost
     return out
 

@@ -125,3 +125,51 @@ def test_rows_of_version_1_files_keep_their_order_by_name() -> None:
     cells = tuple(replace(c, order=0) for c in commands().cells)
     text = report.render_results(Results(FP, cells), "table", 100)
     assert text == report.render_results(commands(), "table", 100, sort="name")
+
+
+def _idle_cell(name: str, idle: list[tuple[float, float | None]]) -> Cell:
+    """A cell whose runs' idle windows counted these (instructions in 1 s, share)."""
+    from icount.results.details import IdleCount
+
+    runs = tuple(
+        Run(
+            55.0,
+            True,
+            None,
+            ServeDetail(
+                WINDOW_DUMPS,
+                100,
+                (Rep(55_000, 1000),),
+                idle=IdleCount(count, 1.0),
+                time_share=share,
+            ),
+        )
+        for count, share in idle
+    )
+    return Cell(name, "p", "callgrind", results.UNIT_PER_REQUEST, runs, {}, 3, 0.01)
+
+
+def test_the_clock_note_is_a_share_of_each_window_only_when_most_runs_measured_one() -> None:
+    """Values from the quick start of 2026-12-01: uvicorn's idle windows agree (~590k
+    instructions/s, 0.56-0.63% of a window); Node's collector fell into one idle second
+    of three, which once printed as "~0.5% of each window ... (414 instructions/s)"."""
+    res = Results(
+        FP,
+        (
+            _idle_cell("uvicorn", [(589_855, 0.0056), (592_245, 0.0061), (590_455, 0.0063)]),
+            _idle_cell("node", [(277_242, 0.005), (414, None), (414, None)]),
+            _idle_cell("quiet", [(414, None), (420, None), (13_000, None)]),
+            _idle_cell("two", [(50_000, 0.002), (600, None)]),
+        ),
+    )
+    notes = [n for n in report.build_table(res).notes if "idle" in n]
+    assert notes == [
+        "node/p/callgrind: 1 of 3 idle windows counted 277.2k instructions/s (~0.5% of a "
+        "window), the others 414: work that runs now and then, not every second (a "
+        "collector, a timer)",
+        "two/p/callgrind: 1 of 2 idle windows counted 50.00k instructions/s (~0.2% of a "
+        "window), the others 600: work that runs now and then, not every second (a "
+        "collector, a timer)",
+        "uvicorn/p/callgrind: ~0.61% of each window is work driven by the clock (590.5k "
+        "instructions/s while idle)",
+    ]
