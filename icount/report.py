@@ -201,11 +201,10 @@ def _clock_note(cell: Cell) -> str | None:
     ]
     if not idle:
         return None
-    shares = sorted(share for share, _ in idle)
-    # the lower middle: one run of two that caught a timer is not "each window"
-    share = shares[(len(shares) - 1) // 2]
+    # the lower middles: one run of two that caught a timer is not "each window"
+    share = statistics.median_low(share for share, _ in idle)
     if share >= TIME_SHARE_SHOWN:
-        rate = statistics.median(rate for _, rate in idle)
+        rate = statistics.median_low(rate for _, rate in idle)
         return (
             f"~{share * 100:.2g}% of each window is work driven by the clock "
             f"({numfmt.si(rate)} instructions/s while idle)"
@@ -213,14 +212,15 @@ def _clock_note(cell: Cell) -> str | None:
     caught = [(s, rate) for s, rate in idle if s >= TIME_SHARE_SHOWN]
     if not caught:
         return None
-    rest = sorted(rate for s, rate in idle if s < TIME_SHARE_SHOWN)
-    most = max(caught)
-    others = numfmt.si(rest[0]) + (f"-{numfmt.si(rest[-1])}" if rest[-1] != rest[0] else "")
+    rest = [r for s, r in idle if s < TIME_SHARE_SHOWN]  # not empty: the middle is here
+    low, high = numfmt.si(min(rest)), numfmt.si(max(rest))
+    others = low if low == high else f"{low}-{high}"
+    up_to = "up to " if len(caught) > 1 else ""
     return (
-        f"{len(caught)} of {len(idle)} idle windows counted "
-        f"{'up to ' if len(caught) > 1 else ''}{numfmt.si(most[1])} "
-        f"instructions/s (~{most[0] * 100:.2g}% of a window), the others {others}: work "
-        "that runs now and then, not every second (a collector, a timer)"
+        f"{len(caught)} of {len(idle)} idle windows counted {up_to}"
+        f"{numfmt.si(max(r for _, r in caught))} instructions/s (~"
+        f"{max(s for s, _ in caught) * 100:.2g}% of a window), the others {others} "
+        "instructions/s: work that runs now and then, not every second (a collector, a timer)"
     )
 
 

@@ -473,8 +473,10 @@ int main(int argc, char **argv) {
             return 1;
         }
         if (pid > 0) {
-            if (linger_ms > 0)
-                usleep((useconds_t)linger_ms * 1000);
+            if (linger_ms > 0) {
+                struct timespec linger = {linger_ms / 1000, (linger_ms % 1000) * 1000000L};
+                nanosleep(&linger, NULL);
+            }
             return 0; /* the listening socket is the child's now */
         }
         setsid();

@@ -160,16 +160,23 @@ def test_the_clock_note_is_a_share_of_each_window_only_when_most_runs_measured_o
             _idle_cell("node", [(277_242, 0.005), (414, None), (414, None)]),
             _idle_cell("quiet", [(414, None), (420, None), (13_000, None)]),
             _idle_cell("two", [(50_000, 0.002), (600, None)]),
+            # the largest share and the largest rate, each (not one window's pair)
+            _idle_cell(
+                "many", [(900_000, 0.002), (50_000, 0.004), (10, None), (20, None), (20, None)]
+            ),
         ),
     )
     notes = [n for n in report.build_table(res).notes if "idle" in n]
     assert notes == [
+        "many/p/callgrind: 2 of 5 idle windows counted up to 900.0k instructions/s (~0.4% "
+        "of a window), the others 10-20 instructions/s: work that runs now and then, not "
+        "every second (a collector, a timer)",
         "node/p/callgrind: 1 of 3 idle windows counted 277.2k instructions/s (~0.5% of a "
-        "window), the others 414: work that runs now and then, not every second (a "
-        "collector, a timer)",
+        "window), the others 414 instructions/s: work that runs now and then, not every "
+        "second (a collector, a timer)",
         "two/p/callgrind: 1 of 2 idle windows counted 50.00k instructions/s (~0.2% of a "
-        "window), the others 600: work that runs now and then, not every second (a "
-        "collector, a timer)",
+        "window), the others 600 instructions/s: work that runs now and then, not every "
+        "second (a collector, a timer)",
         "uvicorn/p/callgrind: ~0.61% of each window is work driven by the clock (590.5k "
         "instructions/s while idle)",
     ]

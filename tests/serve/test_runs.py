@@ -5,6 +5,7 @@ known by construction (tests/support/fake_backend.py), so every figure is exact.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from icount.serve import adapter as adapters
 from icount.serve import warmup
 from icount.serve.cpus import CpuSplit
 from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
-from icount.serve.server import Target
+from icount.serve.server import EXIT_WAIT_S, Target
 from icount.serve.warmup import AutoLimits
 from tests.support.fake_backend import FakeBackend, FakeConfig
 
@@ -113,6 +114,37 @@ def test_a_process_that_cannot_be_reached_after_the_decision_is_invalid(
     outcome = run(target, tmp_path, config, window=WindowMethod(WINDOW_DUMPS, "decided"))
     assert outcome.value is None
     assert outcome.reason == "fake control failed: vgdb timed out"
+
+
+def test_a_window_below_the_floor_names_a_daemonizing_server_still_exiting(
+    target: Target, tmp_path: Path
+) -> None:
+    """The started process exits 0.3 s after the first window, which counted only it:
+    the reason is the daemonizing (waited for), not the floor it tripped."""
+    config = FakeConfig(daemon_exit_s=0.3)
+    started = time.monotonic()
+    outcome = run(target, tmp_path, config)
+    assert outcome.value is None and outcome.reason is not None
+    assert outcome.reason.startswith(
+        "rep 1: the server daemonized: the started process exited 0 and left 100001 "
+        "(fake daemon) running (icount stopped it)"
+    ), outcome.reason
+    assert time.monotonic() - started < EXIT_WAIT_S  # waited for the exit, not the limit
+
+
+def test_a_live_server_below_the_floor_is_refused_by_the_floor(
+    target: Target, tmp_path: Path
+) -> None:
+    """Requests costing 10 instructions: uncounted work, said so once the wait for an
+    exit (EXIT_WAIT_S) shows the server is still running."""
+    config = FakeConfig(cost=lambda i, p: 10.0)
+    outcome = run(target, tmp_path, config)
+    assert outcome.value is None
+    assert outcome.reason == (
+        "rep 1: the requests were served by processes icount did not count: 10.3 "
+        "instructions per request in the 1 counted process, below the floor of 100 that "
+        "any real request path exceeds (a server whose workers escaped counting?)"
+    )
 
 
 def test_auto_warmup_probes_with_cheap_warmup_between_until_the_curve_settles(

@@ -51,6 +51,9 @@ class FakeConfig:
     preflight_problem: str | None = None
     floor: float | None = 100.0  # the backend's instruction floor per request
     uncounted: tuple[str, ...] = ()  # processes the fake pretends not to count
+    # A daemonizing server: its requests are served by a child the windows do not count,
+    # and the started process exits 0 this many seconds after the first window closes.
+    daemon_exit_s: float | None = None
     instrumented: list[bool] = field(default_factory=list)  # every instrument() call
     started: list[FakeServer] = field(default_factory=list)
 
@@ -125,6 +128,7 @@ class FakeServer:
         self.opened_at = 0.0
         self.close_latency_s = 0.0
         self.windows = 0
+        self._exits_at: float | None = None  # a daemonizing server's started process
         self._http: _HTTP | None = _HTTP(port, self)
         # a short poll: shutdown() waits for it, and tests start many servers
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.005,), daemon=True)
@@ -139,6 +143,8 @@ class FakeServer:
             self.requests += 1
 
     def alive(self) -> bool:
+        if self._exits_at is not None and time.monotonic() >= self._exits_at:
+            return False
         return self._http is not None
 
     def preflight(self) -> str | None:
@@ -160,6 +166,10 @@ class FakeServer:
             if self._window_start is None:
                 raise RunFailedError("fake: close_window without open_window")
             count = self.total - self._window_start + self.config.window_cost
+            if self.config.daemon_exit_s is not None:
+                count = self.config.window_cost  # the serving child is not counted
+                if self._exits_at is None:
+                    self._exits_at = time.monotonic() + self.config.daemon_exit_s
             self._window_start = None
             self.windows += 1
             functions = {**self.by_function, "vgdb": self.config.window_cost}
@@ -182,7 +192,7 @@ class FakeServer:
         return list(self.config.uncounted)
 
     def left_behind(self) -> str | None:
-        return None
+        return f"{self.pid + 1} (fake daemon)" if self._exits_at is not None else None
 
     def failure(self) -> str | None:
         return None
