@@ -324,10 +324,11 @@ class Completed:
     timed_out: bool = False
     # processes the command left running when it exited (then stopped by icount)
     leftovers: str | None = None
+    abandoned: bool = False  # stopped because `abandon` said waiting was pointless
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.abandoned
 
 
 def run(
@@ -341,11 +342,14 @@ def run(
     stderr: Path | None = None,
     input_bytes: bytes | None = None,
     real_uid: int | None = None,
+    abandon: Callable[[], bool] | None = None,
 ) -> Completed:
     """Run to completion in a new session; output captured to memory or to files.
 
     On timeout the group is killed and `timed_out` is set; on any exception
-    (KeyboardInterrupt included) the group is killed before it propagates.
+    (KeyboardInterrupt included) the group is killed before it propagates. `abandon`,
+    asked about twice a second: true kills the group too and sets `abandoned` (vgdb
+    talking to a process that has exited waits for its whole timeout otherwise).
     """
     out: Path | int = stdout if stdout is not None else subprocess.PIPE
     err: Path | int = stderr if stderr is not None else subprocess.PIPE
@@ -359,7 +363,7 @@ def run(
         cpus=cpus,
         real_uid=real_uid,
     )
-    timed_out = False
+    timed_out = abandoned = False
     leftovers: str | None = None
     deadline = None if timeout is None else time.monotonic() + timeout
     exited_at: float | None = None
@@ -381,12 +385,15 @@ def run(
                 elif deadline is not None and time.monotonic() >= deadline and not timed_out:
                     timed_out = True
                     child.stop(grace_s=1.0, sig=signal.SIGKILL)
+                elif abandon is not None and not (timed_out or abandoned) and abandon():
+                    abandoned = True
+                    child.stop(grace_s=1.0, sig=signal.SIGKILL)
     except BaseException:
         child.stop(grace_s=1.0)
         raise
     leftovers = _stop_leftovers(child) or leftovers
     rc = child.popen.returncode
-    return Completed(list(argv), rc, o or b"", e or b"", timed_out, leftovers)
+    return Completed(list(argv), rc, o or b"", e or b"", timed_out, leftovers, abandoned)
 
 
 def _slice(left_s: float | None) -> float:

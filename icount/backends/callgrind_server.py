@@ -106,6 +106,16 @@ def _logged_pids(run_dir: Path) -> set[int]:
     return {int(m.group(1)) for p in run_dir.iterdir() if (m := _LOG_NAME.fullmatch(p.name))}
 
 
+def _ended(pid: int) -> bool:
+    """The process has exited (a zombie not reaped yet counts as exited)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
+
+
 def under_callgrind(proc: psutil.Process) -> bool:
     """True for a process running under callgrind (its executable is valgrind's tool)."""
     try:
@@ -216,11 +226,15 @@ class CallgrindServer:
     # ------------------------------------------------------------ control
 
     def _vgdb(self, pid: int, command: str, timeout: float) -> procs.Completed:
+        # A process that exits while vgdb talks to it (a daemonizing server's started
+        # process, a worker that ends) never answers: vgdb would wait out its timeout,
+        # 60 s, which a CI run once spent in one window.
         return procs.run(
             [self.vgdb, f"--vgdb-prefix={self.vgdb_prefix}", f"--pid={pid}",
              f"--max-invoke-ms={MAX_INVOKE_MS}", *command.split()],
             timeout=timeout,
             real_uid=self._share_fifos(pid),
+            abandon=lambda: _ended(pid),
         )  # fmt: skip
 
     def _share_fifos(self, pid: int) -> int | None:
@@ -249,7 +263,7 @@ class CallgrindServer:
         else why not."""
         for p in self.processes():
             done = self._vgdb(p.pid, "status", PREFLIGHT_TIMEOUT_S)
-            if done.ok or not p.is_running():
+            if done.ok or _ended(p.pid):
                 continue
             if done.timed_out:
                 return (
@@ -273,7 +287,7 @@ class CallgrindServer:
                 dumped.add(p.pid)
                 if p.pid == self.pid:
                     self._dump_times.append(time.monotonic() - t0)
-            elif p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+            elif not _ended(p.pid):
                 why = (
                     f"timed out after {VGDB_TIMEOUT_S:g} s" if done.timed_out else _last_line(done)
                 )
@@ -359,7 +373,7 @@ class CallgrindServer:
         word = "on" if on else "off"
         for p in self.processes():
             done = self._vgdb(p.pid, f"instrumentation {word}", VGDB_TIMEOUT_S)
-            if not done.ok and p.is_running():
+            if not done.ok and not _ended(p.pid):
                 why = _last_line(done)
                 raise RunFailedError(f"callgrind instrumentation {word} on pid {p.pid}: {why}")
         self._instrumented = on

@@ -29,6 +29,26 @@ def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == "zombie"
 
 
+def test_abandon_stops_waiting_and_kills_the_whole_group(tmp_path: Path) -> None:
+    """What vgdb needs when the process it talks to exits: no wait for the timeout."""
+    pidfile = tmp_path / "pid"
+    asked: list[float] = []
+
+    def gone() -> bool:
+        asked.append(time.monotonic())
+        return len(asked) >= 2  # the second question finds it gone
+
+    started = time.monotonic()
+    done = procs.run(
+        ["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], timeout=60, abandon=gone
+    )
+    assert done.abandoned and not done.timed_out and not done.ok
+    assert time.monotonic() - started < 10  # slices of 0.5 s, then the group's stop
+    assert len(asked) == 2
+    grandchild = int(pidfile.read_text())
+    assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == "zombie"
+
+
 def test_stop_reaches_descendants_that_left_the_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     child = procs.spawn(["sh", "-c", f"setsid sleep 60 & echo $! > {pidfile}; wait"])
