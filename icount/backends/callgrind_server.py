@@ -106,16 +106,6 @@ def _logged_pids(run_dir: Path) -> set[int]:
     return {int(m.group(1)) for p in run_dir.iterdir() if (m := _LOG_NAME.fullmatch(p.name))}
 
 
-def _ended(pid: int) -> bool:
-    """The process has exited (a zombie not reaped yet counts as exited)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.Error:
-        return False
-
-
 def under_callgrind(proc: psutil.Process) -> bool:
     """True for a process running under callgrind (its executable is valgrind's tool)."""
     try:
@@ -234,7 +224,7 @@ class CallgrindServer:
              f"--max-invoke-ms={MAX_INVOKE_MS}", *command.split()],
             timeout=timeout,
             real_uid=self._share_fifos(pid),
-            abandon=lambda: _ended(pid),
+            abandon=lambda: not _alive(pid),
         )  # fmt: skip
 
     def _share_fifos(self, pid: int) -> int | None:
@@ -263,7 +253,7 @@ class CallgrindServer:
         else why not."""
         for p in self.processes():
             done = self._vgdb(p.pid, "status", PREFLIGHT_TIMEOUT_S)
-            if done.ok or _ended(p.pid):
+            if done.ok or not _alive(p.pid):
                 continue
             if done.timed_out:
                 return (
@@ -287,7 +277,7 @@ class CallgrindServer:
                 dumped.add(p.pid)
                 if p.pid == self.pid:
                     self._dump_times.append(time.monotonic() - t0)
-            elif not _ended(p.pid):
+            elif _alive(p.pid):
                 why = (
                     f"timed out after {VGDB_TIMEOUT_S:g} s" if done.timed_out else _last_line(done)
                 )
@@ -373,7 +363,7 @@ class CallgrindServer:
         word = "on" if on else "off"
         for p in self.processes():
             done = self._vgdb(p.pid, f"instrumentation {word}", VGDB_TIMEOUT_S)
-            if not done.ok and not _ended(p.pid):
+            if not done.ok and _alive(p.pid):
                 why = _last_line(done)
                 raise RunFailedError(f"callgrind instrumentation {word} on pid {p.pid}: {why}")
         self._instrumented = on
@@ -459,6 +449,7 @@ class CallgrindServer:
 
 
 def _alive(pid: int) -> bool:
+    """Running: not exited, and not a zombie that has not been reaped yet."""
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

@@ -216,10 +216,9 @@ def _refusal(
     valid run. (Reps that merely differ, as a garbage collector makes them, are
     explained with the cell: see spread.py.)"""
     per_request = [r.per_request for r in reps]
-    why = still_warming(per_request, max_spread) or moved_after_settling(
+    return still_warming(per_request, max_spread) or moved_after_settling(
         curve, per_request, max_spread
     )
-    return why
 
 
 def _idle(
