@@ -61,6 +61,10 @@ if [[ -f "$stdlib/EXTERNALLY-MANAGED" && -z "${VIRTUAL_ENV:-}" ]]; then
 fi
 echo "setup: installing the icount package ($($PY --version))"
 $PY -m pip install "${PIP_ARGS[@]}" -e '.[test]'
+if ! command -v icount >/dev/null 2>&1; then
+  # pip fell back to a user install (not root): its bin folder is often not on PATH yet
+  echo "setup: the icount command is not on PATH; add $($PY -m site --user-base)/bin to PATH, or run '$PY -m icount'" >&2
+fi
 
 # The bundled targets' own packages, at the versions their adapters pin, fetched once into
 # npm's and pip's caches: each `icount serve` session builds them into its own build
