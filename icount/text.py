@@ -1,0 +1,48 @@
+"""Text from input files and command lines made safe to print.
+
+Names come from files icount did not write (section names, cell names, symbol names,
+adapter fields). Printed raw, a newline in one forges a second `icount:` line and an
+ESC sequence reaches the terminal, so every message and table cell shows them escaped.
+"""
+
+from __future__ import annotations
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _unsafe(ch: str) -> bool:
+    # Python's "printable": not a control (C0/C1, DEL), not a format character (the
+    # bidi overrides that reorder what follows them on screen), not a separator but
+    # the space (line and paragraph separators, NBSP), not unassigned or private
+    return not ch.isprintable()
+
+
+def printable(text: str) -> str:
+    """`text` with control, format, separator and unassigned characters escaped
+    (\\n, \\x1b, \\u202e), and a backslash doubled only where it could be read as such an escape,
+    so that what is printed is one line and says exactly what the input held.
+    Text with nothing to escape comes back as it is."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for ch in text:
+        if ch in _NAMED and (ch != "\\" or _needs_backslash_escape(text)):
+            out.append(_NAMED[ch])
+        elif ch != "\\" and _unsafe(ch):
+            out.append(_escape(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _needs_backslash_escape(text: str) -> bool:
+    # a path such as C:\dir stays readable; only text that also holds an escaped
+    # character doubles its backslashes, so that the two cannot be confused
+    return any(ch != "\\" and (ch in _NAMED or _unsafe(ch)) for ch in text)
