@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
-from icount.serve.cpus import format_cpu_list
+from icount.cpus import format_cpu_list
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from icount import environment, jobs, procs
 from icount.backends import Backend, fingerprint
+from icount.cpus import pinned_self
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
 from icount.results.details import CommandDetail, CommandParams
 from icount.results.shard import ShardRecord
-from icount.serve.cpus import pinned_self
 from icount.shards import PlannedCell
 from icount.stats import DEFAULT_MAX_SPREAD
 

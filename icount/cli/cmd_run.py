@@ -139,9 +139,9 @@ def _measure(
     import os
 
     from icount import backends, environment, measure_command, results, shards
+    from icount import cpus as cpus_mod
     from icount.cli.options import argv_tail, output_errors
     from icount.cli.progress import progress
-    from icount.serve import cpus as cpus_mod
 
     choice = backends.choose(backend)
     counter = backends.create(choice.backend, backends.BackendOptions(keep_profiles=keep_profiles))

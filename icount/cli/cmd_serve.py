@@ -150,6 +150,7 @@ def serve_command(
 ) -> None:
     import os
 
+    from icount import cpus as cpus_mod
     from icount import environment, results, shards
     from icount.cli.options import (
         argv_tail,
@@ -159,7 +160,6 @@ def serve_command(
         print_results,
     )
     from icount.cli.progress import progress
-    from icount.serve import cpus as cpus_mod
     from icount.serve import plan as plan_mod
     from icount.serve import session
     from icount.serve.targets import CmdServer

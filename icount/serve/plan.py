@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from icount import backends, environment, results, shards
+from icount import cpus as cpus_mod
 from icount.backends import Backend, BackendOptions
 from icount.errors import ParseError, UsageError
 from icount.numfmt import parse_percent
@@ -25,7 +26,6 @@ from icount.results import UNIT_PER_REQUEST, Results
 from icount.results.details import COLD_START
 from icount.results.merge import plan_differences
 from icount.results.shard import ShardRecord
-from icount.serve import cpus as cpus_mod
 from icount.serve.adapter import Adapter, PathSpec
 from icount.serve.runs import IDLE_SECONDS, CellOptions
 from icount.serve.server import Target

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from icount.backends import Backend
 from icount.backends.protocol import Server
+from icount.cpus import CpuSplit
 from icount.results.details import (
     TIME_SHARE_SHOWN,
     WINDOW_COLD_START,
@@ -48,7 +49,6 @@ from icount.results.details import (
     ServeDetail,
 )
 from icount.serve.adapter import PathSpec
-from icount.serve.cpus import CpuSplit
 from icount.serve.http_client import LoadResult
 from icount.serve.loadgen import LoadGenerator
 from icount.serve.server import (

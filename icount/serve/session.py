@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from icount import cpus as cpus_mod
 from icount import environment, jobs, results
 from icount.errors import RunFailedError, UsageError
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import ServeDetail, ServeParams, request_params
-from icount.serve import cpus as cpus_mod
 from icount.serve import spread
 from icount.serve.adapter import Adapter, PathSpec
 from icount.serve.plan import Plan

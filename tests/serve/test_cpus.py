@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from icount import cpus
 from icount.errors import UsageError
-from icount.serve import cpus
 
 
 def test_parse_and_format_cpu_lists() -> None:

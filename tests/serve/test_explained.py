@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from icount import backends
-from icount.serve import cpus as cpus_mod
+from icount import cpus as cpus_mod
 from icount.serve import spread
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, measure_run

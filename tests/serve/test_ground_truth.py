@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from icount import backends
+from icount import cpus as cpus_mod
 from icount.results.details import ServeDetail
-from icount.serve import cpus as cpus_mod
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
 from icount.serve.server import Target

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from icount.cpus import CpuSplit
 from icount.results.details import WINDOW_DIFFERENTIAL, WINDOW_DUMPS, IdleCount
 from icount.serve import adapter as adapters
 from icount.serve import server as server_mod
 from icount.serve import warmup
-from icount.serve.cpus import CpuSplit
 from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
 from icount.serve.server import Target
 from icount.serve.warmup import AutoLimits

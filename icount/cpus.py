@@ -1,4 +1,5 @@
-"""CPU sets for `icount serve`: the server on some CPUs, the load generator on others.
+"""CPU sets: for `icount serve` the server on some CPUs and the load generator on others,
+for `icount run --jobs` the CPUs of each command, and what `doctor` shows of them.
 
 The server and the load generator must not share a CPU: under perf the client's
 work would compete with the server's, and under callgrind a shared CPU makes the
