@@ -27,7 +27,7 @@ each must give. Schema (every key but `start` and `paths` optional):
     status = 200
     body = "Hello, World!"              # exact bytes (UTF-8), or
     json = { message = "Hello, World!" }  # JSON equality
-    headers = { content-type = "text/plain" }
+    headers = { content-type = "text/plain" }  # as a media type: parameters optional
 
 `{src}` is the adapter's folder, `{build}` the build folder, `{port}` the port chosen
 for one server process, `{python}` the interpreter running icount (a real binary: a
@@ -444,6 +444,57 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# Headers whose value is a media type: servers add parameters unasked (aiohttp and
+# Express send `text/plain; charset=utf-8`), so they are compared as media types.
+MEDIA_TYPE_HEADERS = frozenset({"content-type"})
+_TOKEN = _HEADER_NAME.pattern  # a header name is a token, as type, subtype and names are
+_MEDIA_TYPE = re.compile(rf"\s*({_TOKEN})/({_TOKEN})\s*((?:;.*)?)", re.DOTALL)
+_PARAMETER = re.compile(rf'\s*;\s*(?:({_TOKEN})\s*=\s*({_TOKEN}|"(?:[^"\\]|\\.)*")\s*)?')
+# parameter values compared without case (RFC 9110 8.3.1: charset values are case-insensitive)
+_CASELESS_VALUES = frozenset({"charset"})
+
+
+def parse_media_type(text: str) -> tuple[str, dict[str, str]] | None:
+    """('text/plain', {'charset': 'utf-8'}) from 'Text/Plain; charset="UTF-8"': type,
+    subtype and parameter names lower-cased, quoted values unquoted, charset values
+    lower-cased; None when `text` is not a media type."""
+    m = _MEDIA_TYPE.fullmatch(text)
+    if m is None:
+        return None
+    params: dict[str, str] = {}
+    rest, at = m.group(3), 0
+    while at < len(rest):
+        p = _PARAMETER.match(rest, at)
+        if p is None or p.end() == at:
+            return None
+        at = p.end()
+        if p.group(1) is None:  # an empty parameter (`text/plain;`), which RFC 9110 allows
+            continue
+        key, value = p.group(1).lower(), p.group(2)
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        params[key] = value.lower() if key in _CASELESS_VALUES else value
+    return f"{m.group(1)}/{m.group(2)}".lower(), params
+
+
+def media_type_difference(got: str, want: str) -> str | None:
+    """None when media type `got` is `want`'s type/subtype (case aside) with every
+    parameter `want` names (others may be added), else what was expected, said so."""
+    expected = parse_media_type(want)
+    if expected is None:  # the adapter's value is no media type: compare it as text
+        return None if got == want else f"expected {want!r}"
+    kind, params = expected
+    shown = kind + "".join(f"; {k}={v}" for k, v in params.items())
+    rule = "other parameters allowed" if params else "with any parameters"
+    parsed = parse_media_type(got)
+    if parsed is None or parsed[0] != kind:
+        return f"expected media type {shown} ({rule})"
+    for key, value in params.items():
+        if parsed[1].get(key) != value:
+            return f"expected media type {shown} ({rule})"
+    return None
+
+
 def check_response(
     expect: Expect, status: int, headers: Mapping[str, str], body: bytes
 ) -> str | None:
@@ -456,7 +507,11 @@ def check_response(
             got = lowered.get(name)
             if got is None:
                 return f"header {name} missing, expected {want!r}"
-            if got != want:
+            if name in MEDIA_TYPE_HEADERS:
+                diff = media_type_difference(got, want)
+                if diff is not None:
+                    return f"header {name} is {got!r}, {diff}"
+            elif got != want:
                 return f"header {name} is {got!r}, expected {want!r}"
     if expect.body is not None:
         want_body = expect.body
