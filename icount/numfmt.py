@@ -45,7 +45,10 @@ def median_range(median: float, lo: float, hi: float) -> str:
 
 
 def percent(fraction: float, decimals: int = 2) -> str:
-    """0.0123 -> '1.23%'."""
+    """0.0123 -> '1.23%'; '-' for a spread that cannot be taken (runs that differ
+    around a median of 0)."""
+    if not math.isfinite(fraction):
+        return "-"
     return f"{fraction * 100:.{decimals}f}%"
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from icount.numfmt import plain
 
 DEFAULT_MAX_SPREAD = 0.01  # a cell is valid only if (max - min) / median < 1%
 
@@ -32,6 +35,11 @@ def summarize(values: Sequence[float]) -> Summary:
 
 def spread_reason(summary: Summary, max_spread: float) -> str | None:
     """Why a cell fails the spread rule, or None when it passes."""
+    if not math.isfinite(summary.spread):  # runs that differ around a median of 0
+        return (
+            f"runs range {plain(summary.min)}-{plain(summary.max)} around a median of 0 over "
+            f"{summary.n} runs: no spread can be taken"
+        )
     if summary.spread >= max_spread:
         return (
             f"spread {summary.spread * 100:.2f}% over {summary.n} runs is not below "

@@ -148,9 +148,10 @@ def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
             )
         )
     forced = []
-    for f in d.get("forced") or []:
-        if isinstance(f, dict):
-            forced.append(f"{f.get('field')}: base {f.get('base')!r}, new {f.get('new')!r}")
+    for f in r.items(d, "forced", "the comparison") if d.get("forced") is not None else []:
+        f = r.obj(f, "a forced difference")
+        field = r.text(f, "field", "a forced difference")
+        forced.append(f"{field}: base {f.get('base')!r}, new {f.get('new')!r}")
     summary_raw = d.get("summary")
     summary = (
         tuple((k, v) for k, v in summary_raw.items() if isinstance(v, int) and v)

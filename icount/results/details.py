@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from icount.results.fields import int_, list_, num, obj, str_
+from icount.results.fields import count, count_int, int_, list_, obj, str_
 
 # How a serve run's windows were taken (ServeDetail.window):
 WINDOW_DUMPS = "dump"  # callgrind: between two profile dumps through vgdb
@@ -189,7 +189,7 @@ def detail_from_json(doc: Any) -> Detail:
         processes = d.get("processes")
         return CommandDetail(
             int_(d["exit"], "detail.exit"),
-            None if processes is None else int_(processes, "detail.processes"),
+            None if processes is None else count_int(processes, "detail.processes"),
         )
     request = d.get("request")
     lifetimes = d.get("lifetimes")
@@ -197,12 +197,12 @@ def detail_from_json(doc: Any) -> Detail:
     share = d.get("time_share")
     return ServeDetail(
         window=str_(d["window"], "detail.window"),
-        warmup=int_(d["warmup"], "detail.warmup"),
+        warmup=count_int(d["warmup"], "detail.warmup"),
         reps=tuple(_rep(r) for r in list_(d["reps"], "detail.reps")),
         request=None
         if request is None
         else RequestIdentity(
-            int_(obj(request, "detail.request")["bytes"], "request.bytes"),
+            count_int(obj(request, "detail.request")["bytes"], "request.bytes"),
             str_(request["sha256"], "request.sha256"),
         ),
         warmup_curve=tuple(
@@ -212,10 +212,10 @@ def detail_from_json(doc: Any) -> Detail:
         idle=None
         if idle is None
         else IdleCount(
-            num(obj(idle, "detail.idle")["instructions"], "idle.instructions"),
-            num(idle["seconds"], "idle.seconds"),
+            count(obj(idle, "detail.idle")["instructions"], "idle.instructions"),
+            count(idle["seconds"], "idle.seconds"),
         ),
-        time_share=None if share is None else num(share, "detail.time_share"),
+        time_share=None if share is None else count(share, "detail.time_share"),
     )
 
 
@@ -225,13 +225,13 @@ def _rep(doc: Any) -> Rep:
     if requests < 1:
         raise ValueError("rep.requests must be at least 1")
     return Rep(
-        num(d["instructions"], "rep.instructions"),
+        count(d["instructions"], "rep.instructions"),
         requests,
         tuple(
             ProcessShare(
-                int_(obj(p, "process")["index"], "process.index"),
+                count_int(obj(p, "process")["index"], "process.index"),
                 str_(p["role"], "process.role"),
-                num(p["instructions"], "process.instructions"),
+                count(p["instructions"], "process.instructions"),
             )
             for p in list_(d.get("processes", []), "rep.processes")
         ),
@@ -242,7 +242,10 @@ def _curve_point(doc: Any) -> tuple[int, float]:
     pair = list_(doc, "warmup_curve point")
     if len(pair) != 2:
         raise ValueError("a warmup_curve point is [requests served, per request]")
-    return int_(pair[0], "warmup_curve requests"), num(pair[1], "warmup_curve per request")
+    return (
+        count_int(pair[0], "warmup_curve requests"),
+        count(pair[1], "warmup_curve per request"),
+    )
 
 
 def _lifetimes(d: dict[str, Any]) -> Lifetimes:
@@ -251,6 +254,6 @@ def _lifetimes(d: dict[str, Any]) -> Lifetimes:
     if len(req) != 2 or len(ins) != 2:
         raise ValueError("lifetimes hold two requests and two instructions figures")
     return Lifetimes(
-        (int_(req[0], "lifetimes.requests"), int_(req[1], "lifetimes.requests")),
-        (num(ins[0], "lifetimes.instructions"), num(ins[1], "lifetimes.instructions")),
+        (count_int(req[0], "lifetimes.requests"), count_int(req[1], "lifetimes.requests")),
+        (count(ins[0], "lifetimes.instructions"), count(ins[1], "lifetimes.instructions")),
     )

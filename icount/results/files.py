@@ -28,13 +28,21 @@ from typing import Any
 
 from icount.errors import OutputError, ParseError, ResultsFileError, UsageError
 from icount.jsonout import dumps
+from icount.results.fields import describe
 from icount.results.model import Results, sort_key
 
 FORMAT = "icount-results"
 PROVENANCE_FORMAT = "icount-provenance"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
-MAX_RESULTS_BYTES = 256 * 1024 * 1024  # refuse to load absurd files rather than exhaust memory
+# Refuse absurd files rather than exhaust memory. Parsed JSON takes ~5x its bytes for
+# real results (2,000 serve cells: 7.8 MB on disk, 37 MB parsed) but ~27x for a file
+# of tiny values (24 MB of `[],`: 670 MB; 256 MiB of them took 3 GB), so both the bytes
+# and the values are bounded, a list or object weighing two: 64 MiB holds ~16,000
+# serve cells, 4M weighed values are ~140 MB of real results (34 bytes each) and at
+# most ~200 MB parsed whatever they are.
+MAX_RESULTS_BYTES = 64 * 1024 * 1024
+MAX_JSON_VALUES = 4_000_000
 MAX_INT = 2**63  # counts beyond int64 are no measurement icount made
 _OUTPUT_HINT = "choose another --output"
 
@@ -266,6 +274,15 @@ def read_json(path: Path, what: str = "results file") -> Any:
     Python can parse; ResultsFileError naming the file otherwise."""
     src = str(path)
     data = read_bounded(path, MAX_RESULTS_BYTES, what=f"an icount {what}")
+    # Every value but the first follows a comma, and lists and objects (the costly
+    # values) also open with a bracket: counted at memchr speed before parsing, commas
+    # inside strings included, so it errs on the safe side.
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if values > MAX_JSON_VALUES:
+        raise ResultsFileError(
+            f"holds more than {MAX_JSON_VALUES:,} values, too many for an icount {what}",
+            source=src,
+        )
     try:
         return json.loads(
             data.decode("utf-8"),
@@ -322,16 +339,10 @@ def from_json(doc: Any, src: str) -> Results:
     try:
         results = readers[version](doc)
     except (KeyError, TypeError, ValueError) as e:
-        raise ResultsFileError(f"malformed results file: {_describe(e)}", source=src) from None
+        raise ResultsFileError(f"malformed results file: {describe(e)}", source=src) from None
     seen: set[tuple[str, str, str]] = set()
     for cell in results.cells:
         if cell.key in seen:
             raise ResultsFileError(f"cell {cell.key_text} appears twice", source=src)
         seen.add(cell.key)
     return results
-
-
-def _describe(e: Exception) -> str:
-    if isinstance(e, KeyError):
-        return f"missing field {e.args[0]!r}"
-    return str(e)

@@ -23,19 +23,20 @@ from icount.results.details import (
     ServeDetail,
 )
 from icount.results.fields import (
-    bool_,
     check_extra,
+    count,
+    count_int,
+    in_cell,
+    in_run,
     int_,
     list_,
-    num,
     obj,
-    opt_num,
     opt_str,
     positive_int,
     spread_limit,
     str_,
 )
-from icount.results.format_v2 import check_stored_statistics
+from icount.results.format_v2 import check_stored_statistics, checked_run
 from icount.results.model import UNIT_PER_REQUEST, Cell, Results, Run
 
 # v1 named the window method "windows" under perf
@@ -45,7 +46,8 @@ _PARAM_NAMES = {"method": "http_method", "target": "request_target"}
 
 def from_json(doc: dict[str, Any]) -> Results:
     fingerprint = obj(doc["fingerprint"], "fingerprint")
-    return Results(fingerprint, tuple(_cell(c) for c in list_(doc["cells"], "cells")))
+    cells = list_(doc["cells"], "cells")
+    return Results(fingerprint, tuple(in_cell(c, i, _cell) for i, c in enumerate(cells)))
 
 
 def _serve_detail(d: dict[str, Any], requests_per_window: int | None) -> Detail:
@@ -55,7 +57,7 @@ def _serve_detail(d: dict[str, Any], requests_per_window: int | None) -> Detail:
     if window not in _WINDOWS:
         raise ValueError(f"detail.method {window!r} is not one icount 0.1 wrote")
     reps = tuple(
-        Rep(num(obj(r, "rep")["instructions"], "rep.instructions"),
+        Rep(count(obj(r, "rep")["instructions"], "rep.instructions"),
             positive_int(r["requests"], "rep.requests"))
         for r in list_(d["reps"], "detail.reps")
     )  # fmt: skip
@@ -63,14 +65,14 @@ def _serve_detail(d: dict[str, Any], requests_per_window: int | None) -> Detail:
     identity = None
     if request is not None and obj(request, "detail.request").get("request_bytes") is not None:
         identity = RequestIdentity(
-            int_(request["request_bytes"], "request.request_bytes"),
+            count_int(request["request_bytes"], "request.request_bytes"),
             str_(request["request_sha256"], "request.request_sha256"),
         )
     windows = list_(d.get("warmup_windows", []), "detail.warmup_windows")
     if windows and requests_per_window is None:
         raise ValueError("warmup_windows without params.requests")
     curve = tuple(
-        ((i + 1) * (requests_per_window or 0), num(v, "warmup_windows[]"))
+        ((i + 1) * (requests_per_window or 0), count(v, "warmup_windows[]"))
         for i, v in enumerate(windows)
     )
     lifetimes = d.get("lifetimes")
@@ -79,12 +81,12 @@ def _serve_detail(d: dict[str, Any], requests_per_window: int | None) -> Detail:
         lt = obj(lifetimes, "detail.lifetimes")
         req, ins = list_(lt["requests"], "requests"), list_(lt["instructions"], "instructions")
         life = Lifetimes(
-            (int_(req[0], "lifetimes.requests"), int_(req[1], "lifetimes.requests")),
-            (num(ins[0], "lifetimes.instructions"), num(ins[1], "lifetimes.instructions")),
+            (count_int(req[0], "lifetimes.requests"), count_int(req[1], "lifetimes.requests")),
+            (count(ins[0], "lifetimes.instructions"), count(ins[1], "lifetimes.instructions")),
         )
     return ServeDetail(
         window=_WINDOWS[window],
-        warmup=int_(d["warmup"], "detail.warmup"),
+        warmup=count_int(d["warmup"], "detail.warmup"),
         reps=reps,
         request=identity,
         warmup_curve=curve,
@@ -104,14 +106,9 @@ def _run(doc: Any, per_request: bool, requests_per_window: int | None) -> Run:
         processes = raw.get("processes")
         detail = CommandDetail(
             int_(raw["exit"], "detail.exit"),
-            None if processes is None else int_(processes, "detail.processes"),
+            None if processes is None else count_int(processes, "detail.processes"),
         )
-    return Run(
-        value=opt_num(d["value"], "run.value"),
-        valid=bool_(d["valid"], "run.valid"),
-        reason=opt_str(d.get("reason"), "run.reason"),
-        detail=detail,
-    )
+    return checked_run(d, detail)
 
 
 def _cell(doc: Any) -> Cell:
@@ -126,7 +123,8 @@ def _cell(doc: Any) -> Cell:
         backend=str_(d["backend"], "cell.backend"),
         unit=unit,
         runs=tuple(
-            _run(r, unit == UNIT_PER_REQUEST, per_window) for r in list_(d["runs"], "cell.runs")
+            in_run(r, i, lambda r: _run(r, unit == UNIT_PER_REQUEST, per_window))
+            for i, r in enumerate(list_(d["runs"], "cell.runs"))
         ),
         params=params,
         runs_wanted=positive_int(d["runs_wanted"], "cell.runs_wanted"),

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from icount.results.details import detail_from_json
+from icount.results.details import Detail, detail_from_json
 from icount.results.fields import (
     bool_,
     check_extra,
+    in_cell,
+    in_run,
     int_,
     list_,
     obj,
-    opt_num,
+    opt_count,
     opt_str,
     positive_int,
     spread_limit,
@@ -24,21 +26,27 @@ from icount.results.shard import shard_from_json
 def from_json(doc: dict[str, Any]) -> Results:
     fingerprint = obj(doc["fingerprint"], "fingerprint")
     shard = doc.get("shard")
+    cells = list_(doc["cells"], "cells")
     return Results(
         fingerprint,
-        tuple(_cell(c) for c in list_(doc["cells"], "cells")),
+        tuple(in_cell(c, i, _cell) for i, c in enumerate(cells)),
         None if shard is None else shard_from_json(shard),
     )
 
 
+def checked_run(d: dict[str, Any], detail: Detail) -> Run:
+    """A run's value, validity and reason (both layouts name them alike): a valid run
+    has a value, and no value is negative."""
+    valid = bool_(d["valid"], "valid")
+    value = opt_count(d["value"], "value")
+    if valid and value is None:
+        raise ValueError("valid, but it has no value (null)")
+    return Run(value=value, valid=valid, reason=opt_str(d.get("reason"), "reason"), detail=detail)
+
+
 def _run(doc: Any) -> Run:
     d = obj(doc, "run")
-    return Run(
-        value=opt_num(d["value"], "run.value"),
-        valid=bool_(d["valid"], "run.valid"),
-        reason=opt_str(d.get("reason"), "run.reason"),
-        detail=detail_from_json(d.get("detail")),
-    )
+    return checked_run(d, detail_from_json(d.get("detail")))
 
 
 def _cell(doc: Any) -> Cell:
@@ -49,7 +57,7 @@ def _cell(doc: Any) -> Cell:
         path=str_(d["path"], "cell.path"),
         backend=str_(d["backend"], "cell.backend"),
         unit=unit,
-        runs=tuple(_run(r) for r in list_(d["runs"], "cell.runs")),
+        runs=tuple(in_run(r, i, _run) for i, r in enumerate(list_(d["runs"], "cell.runs"))),
         params=obj(d.get("params", {}), "cell.params"),
         runs_wanted=positive_int(d["runs_wanted"], "cell.runs_wanted"),
         max_spread=spread_limit(d["max_spread"], "cell.max_spread"),
@@ -73,6 +81,4 @@ def check_stored_statistics(cell: Cell, d: dict[str, Any]) -> None:
     }
     for key, want in derived.items():
         if key in d and d[key] != want:
-            raise ValueError(
-                f"cell {cell.key_text}: stored {key} {d[key]!r} disagrees with its runs"
-            )
+            raise ValueError(f"stored {key} {d[key]!r} disagrees with its runs")

@@ -9,6 +9,7 @@ is refused on loading.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,7 +111,8 @@ class Cell:
             "median": s.median if s else None,
             "min": s.min if s else None,
             "max": s.max if s else None,
-            "spread": s.spread if s else None,
+            # None where no spread can be taken (runs differ around a median of 0)
+            "spread": s.spread if s and math.isfinite(s.spread) else None,
             "valid": self.valid,
             "reason": self.reason,
             "setup_error": self.setup_error,

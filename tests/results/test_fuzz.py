@@ -51,7 +51,25 @@ def _documents() -> list[tuple[Any, results.Results]]:
     return docs
 
 
+EXPLAINED = {
+    "spread": 0.02,
+    "low": {"window": "run 1 rep 2", "per_request": 100.0},
+    "high": {"window": "run 2 rep 1", "per_request": 102.0},
+    "functions": [["malloc", 1.5], ["free", -0.5]],
+    "explained": 0.5,
+}
+
+
+def _explained(doc: Any) -> Any:
+    """The document with the functions behind a spread in its first cell's `extra`,
+    as icount serve writes them, so that the mutations reach every field of it."""
+    cells = [dict(c) for c in doc["cells"]]
+    cells[0]["extra"] = {**cells[0].get("extra", {}), "spread_explained": EXPLAINED}
+    return {**doc, "cells": cells}
+
+
 DOCS = _documents()
+DOCS += [(_explained(doc), res) for doc, res in DOCS[:2]]
 
 
 def _drop(doc: Any, where: tuple[Any, ...]) -> Any:
@@ -104,8 +122,13 @@ def _must_hold(path: Path, original: results.Results) -> None:
     except ResultsFileError as e:
         assert str(path) in str(e) and "\n" not in str(e)
         return
+    for cell in res.cells:  # what loads is what a measurement can make
+        for run in cell.runs:
+            assert run.value is None or run.value >= 0
+            assert run.value is not None or not run.valid
     for fmt in ("table", "md", "csv", "json"):
         _no_unnumbers(report.render_results(res, fmt, 100))
+    report.explaining_notes(res.cells)
     limits = parse_thresholds([], DEFAULT_MIN_DELTA)
     for base, new in ((res, res), (original, res), (res, original)):
         comparison = model.compare(base, new, limits, [])
@@ -212,3 +235,40 @@ def test_binary_sizes_must_be_byte_counts(tmp_path: Path, raw: str) -> None:
     path.write_text(json.dumps(replace(doc, where, MARK)).replace(json.dumps(MARK), raw))
     with pytest.raises(ResultsFileError, match=r"cell\.extra\.binary_bytes"):
         results.load(path)
+
+
+def _comparison_documents() -> list[Any]:
+    """The JSON of comparisons of the originals, one forced past a fingerprint
+    difference (its `forced` list filled), as `icount report` reads them back."""
+    limits = parse_thresholds([], DEFAULT_MIN_DELTA)
+    docs = []
+    for _, res in DOCS[:4]:
+        forced = [model.FieldDifference("cpu_model", "a", "b")]
+        docs.append(render.to_json(model.compare(res, res, limits, forced)))
+    return docs
+
+
+COMPARISONS = _comparison_documents()
+
+
+@settings(max_examples=int(__import__("os").environ.get("FUZZ_N", "400")) // 2, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32))
+def test_mutated_comparison_files_load_or_are_refused(seed: int) -> None:
+    """`forced` given as a number raised TypeError in `icount report`."""
+    from icount.errors import ParseError
+
+    rng = random.Random(seed)
+    doc = COMPARISONS[rng.randrange(len(COMPARISONS))]
+    for _ in range(rng.randint(1, 3)):
+        where = rng.choice(slots(doc))
+        doc = (
+            _drop(doc, where)
+            if where and rng.random() < 0.15
+            else replace(doc, where, rng.choice(EDGES))
+        )
+    try:
+        drawn = charts.comparison_from_json(doc, "cmp.json")
+    except ParseError as e:
+        assert str(e).startswith("cmp.json: ") and "\n" not in str(e)
+        return
+    charts.comparison_svg(drawn)
