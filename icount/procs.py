@@ -12,6 +12,12 @@ itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so such orphans become
 icount's own children, where `adopted()` finds them until they are stopped and
 reaped: any child of icount's process that icount did not start itself is one. This
 assumes no other code starts processes in icount's process while it cleans up.
+
+An orphan no longer says whose it was. It belongs to the last child icount started
+before it was born (to the clock tick, as the kernel records both), among the children
+that may start processes: commands started with `leaf=True` (vgdb) start none, so a
+server's daemon, orphaned while a vgdb talks to the server, stays the server's however
+the two interleave.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import itertools
 import os
 import shutil
 import signal
@@ -41,6 +48,7 @@ _SUBREAPER: list[bool] = []  # set once: [True] when the prctl succeeded
 # new child, not yet registered, for one.
 _REGISTRY_LOCK = threading.RLock()
 _STOPPING: list[bool] = []  # [True] while kill_all runs
+_SEQ = itertools.count()
 
 DEFAULT_GRACE_S = 5.0
 PIPE_GRACE_S = 5.0  # how long output pipes may stay open after a command exited
@@ -59,8 +67,28 @@ def _become_subreaper() -> None:
 
 def adopted(since: float = 0.0) -> list[psutil.Process]:
     """Orphans of icount's children re-parented to icount (see the module docstring),
-    started at `since` (time.time()) or later; exited ones are reaped on the way."""
-    found: list[psutil.Process] = []
+    started at `since` (a `Child.started`) or later; exited ones are reaped on the way."""
+    return [p for p, created in _orphans() if created >= since]
+
+
+def adopted_by(child: Child) -> list[psutil.Process]:
+    """The orphans that are `child`'s (see the module docstring), `child` itself aside."""
+    with _REGISTRY_LOCK:
+        starters = sorted(
+            {c.pid: c for c in [*_LIVE.values(), child] if not c.leaf}.values(),
+            key=lambda c: (c.started, c.seq),
+        )
+    found = []
+    for proc, created in _orphans():
+        born_after = [c for c in starters if c.started <= created]
+        if proc.pid != child.pid and born_after and born_after[-1] is child:
+            found.append(proc)
+    return found
+
+
+def _orphans() -> list[tuple[psutil.Process, float]]:
+    """Every live orphan icount adopted, with its creation time; zombies are reaped."""
+    found: list[tuple[psutil.Process, float]] = []
     with _REGISTRY_LOCK:
         try:
             kids = psutil.Process().children()
@@ -75,8 +103,8 @@ def adopted(since: float = 0.0) -> list[psutil.Process]:
             continue
         if zombie:
             _reap(proc.pid)
-        elif created >= since - 1.0:  # create_time has a clock tick's resolution
-            found.append(proc)
+        else:
+            found.append((proc, created))
     return found
 
 
@@ -187,11 +215,21 @@ def _preexec(cpus: frozenset[int] | None, real_uid: int | None) -> None:
 class Child:
     """A started process in its own session. Use as a context manager."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], argv: Sequence[str]) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], argv: Sequence[str], leaf: bool = False
+    ) -> None:
         self.popen = popen
         self.argv = list(argv)
         self.pid = popen.pid
-        self.started = time.time()
+        self.leaf = leaf  # starts no processes, so no orphan is its (vgdb)
+        # The kernel's record of its birth, as psutil gives every process's: comparable
+        # to an orphan's to the clock tick (time.time() is not: psutil's boot time is
+        # whole seconds). The pid is not reaped yet, so it is still this process.
+        try:
+            self.started = psutil.Process(self.pid).create_time()
+        except psutil.Error:
+            self.started = time.time() - 1.0
+        self.seq = next(_SEQ)  # the order of starts, for two born in one clock tick
         # what the started process left running when it exited, described (set once
         # its exit is seen): a daemon's process, or workers it did not wait for
         self.left_behind: str | None = None
@@ -224,7 +262,7 @@ class Child:
         (a worker under valgrind writes its profile on SIGTERM, after its parent may
         have exited), then SIGKILL what is left. Returns the leader's return code."""
         deadline = time.monotonic() + grace_s
-        others = [*self._descendants(), *adopted(self.started)]
+        others = [*self._descendants(), *adopted_by(self)]
         if self.popen.poll() is None:
             self.send_signal(sig)
         for proc in others:  # descendants outside the group (setsid) get it too
@@ -240,7 +278,7 @@ class Child:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
         self._reap_group()
-        for proc in [*others, *adopted(self.started)]:
+        for proc in [*others, *adopted_by(self)]:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
             _reap(proc.pid)
@@ -258,7 +296,7 @@ class Child:
         # The leader is gone; members of its group (forked workers) may not be, and
         # orphans of it are icount's children now (the subreaper): say which they were.
         if self.pid in _LIVE:
-            left = [p for p in adopted(self.started) if p.pid != self.pid]
+            left = adopted_by(self)
             if left:
                 self.left_behind = describe(left)
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -276,9 +314,11 @@ def spawn(
     stdin: int | None = subprocess.DEVNULL,
     cpus: Sequence[int] | None = None,
     real_uid: int | None = None,
+    leaf: bool = False,
 ) -> Child:
     """Start `argv` in a new session. Paths given for stdout/stderr are created.
-    `real_uid` (root only) runs it with that real uid and root's effective uid."""
+    `real_uid` (root only) runs it with that real uid and root's effective uid.
+    `leaf`: a program that starts no processes (see the module docstring)."""
     if not argv:
         raise UsageError("empty command")
     _become_subreaper()
@@ -310,7 +350,7 @@ def spawn(
         except OSError as e:  # e.g. ENOEXEC, or a CPU set the kernel refuses in preexec
             raise LaunchError(f"cannot start {exe}: {e.strerror or e}", program=exe) from e
         else:
-            return Child(popen, argv)
+            return Child(popen, argv, leaf)
         finally:
             _REGISTRY_LOCK.release()
 
@@ -343,6 +383,7 @@ def run(
     input_bytes: bytes | None = None,
     real_uid: int | None = None,
     abandon: Callable[[], bool] | None = None,
+    leaf: bool = False,
 ) -> Completed:
     """Run to completion in a new session; output captured to memory or to files.
 
@@ -362,6 +403,7 @@ def run(
         stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
         cpus=cpus,
         real_uid=real_uid,
+        leaf=leaf,
     )
     timed_out = abandoned = False
     leftovers: str | None = None
@@ -404,7 +446,7 @@ def _slice(left_s: float | None) -> float:
 def _stop_leftovers(child: Child) -> str | None:
     """Stop whatever `child` started and did not wait for (its own group, and orphans
     that left the session: adopted by icount, the subreaper); say which they were."""
-    left = [p for p in adopted(child.started) if p.pid != child.pid]
+    left = adopted_by(child)
     text = describe(left) if left else None  # while their command lines can be read
     child._reap_group()
     if left:

@@ -252,7 +252,8 @@ class _External:
         if n < 1:
             return LoadResult(0, 0, 0, None, 0.0)
         argv = self.argv(n)
-        done = procs.run(argv, cpus=self.cpus or None, timeout=self.limit_s(n))
+        # leaf: the server's orphans, born before the client, are the server's
+        done = procs.run(argv, cpus=self.cpus or None, timeout=self.limit_s(n), leaf=True)
         text = self.report(done)
         if done.timed_out:
             return LoadResult(n, 0, n, f"{self.name} did not finish in {self.limit_s(n):g} s", 0)

@@ -134,6 +134,32 @@ def test_a_daemon_whose_starter_exited_is_stopped_with_it() -> None:
     assert procs.adopted(child.started) == []
 
 
+def test_a_daemon_orphaned_while_a_leaf_command_runs_stays_its_servers() -> None:
+    """A server's started process exits while vgdb (a leaf: it starts no process) talks
+    to it: its daemon is the server's, however the exit and the command interleave."""
+    server = procs.spawn(["sh", "-c", "setsid sh -c 'exec sleep 3016' & sleep 0.2; exit 0"])
+    assert procs.wait_until(lambda: _running("sleep 3016"), timeout=5)
+    done = procs.run(["sh", "-c", "sleep 0.4"], leaf=True)  # the starter exits meanwhile
+    assert done.leftovers is None
+    assert _running("sleep 3016"), "the command's clean-up took the server's daemon"
+    assert server.wait(10) == 0
+    assert server.left_behind is not None and "sleep 3016" in server.left_behind
+    server.stop(grace_s=2)
+    assert _running("sleep 3016") == []
+
+
+def test_an_orphan_born_before_a_command_started_is_not_the_commands() -> None:
+    server = procs.spawn(["sh", "-c", "setsid sh -c 'exec sleep 3017' & exit 0"])
+    assert procs.wait_until(lambda: _running("sleep 3017"), timeout=5)
+    assert procs.wait_until(lambda: server.popen.poll() is not None, timeout=5)
+    done = procs.run(["sh", "-c", "exit 0"])  # may start processes, but started later
+    assert done.leftovers is None and _running("sleep 3017")
+    assert server.poll() == 0
+    assert "sleep 3017" in (server.left_behind or "")
+    server.stop(grace_s=2)
+    assert _running("sleep 3017") == []
+
+
 def test_kill_all_stops_adopted_orphans_too() -> None:
     done = procs.spawn(["sh", "-c", "setsid sleep 3015 & sleep 0.2; exit 0"])
     done.wait(10)
