@@ -225,6 +225,7 @@ class CallgrindServer:
             timeout=timeout,
             real_uid=self._share_fifos(pid),
             abandon=lambda: not _alive(pid),
+            leaf=True,  # a daemon the server leaves while vgdb runs is the server's
         )  # fmt: skip
 
     def _share_fifos(self, pid: int) -> int | None:
