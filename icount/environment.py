@@ -9,6 +9,8 @@ the fingerprint and checked by `icount compare`; the rest is pinned here.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import os
@@ -16,7 +18,7 @@ import platform
 import socket
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,8 @@ IFUNC_FLAGS = frozenset(
 
 FIXED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 WORKDIR_PREFIX = "icount-"  # then 8 characters: every work dir has the same length
+# what the work dirs made in this thread are named after (session/floor.py: the cell)
+_WORK_DIR_KEY: contextvars.ContextVar[str] = contextvars.ContextVar("work_dir_key", default="")
 
 
 def parse_env_assignments(items: Sequence[str]) -> dict[str, str]:
@@ -139,20 +143,41 @@ def safe_name(name: str) -> str:
     return text
 
 
-def make_workdir() -> Path:
+@contextlib.contextmanager
+def work_dirs_named(key: str) -> Iterator[None]:
+    """Work dirs made in this thread meanwhile are named after `key` (a cell)."""
+    token = _WORK_DIR_KEY.set(key)
+    try:
+        yield
+    finally:
+        _WORK_DIR_KEY.reset(token)
+
+
+def work_dir_name(key: str, attempt: int = 0) -> str:
+    """`icount-` and 8 hex digits from `key`: one name, one length, for every run of a
+    cell whichever job runs it; `attempt` 1, 2... when that name is taken."""
+    text = key if attempt == 0 else f"{key}\0{attempt}"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{WORKDIR_PREFIX}{digest[:8]}"
+
+
+def make_workdir(key: str | None = None) -> Path:
     """A fresh, empty working directory whose path is the same from run to run where it
-    can be: the first free /tmp/icount-wNNNNNNN (mkdir is atomic, so concurrent runs
-    take the next). Its length never changes (stack alignment), and nor, mostly, does
-    its name: Python hashes it (it is HOME, and on sys.path for `python -c`), and with
-    random names its counts moved by up to ~900 instructions from run to run."""
-    for i in range(1, 10_000_000):
-        path = Path("/tmp") / f"{WORKDIR_PREFIX}w{i:07d}"
+    can be: /tmp/icount-XXXXXXXX named after `key` (by default what `work_dirs_named`
+    set: the cell being measured), the next name when another process holds it (mkdir
+    is atomic). Its length never changes (stack alignment), and nor, mostly, does its
+    name: Python hashes it (it is HOME, and on sys.path for `python -c`), and with
+    random names its counts moved by up to ~900 instructions from run to run; with
+    names by job slot, --jobs 2 counted differently from --jobs 1."""
+    key = _WORK_DIR_KEY.get() if key is None else key
+    for attempt in range(10_000):
+        path = Path("/tmp") / work_dir_name(key, attempt)
         try:
             path.mkdir(mode=0o700)
         except FileExistsError:
             continue
         return path
-    return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))  # 10 million left over
+    return Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir="/tmp"))  # 10,000 taken
 
 
 @functools.cache

@@ -1,10 +1,11 @@
 """`icount run`: count whole commands, several fresh processes each, into cells.
 
 Core only: it reports progress through a callback and returns Results; it never
-prints. With a shard record it measures only that shard's commands; with --jobs,
-several commands at once, each pinned to CPUs of its own. Each run executes in a
-fresh working directory of fixed path length, in icount's cleared environment, with
-ASLR off where permitted.
+prints. The session floor (icount/session/floor.py) takes the shard's commands not
+yet measured and runs --jobs of them at once, each pinned to CPUs of its own; this
+module measures one command. Each run executes in a fresh working directory of fixed
+path length named after the command, in icount's cleared environment, with ASLR off
+where permitted. What a session measures, and how, is planned in run_plan.py.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
 from icount.results.details import CommandDetail, CommandParams
 from icount.results.shard import ShardRecord
+from icount.session import floor
+from icount.session import options as o
 from icount.shards import PlannedCell
-from icount.stats import DEFAULT_MAX_SPREAD
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,8 @@ class CommandSpec:
 @dataclass(frozen=True)
 class RunOptions:
     backend: Backend
-    runs: int = 3
-    max_spread: float = DEFAULT_MAX_SPREAD
+    runs: int = o.RUNS
+    max_spread: float = o.MAX_SPREAD
     allowed_exits: frozenset[int] = frozenset({0})
     timeout: float | None = None
     cwd: Path | None = None  # None: a fresh fixed-length directory per run
@@ -148,30 +150,27 @@ def measure(
     progress: Progress | None = None,
     on_cell: Callable[[Results], None] | None = None,
     shard: ShardRecord | None = None,
+    start: Results | None = None,
 ) -> Results:
-    """Measure every command (of `shard`'s, when given) `opts.runs` times, len(opts.jobs)
-    commands at a time. A failed run ends its cell early (the cell is invalid whatever
-    the other runs say); other cells go on."""
-    results = Results(fingerprint(opts.backend, "command"), (), shard)
-    mine = None if shard is None else {e.key for e in shard.assigned()}
-    todo = [
-        (order, spec)
+    """Measure every command (of `shard`'s, when given; not in `start`, the file being
+    resumed) `opts.runs` times, len(opts.jobs) commands at a time, calling `on_cell`
+    with the results so far after each. A failed run ends its cell early (the cell is
+    invalid whatever the other runs say); other cells go on."""
+    if start is None:
+        start = Results(fingerprint(opts.backend, "command"), (), shard)
+    planned = [
+        floor.Planned((spec.name, "", opts.backend.name), order, opts.runs, spec)
         for order, spec in enumerate(specs)
-        if mine is None or (spec.name, "", opts.backend.name) in mine
     ]
-    counter = jobs.Tally(len(todo) * opts.runs)
 
-    def work(item: tuple[int, CommandSpec], job: jobs.Job) -> Cell:
-        order, spec = item
-        return _measure_cell(spec, order, opts, artifacts, progress, counter, job)
+    def one(cell: floor.Planned[CommandSpec], job: jobs.Job, counter: jobs.Tally) -> Cell:
+        return _measure_cell(cell.item, cell.order, opts, artifacts, progress, counter, job)
 
-    def done(item: tuple[int, CommandSpec], cell: Cell) -> None:
-        nonlocal results
-        results = results.with_cell(cell)
-        if on_cell:
-            on_cell(results)
-
-    jobs.run_jobs(todo, max(len(opts.jobs), 1), work, done)
-    if progress:
-        progress("done", counter.total, counter.total)
-    return results
+    return floor.measure_cells(
+        floor.todo(planned, start),
+        start,
+        one,
+        on_cell or (lambda res: None),
+        jobs_at_once=len(opts.jobs),
+        progress=progress,
+    )

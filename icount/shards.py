@@ -159,6 +159,10 @@ class PlannedCell:
     identity: Mapping[str, Any]
     cost: float
 
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.name, self.path, self.backend)
+
 
 def make_record(command: str, planned: Sequence[PlannedCell], spec: ShardSpec) -> ShardRecord:
     shard_of = assign([p.cost for p in planned], spec.total)

@@ -10,6 +10,7 @@ import typer
 
 from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
 from icount.errors import UsageError
+from icount.session import options as o
 
 HELP = """Count the user-space instructions of whole commands (fresh processes, median of --runs).
 
@@ -30,10 +31,11 @@ A commands file (TOML):
   env = { OMP_NUM_THREADS = "1" }   # optional
 
 Each run is a fresh process in a cleared environment (PATH fixed, LC_ALL=C,
-PYTHONHASHSEED=0), an empty working directory of one name (the first free
-/tmp/icount-wNNNNNNN) and ASLR off (setarch -R). Relative file arguments are
-resolved against the current directory. A cell is valid when every run exits 0
-(see --allow-exit) and the spread (max-min)/median is below --max-spread.
+PYTHONHASHSEED=0), an empty working directory named after the command (the same
+/tmp/icount-XXXXXXXX for every run of it, whatever --jobs) and ASLR off (setarch
+-R). Relative file arguments are resolved against the current directory. A cell
+is valid when every run exits 0 (see --allow-exit) and the spread (max-min)/median
+is below --max-spread.
 Under callgrind a program that does the same work in every run gives the same
 count every time; runtimes with their own threads or a GC (Go) differ a little
 from run to run, and the table then says "runs differ". Rows come in the order
@@ -49,6 +51,11 @@ BUILDKITE_PARALLEL_JOB/_COUNT or JOB_COMPLETION_INDEX (Kubernetes, with
 --shard-total); --shard none ignores them. `icount table SHARDS...` merges the
 shard files into the session's results. --jobs N runs N commands at once, each
 pinned to its own CPUs (under perf at most one command per CPU).
+
+\b
+The results file is saved after every command. --resume FILE continues it: the
+commands and options it recorded (unless given again), measuring only the missing
+ones; a file measured in another environment or with other parameters is refused.
 """
 
 MAX_COMMANDS_BYTES = 1024 * 1024  # a page of TOML
@@ -59,18 +66,22 @@ def register(app: typer.Typer) -> None:
         "run",
         help=HELP,
         context_settings={"allow_interspersed_args": False},
-        no_args_is_help=True,
     )(run_command)
 
 
 def run_command(
+    ctx: typer.Context,
     command: list[str] = typer.Argument(None, help="The command to count, after --."),
     name: str = typer.Option(None, "--name", help="Row name for the command after --."),
     cmd: list[str] = typer.Option([], "--cmd", help="NAME=COMMAND LINE (repeatable)."),
     file: Path = typer.Option(None, "--file", help="A TOML file of [[command]] tables."),
     backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
-    runs: int = typer.Option(3, "--runs", min=1, max=1000, help="Fresh processes per command."),
-    max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
+    runs: int = typer.Option(
+        o.RUNS, "--runs", min=1, max=1000, help="Fresh processes per command."
+    ),
+    max_spread: str = typer.Option(
+        o.MAX_SPREAD_TEXT, "--max-spread", help="Spread limit for a valid cell."
+    ),
     allow_exit: str = typer.Option("0", "--allow-exit", help="Accepted exit codes: 0,1 or any."),
     env: list[str] = typer.Option([], "--env", help="KEY=VALUE added to the environment."),
     timeout: float = typer.Option(
@@ -92,112 +103,70 @@ def run_command(
         None, "--shard-total", min=1, help="Shards in all, with $JOB_COMPLETION_INDEX."
     ),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, max=64, help="Commands at once."),
+    resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
 ) -> None:
-    from icount import environment, measure_command, results
+    import os
+
+    from icount import environment, measure_command, results, run_plan, shards
+    from icount.cli.cmd_serve import explicit_options
     from icount.cli.options import (
+        argv_tail,
         check_format,
         check_sort,
-        output_path,
+        output_errors,
         parse_exit_codes,
         parse_percent,
         print_results,
     )
+    from icount.cli.progress import progress
 
     check_format(fmt)
     check_sort(sort)
     spread = parse_percent(max_spread, "--max-spread")
     exits = parse_exit_codes(allow_exit)
     extra_env = environment.parse_env_assignments(env)
-    specs = _collect(command or [], name, cmd, file, extra_env)
+    specs = _collect(command or [], name, cmd, file, extra_env, resuming=resume is not None)
     base = Path.cwd()
-    specs = [measure_command.resolve(s, base) for s in specs]
-    out = output_path(output, "run")
+    request = run_plan.RunRequest(
+        commands=tuple(measure_command.resolve(s, base) for s in specs),
+        backend=backend,
+        runs=runs,
+        max_spread=spread,
+        allowed_exits=exits,
+        timeout=timeout,
+        keep_profiles=keep_profiles,
+    )
+    if resume is not None:
+        resume = resume.absolute()
+        given = {"allowed_exits" if n == "allow_exit" else n for n in explicit_options(ctx)}
+        request = run_plan.resume_request(request, resume, frozenset(given))
+    spec = shards.resolve(shard, shard_total, os.environ)
+    plan = run_plan.prepare(
+        request, output=output, resume=resume, force=force, shard=spec, jobs=jobs
+    )
     try:
-        if not force:
-            results.refuse_to_replace(out)
-        res = _measure(specs, out, backend, keep_profiles, runs, spread, exits, timeout, quiet,
-                       shard, shard_total, jobs)  # fmt: skip
+        if not quiet:
+            for line in plan.notes():
+                typer.echo(f"icount: {line}", err=True)
+        recorder = environment.ProvenanceRecorder(["icount", "run", *argv_tail()])
+        with output_errors(plan.out), progress(quiet) as cb:
+            res = run_plan.run_session(plan, cb, recorder)
     finally:
-        results.release_unused(out)
+        results.release_unused(plan.out)
+    if not quiet:
+        artifacts = plan.artifacts
+        typer.echo(f"icount: results in {plan.out} (outputs of each run in {artifacts}/)", err=True)
     print_results(res, fmt, width, sort)
 
 
-def _measure(
-    specs: list[Any],
-    out: Path,
-    backend: str,
-    keep_profiles: bool,
-    runs: int,
-    spread: float,
-    exits: frozenset[int] | None,
-    timeout: float | None,
-    quiet: bool,
-    shard: str | None,
-    shard_total: int | None,
-    jobs: int,
-) -> Any:
-    import os
-
-    from icount import backends, environment, measure_command, results, shards
-    from icount import cpus as cpus_mod
-    from icount.cli.options import argv_tail, output_errors
-    from icount.cli.progress import progress
-
-    choice = backends.choose(backend)
-    counter = backends.create(choice.backend, backends.BackendOptions(keep_profiles=keep_profiles))
-    if not quiet:
-        typer.echo(f"icount: backend {choice.backend}: {choice.why}", err=True)
-    job_cpus = (
-        cpus_mod.command_cpus(
-            cpus_mod.allowed_cpus(),
-            jobs,
-            load_independent=counter.serve_defaults.instrumented,
-            backend=choice.backend,
-        )
-        if jobs > 1
-        else ()
-    )
-    opts = measure_command.RunOptions(
-        backend=counter,
-        runs=runs,
-        max_spread=spread,
-        allowed_exits=exits if exits is not None else frozenset(range(-255, 256)),
-        timeout=timeout,
-        jobs=job_cpus,
-    )
-    spec = shards.resolve(shard, shard_total, os.environ)
-    record = (
-        None
-        if spec is None
-        else shards.make_record("run", measure_command.planned_cells(specs, opts), spec)
-    )
-    if not quiet and record is not None and spec is not None:
-        typer.echo(f"icount: {shards.describe(record, spec)}", err=True)
-    if not quiet and job_cpus:
-        each = "; ".join(cpus_mod.format_cpu_list(c) for c in job_cpus)
-        typer.echo(f"icount: {jobs} commands at once, on CPUs {each}", err=True)
-    recorder = environment.ProvenanceRecorder(["icount", "run", *argv_tail()])
-    artifacts = out.with_suffix(".artifacts")
-    extra = {
-        "backend_choice": choice.why,
-        "jobs": {"jobs": jobs, "cpus": [list(c) for c in job_cpus]},
-        "shard": None if spec is None else spec.to_json(),
-    }
-
-    def save(res: results.Results) -> None:
-        results.save(out, res, recorder.finish(extra), overwrite=True)
-
-    with output_errors(out), progress(quiet) as cb:
-        res = measure_command.measure(specs, opts, artifacts, cb, on_cell=save, shard=record)
-        if not res.cells:  # an empty shard still leaves its file, for the merge to count
-            save(res)
-    if not quiet:
-        typer.echo(f"icount: results in {out} (outputs of each run in {artifacts}/)", err=True)
-    return res
-
-
 def _collect(
-    command: list[str], name: str | None, cmds: list[str], file: Path | None, env: dict[str, str]
+    command: list[str],
+    name: str | None,
+    cmds: list[str],
+    file: Path | None,
+    env: dict[str, str],
+    *,
+    resuming: bool,
 ) -> list[Any]:
     from icount.measure_command import CommandSpec
 
@@ -217,8 +186,10 @@ def _collect(
         specs.append(CommandSpec(name or Path(command[0]).name, tuple(command), env))
     elif name:
         raise UsageError("--name names the command after --, but there is none")
-    if not specs:
-        raise UsageError("nothing to run", hint="give a command after --, or --cmd, or --file")
+    if not specs and not resuming:  # resumed, the commands the file recorded
+        raise UsageError(
+            "nothing to run", hint="give a command after --, --cmd or --file; see icount run --help"
+        )
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

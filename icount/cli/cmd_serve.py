@@ -8,6 +8,7 @@ import typer
 
 from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
 from icount.errors import UsageError
+from icount.session import options as o
 
 HELP = """Count the server's user-space instructions per request (fresh processes, median).
 
@@ -75,11 +76,13 @@ def serve_command(
         [], "--expect-header", help="--cmd: 'Name: value' required (repeatable)."
     ),
     ready_timeout: float = typer.Option(
-        60.0, "--ready-timeout", help="--cmd: seconds to wait for the first answer."
+        o.READY_TIMEOUT_S, "--ready-timeout", help="--cmd: seconds to wait for the first answer."
     ),
     env: list[str] = typer.Option([], "--env", help="--cmd: KEY=VALUE for the server."),
-    runs: int = typer.Option(3, "--runs", min=1, max=100, help="Fresh server processes per cell."),
-    reps: int = typer.Option(3, "--reps", min=1, max=100, help="Windows per server process."),
+    runs: int = typer.Option(
+        o.RUNS, "--runs", min=1, max=100, help="Fresh server processes per cell."
+    ),
+    reps: int = typer.Option(o.REPS, "--reps", min=1, max=100, help="Windows per server process."),
     warmup: str = typer.Option(
         None,
         "--warmup",
@@ -90,13 +93,15 @@ def serve_command(
         None, "--requests", min=1, help="Requests per window [callgrind 1000, perf 40000]."
     ),
     concurrency: int = typer.Option(
-        1, "--concurrency", "-c", min=1, max=10000, help="Keep-alive connections."
+        o.CONCURRENCY, "--concurrency", "-c", min=1, max=10000, help="Keep-alive connections."
     ),
     server_cpus: str = typer.Option(None, "--server-cpus", help="CPUs for the server [half]."),
     load_cpus: str = typer.Option(None, "--load-cpus", help="CPUs for the load [other half]."),
     backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
     load: str = typer.Option(None, "--load", help="builtin, h2load, ab, wrk or oha [builtin]."),
-    max_spread: str = typer.Option("1%", "--max-spread", help="Spread limit for a valid cell."),
+    max_spread: str = typer.Option(
+        o.MAX_SPREAD_TEXT, "--max-spread", help="Spread limit for a valid cell."
+    ),
     max_load: float = typer.Option(None, "--max-load", help="Refuse to start above this load1."),
     thread: int = typer.Option(
         None,
@@ -123,7 +128,7 @@ def serve_command(
         "correct answer (a cell of its own, path cold-start).",
     ),
     idle_seconds: float = typer.Option(
-        1.0,
+        o.IDLE_SECONDS,
         "--idle-seconds",
         help="An idle window after each run's reps, for the rate of work driven by the "
         "clock [1; 0: none].",
@@ -171,33 +176,43 @@ def serve_command(
         raise UsageError("--name, --path, --path-*, --expect-* and --env go with --cmd")
     server = None
     if cmd is not None:
-        server = CmdServer(cmd, name, tuple(path), expect_status, expect_body, expect_json,
-                           tuple(expect_header), ready_timeout, tuple(env),
-                           tuple(path_body), tuple(path_json))  # fmt: skip
+        server = CmdServer(
+            cmd=cmd,
+            name=name,
+            paths=tuple(path),
+            status=expect_status,
+            body=expect_body,
+            json_text=expect_json,
+            headers=tuple(expect_header),
+            ready_timeout=ready_timeout,
+            env=tuple(env),
+            path_bodies=tuple(path_body),
+            path_jsons=tuple(path_json),
+        )
     request = plan_mod.ServeRequest(
         targets=tuple(targets or ()),
         cmd=server,
         runs=runs,
         reps=reps,
         requests=requests,
-        warmup=warmup,
+        warmup=None if warmup is None else o.Warmup.parse(warmup),
         concurrency=concurrency,
         load=load,
-        max_spread=max_spread,
+        max_spread=o.parse_spread(max_spread),
         backend=backend,
         thread=thread,
-        processes=processes,
+        processes=o.Processes.parse(processes),
         warmup_instrumented=warmup_instrumented,
-        idle_seconds=idle_seconds,
+        idle_seconds=o.check_idle_seconds(idle_seconds),
         cold_start=cold_start,
         keep_profiles=keep_profiles,
-        server_cpus=server_cpus,
-        load_cpus=load_cpus,
+        server_cpus=cpus_mod.parse_cpu_list(server_cpus, "--server-cpus") if server_cpus else None,
+        load_cpus=cpus_mod.parse_cpu_list(load_cpus, "--load-cpus") if load_cpus else None,
         max_load=max_load,
     )
     if resume is not None:
         resume = resume.absolute()
-        request = plan_mod.resume_request(request, resume, _explicit(ctx))
+        request = plan_mod.resume_request(request, resume, explicit_options(ctx))
     spec = shards.resolve(shard, shard_total, os.environ)
     plan = plan_mod.prepare(
         request, output=output, resume=resume, force=force, shard=spec, jobs=jobs
@@ -218,7 +233,7 @@ def serve_command(
     print_results(res, fmt, width, sort)
 
 
-def _explicit(ctx: typer.Context) -> frozenset[str]:
+def explicit_options(ctx: typer.Context) -> frozenset[str]:
     """The options given on the command line (not left at their defaults)."""
     given = set()
     for option in ctx.params:

@@ -1,36 +1,39 @@
 """What an `icount serve` session will measure, and how: the plan.
 
-`ServeRequest` is the session as asked (targets and options as given; None where the
-default applies). It is saved in the provenance file, so that `--resume FILE`
-continues with the same targets and options (`resume_request`). `prepare` resolves a
-request into a `Plan`: the adapters, the backend, the load generator, the CPU split,
-the per-target cell options, the fingerprint, the cells already measured, the shard
-of the session this process measures (--shard) and the CPUs of each job (--jobs),
-checking everything that can be checked before a server starts.
+`ServeRequest` is the session as asked: targets and typed options, parsed once (by
+the CLI, or from the provenance of the file to resume); None where the default
+applies. It is saved in the provenance file, so that `--resume FILE` continues with
+the same targets and options (`resume_request`). `prepare` resolves a request into a
+`Plan`: the adapters, the backend, the load generator, the CPU split, the per-target
+cell options, the fingerprint, the cells already measured, the shard of the session
+this process measures (--shard) and the CPUs of each job (--jobs), checking
+everything that can be checked before a server starts, the file to resume included.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from icount import backends, environment, results, shards
 from icount import cpus as cpus_mod
-from icount.backends import Backend, BackendOptions
-from icount.errors import ParseError, UsageError
-from icount.numfmt import parse_percent
-from icount.results import UNIT_PER_REQUEST, Results
-from icount.results.details import COLD_START
-from icount.results.merge import plan_differences
+from icount.backends import Backend
+from icount.errors import UsageError
+from icount.results import UNIT_PER_REQUEST, Cell, Results
+from icount.results.details import COLD_START, ServeParams
 from icount.results.shard import ShardRecord
 from icount.serve.adapter import Adapter, PathSpec
-from icount.serve.runs import IDLE_SECONDS, CellOptions
+from icount.serve.runs import CellOptions
 from icount.serve.server import Target
 from icount.serve.targets import CmdServer, choose_targets
 from icount.serve.warmup import is_jit
+from icount.session import options as o
+from icount.session import resume as resume_mod
+from icount.session.options import Processes, Warmup
 
 
 @dataclass(frozen=True)
@@ -40,27 +43,31 @@ class ServeRequest:
 
     targets: tuple[str, ...] = ()
     cmd: CmdServer | None = None
-    runs: int = 3
-    reps: int = 3
+    runs: int = o.RUNS
+    reps: int = o.REPS
     requests: int | None = None
-    warmup: str | None = None  # a count, "auto", or None: the default
-    concurrency: int = 1
+    warmup: Warmup | None = None
+    concurrency: int = o.CONCURRENCY
     load: str | None = None
-    max_spread: str = "1%"
+    max_spread: float = o.MAX_SPREAD
     backend: str = "auto"
     thread: int | None = None
-    processes: str = "all"  # "root": the started process only
+    processes: Processes = Processes.ALL
     warmup_instrumented: bool = False  # callgrind: warm up instrumented (slow; the old way)
     keep_profiles: bool = False
-    server_cpus: str | None = None
-    load_cpus: str | None = None
+    server_cpus: tuple[int, ...] | None = None
+    load_cpus: tuple[int, ...] | None = None
     max_load: float | None = None
-    idle_seconds: float = IDLE_SECONDS  # an idle window after each run's reps; 0: none
+    idle_seconds: float = o.IDLE_SECONDS  # an idle window after each run's reps; 0: none
     cold_start: bool = False  # a cold-start cell per target besides its paths
 
     def to_json(self, adapters: tuple[Target, ...]) -> dict[str, Any]:
-        """The plan as the provenance records it (targets as absolute adapter paths)."""
+        """The plan as the provenance records it (targets as absolute adapter paths),
+        every option as --resume reads it back (`resume_request`)."""
         saved = {f: getattr(self, f) for f in RESUMED_OPTIONS}
+        saved["warmup"] = None if self.warmup is None else self.warmup.to_json()
+        saved["max_spread"] = o.percent_text(self.max_spread)
+        saved["processes"] = str(self.processes)
         files = [str(t.adapter.directory / "adapter.toml") for t in adapters]
         return {
             **saved,
@@ -69,39 +76,32 @@ class ServeRequest:
         }
 
 
-# Options that --resume takes from the file unless given again.
-RESUMED_OPTIONS = (
-    "runs",
-    "reps",
-    "requests",
-    "warmup",
-    "concurrency",
-    "load",
-    "max_spread",
-    "backend",
-    "thread",
-    "processes",
-    "warmup_instrumented",
-    "idle_seconds",
-    "cold_start",
-)
+def _optional(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else read(value)
 
 
-def saved_plan(resume: Path) -> dict[str, Any]:
-    """What the session being resumed was asked to do, from the provenance file beside
-    it; empty when there is none."""
-    try:
-        doc = results.read_json(results.provenance_path(resume), "provenance file")
-    except ParseError:  # missing, or not a regular file: never read a FIFO
-        return {}
-    plan = doc.get("plan") if isinstance(doc, dict) else None
-    return plan if isinstance(plan, dict) else {}
+# Options that --resume takes from the file unless given again, and how each is read.
+RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "runs": lambda v: o.int_from_json(v, 1, 100),
+    "reps": lambda v: o.int_from_json(v, 1, 100),
+    "requests": _optional(lambda v: o.int_from_json(v, 1, 10**9)),
+    "warmup": _optional(Warmup.from_json),
+    "concurrency": lambda v: o.int_from_json(v, 1, 10000),
+    "load": _optional(o.str_from_json),
+    "max_spread": o.spread_from_json,
+    "backend": o.str_from_json,
+    "thread": _optional(lambda v: o.int_from_json(v, 1, 10**6)),
+    "processes": lambda v: Processes(o.str_from_json(v)),
+    "warmup_instrumented": o.bool_from_json,
+    "idle_seconds": lambda v: o.float_from_json(v, 0, o.MAX_IDLE_SECONDS),
+    "cold_start": o.bool_from_json,
+}
 
 
 def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]) -> ServeRequest:
     """`request` completed from the session being resumed: its targets when none are
     given, and every option in RESUMED_OPTIONS not given explicitly."""
-    plan = saved_plan(resume)
+    plan = resume_mod.saved_plan(resume)
     changes: dict[str, Any] = {}
     if not request.targets and request.cmd is None:
         cmd = plan.get("cmd")
@@ -119,24 +119,15 @@ def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]
                     hint="name the targets and options again",
                 )
             changes["targets"] = tuple(str(t) for t in targets)
-    types = {f.name: f.type for f in fields(ServeRequest)}
-    for option in RESUMED_OPTIONS:
+    for option, read in RESUMED_OPTIONS.items():
         if option not in explicit and option in plan:
-            value = plan[option]
-            if value is not None and not _fits(value, str(types[option])):
-                raise UsageError(f"{resume}: the recorded {option} {value!r} is not valid")
-            changes[option] = value
+            try:
+                changes[option] = read(plan[option])
+            except ValueError:
+                raise UsageError(
+                    f"{resume}: the recorded {option} {plan[option]!r} is not valid"
+                ) from None
     return replace(request, **changes)
-
-
-def _fits(value: Any, annotation: str) -> bool:
-    if isinstance(value, bool):
-        return "bool" in annotation
-    if isinstance(value, int):
-        return "int" in annotation or "float" in annotation
-    if isinstance(value, float):
-        return "float" in annotation
-    return isinstance(value, str) and "str" in annotation
 
 
 def _cmd_from_json(doc: Mapping[str, Any], resume: Path) -> CmdServer:
@@ -149,7 +140,7 @@ def _cmd_from_json(doc: Mapping[str, Any], resume: Path) -> CmdServer:
             body=doc.get("body"),
             json_text=doc.get("json"),
             headers=tuple(doc.get("headers", ())),
-            ready_timeout=float(doc.get("ready_timeout", 60.0)),
+            ready_timeout=float(doc.get("ready_timeout", o.READY_TIMEOUT_S)),
             env=tuple(doc.get("env", ())),
             path_bodies=tuple(doc.get("path_bodies", ())),
             path_jsons=tuple(doc.get("path_jsons", ())),
@@ -168,9 +159,6 @@ class Plan:
     load_kind: str
     load_why: str
     cpus: cpus_mod.CpuSplit
-    max_spread: float
-    warmup: int | None  # --warmup N; None: the default, or auto when `auto_warmup`
-    auto_warmup: bool
     fingerprint: dict[str, Any]
     out: Path
     start: Results  # the cells already measured (--resume)
@@ -191,29 +179,41 @@ class Plan:
         first = paths[0]
         return (*paths, replace(first, name=COLD_START, cold_start=True))
 
+    def cells(self) -> list[tuple[Target, PathSpec]]:
+        """Every (target, path) cell of the session, in order."""
+        return [(t, p) for t in self.targets for p in self.paths(t)]
+
     @property
     def job_cpus(self) -> cpus_mod.JobCpus:
         return self.jobs or cpus_mod.JobCpus((self.cpus,), "one job", False)
 
+    @property
+    def digests(self) -> dict[str, str]:
+        """Target name -> `target_digest`, for the provenance and --resume."""
+        return {t.adapter.name: target_digest(t.adapter) for t in self.targets}
+
+    def warmup(self, adapter: Adapter) -> Warmup:
+        """--warmup, or the default: auto for a JIT runtime, else the backend's count
+        raised to the adapter's hint (JIT servers it was tuned for)."""
+        if self.request.warmup is not None:
+            return self.request.warmup
+        if default_auto(adapter):
+            return o.AUTO
+        return Warmup(max(self.backend.serve_defaults.warmup, adapter.warmup_hint or 0))
+
     def options(self, target: Target) -> CellOptions:
         defaults = self.backend.serve_defaults
         a = target.adapter
-        if self.auto_warmup or (self.warmup is None and default_auto(a)):
-            warmup = None
-        elif self.warmup is not None:
-            warmup = self.warmup
-        else:  # the default, raised to the adapter's hint (JIT servers it was tuned for)
-            warmup = max(defaults.warmup, a.warmup_hint or 0)
         return CellOptions(
             backend=self.backend,
             cpus=self.cpus,
             runs=self.request.runs,
             reps=self.request.reps,
             requests=self.request.requests or a.requests or defaults.requests,
-            warmup=warmup,
+            warmup=self.warmup(a),
             concurrency=self.request.concurrency,
             load_kind=self.load_kind,
-            max_spread=self.max_spread,
+            max_spread=self.request.max_spread,
             idle_seconds=self.request.idle_seconds,
         )
 
@@ -224,7 +224,7 @@ class Plan:
             f"{t.adapter.name} runs a JIT runtime ({Path(t.adapter.start[0]).name}): it warms "
             "up with --warmup auto (give --warmup N to fix a count)"
             for t in self.targets
-            if self.warmup is None and not self.auto_warmup and default_auto(t.adapter)
+            if self.request.warmup is None and default_auto(t.adapter)
         ]
         lines = [
             *(f"skipping {name}: {why}" for name, why in self.skipped),
@@ -252,19 +252,76 @@ def default_auto(adapter: Adapter) -> bool:
     return adapter.warmup_hint is None and is_jit(adapter.start[0])
 
 
-def parse_warmup(text: str | None) -> tuple[bool, int | None]:
-    """(auto?, count) of --warmup; (False, None) for the default."""
-    if text is None:
-        return False, None
-    if text.strip() == "auto":
-        return True, None
-    try:
-        n = int(text)
-    except ValueError:
-        raise UsageError(f"--warmup takes a request count or 'auto', got {text!r}") from None
-    if n < 0:
-        raise UsageError(f"--warmup must be >= 0, got {n}")
-    return False, n
+def cell_params(path: PathSpec, opts: CellOptions) -> ServeParams:
+    """What the cell is measured with: everything that moves a per-request figure but
+    the request bytes, which the session adds once a run has sent them."""
+    params: ServeParams = {
+        "requests": opts.requests,
+        "warmup": opts.warmup.param(),
+        "concurrency": opts.concurrency,
+        "load": opts.load_kind,
+        "reps": opts.reps,
+        "request_target": path.request_target,
+        "http_method": path.http_method,
+        **({"kind": "cold-start"} if path.cold_start else {}),
+        "server_cpus": list(opts.cpus.server),
+        "load_cpus": list(opts.cpus.load),
+    }
+    params.update(opts.backend.cell_params())  # type: ignore[typeddict-item]
+    return params
+
+
+def target_digest(adapter: Adapter) -> str:
+    """sha256 of how a target is built, started and checked: not of where its adapter
+    file lies, which differs between machines."""
+    a = adapter
+    what = (a.build, a.start, sorted(a.env.items()), a.ready_target, a.ready_timeout_s,
+            a.binary, a.paths, a.requires, a.warmup_hint)  # fmt: skip
+    return hashlib.sha256(repr(what).encode()).hexdigest()
+
+
+def planned_cells(plan: Plan) -> list[shards.PlannedCell]:
+    """Every cell of the session, in order, as shards are assigned: what it is measured
+    with (its params but the CPU numbers, which differ between machines) and its
+    expected cost, the requests its runs send (a JIT server's larger warm-up included;
+    `--warmup auto` counted at its least, two windows)."""
+    planned = []
+    for t in plan.targets:
+        opts = plan.options(t)
+        digest = target_digest(t.adapter)
+        warmup = 2 * opts.requests if opts.warmup.count is None else opts.warmup.count
+        cost = opts.runs * (warmup + opts.reps * opts.requests)
+        for p in plan.paths(t):
+            params: dict[str, Any] = dict(cell_params(p, opts))
+            del params["server_cpus"], params["load_cpus"]
+            identity = {**params, "runs": opts.runs, "max_spread": opts.max_spread,
+                        resume_mod.TARGET_DIGESTS: digest}  # fmt: skip
+            planned.append(
+                shards.PlannedCell(t.adapter.name, p.name, plan.backend.name, identity, cost)
+            )
+    return planned
+
+
+# The params two cells must share to sit in one results file (resume).
+COMPARABLE_PARAMS = (
+    "requests",
+    "warmup",
+    "concurrency",
+    "load",
+    "reps",
+    "request_target",
+    "http_method",
+    "thread",
+    "processes",
+)
+
+
+def _comparable(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: params.get(k) for k in COMPARABLE_PARAMS}
+
+
+def _ours(cell: Cell) -> bool:
+    return cell.unit == UNIT_PER_REQUEST or cell.path == COLD_START
 
 
 def _load_kind(load: str | None, backend: Backend) -> tuple[str, str]:
@@ -289,20 +346,8 @@ def prepare(
     jobs: int = 1,
 ) -> Plan:
     """Resolve and check everything before the first server starts."""
-    from icount.serve import session
-
-    if not 0 <= request.idle_seconds <= 600:
-        raise UsageError("--idle-seconds takes 0 to 600 seconds")
-    if request.processes not in ("all", "root"):
-        raise UsageError(f"--processes takes all or root, got {request.processes!r}")
-    spread = parse_percent(request.max_spread, "--max-spread")
-    auto, warmup = parse_warmup(request.warmup)
-    split = cpus_mod.split(
-        cpus_mod.parse_cpu_list(request.server_cpus, "--server-cpus")
-        if request.server_cpus
-        else None,
-        cpus_mod.parse_cpu_list(request.load_cpus, "--load-cpus") if request.load_cpus else None,
-    )
+    o.check_idle_seconds(request.idle_seconds)
+    split = cpus_mod.split(request.server_cpus, request.load_cpus)
     chosen = choose_targets(request.targets, request.cmd)
     load1 = os.getloadavg()[0]
     if request.max_load is not None and load1 > request.max_load:
@@ -314,12 +359,12 @@ def prepare(
     choice = backends.choose(request.backend)
     backend = backends.create(
         choice.backend,
-        BackendOptions(
-            thread=request.thread,
-            processes=request.processes,
-            keep_profiles=request.keep_profiles,
-            warmup_instrumented=request.warmup_instrumented,
-        ),
+        {
+            "thread": request.thread,
+            "processes": request.processes,
+            "keep_profiles": request.keep_profiles,
+            "warmup_instrumented": request.warmup_instrumented,
+        },
     )
     load_kind, load_why = _load_kind(request.load, backend)
     out = results.output_path(output if output is not None else resume, "serve")
@@ -346,56 +391,33 @@ def prepare(
         load_kind=load_kind,
         load_why=load_why,
         cpus=split,
-        max_spread=spread,
-        warmup=warmup,
-        auto_warmup=auto,
         fingerprint=fp,
         out=out,
         start=Results(fp, ()),
         jobs=job_cpus,
     )
-    previous = results.load(resume) if resume is not None else None
-    if previous is not None and previous.shard is not None and shard is None:
-        done = previous.shard
-        shard = shards.ShardSpec(done.index, done.total, f"the file to resume, {resume}")
+    previous = None
+    if resume is not None:
+        previous = resume_mod.load(resume, "serve", _ours)
+        shard = shard or resume_mod.shard_of(previous, resume)
     if shard is not None:
-        record = shards.make_record("serve", session.planned_cells(plan), shard)
+        record = shards.make_record("serve", planned_cells(plan), shard)
         plan = replace(plan, shard=record, shard_spec=shard, start=Results(fp, (), record))
-    if previous is not None:
-        foreign = sorted(
-            c.key_text
-            for c in previous.cells
-            if c.unit != UNIT_PER_REQUEST and c.path != COLD_START
-        )
-        if foreign:
-            raise UsageError(
-                "the file to resume holds cells that are not from icount serve "
-                f"({', '.join(foreign)})",
-                hint="start a new results file with -o",
-            )
-        _check_resumed_shard(previous, plan)
-        session.check_resume(previous, plan)
+    if previous is not None and resume is not None:
+        check_resume(previous, plan, resume)
         plan = replace(plan, start=Results(fp, previous.cells, plan.shard))
     return plan
 
 
-def _check_resumed_shard(previous: Results, plan: Plan) -> None:
-    before, now = previous.shard, plan.shard
-    if before is None and now is None:
-        return
-    if before is None and now is not None:
-        raise UsageError(
-            f"the file to resume holds a whole session, not shard {now.label}",
-            hint="resume it without --shard (or --shard none in a CI job that sets one)",
-        )
-    assert before is not None and now is not None
-    if (before.index, before.total) != (now.index, now.total):
-        raise UsageError(
-            f"the file to resume is shard {before.label} of its session, not {now.label}",
-            hint=f"resume it with --shard {before.label}",
-        )
-    if before.digest != now.digest:
-        raise UsageError(
-            f"the file to resume is a shard of another plan: {plan_differences(before, now)}",
-            hint="use the same targets and options, or start a new results file with -o",
-        )
+def check_resume(previous: Results, plan: Plan, resume: Path) -> None:
+    """Refuse to continue a file whose cells are not comparable with this session's."""
+    resume_mod.check_environment(previous, plan.fingerprint)
+    resume_mod.check_targets(
+        previous, resume_mod.recorded_digests(previous, resume), plan.digests, resume
+    )
+    resume_mod.check_shard(previous, plan.shard)
+    planned = {
+        (t.adapter.name, p.name, plan.backend.name): _comparable(cell_params(p, plan.options(t)))
+        for t, p in plan.cells()
+    }
+    resume_mod.check_params(previous.cells, planned, lambda c: _comparable(c.params))

@@ -71,8 +71,9 @@ from icount.serve.warmup import (
     moved_after_settling,
     still_warming,
 )
+from icount.session import options
+from icount.session.options import Warmup
 
-IDLE_SECONDS = 1.0
 IDLE_SETTLE_S = 0.5
 
 
@@ -82,15 +83,15 @@ class CellOptions:
 
     backend: Backend
     cpus: CpuSplit
-    runs: int = 3
-    reps: int = 3
+    runs: int = options.RUNS
+    reps: int = options.REPS
     requests: int = 1000
-    warmup: int | None = None  # None: auto
-    concurrency: int = 1
+    warmup: Warmup = options.AUTO
+    concurrency: int = options.CONCURRENCY
     load_kind: str = "builtin"
-    max_spread: float = 0.01
+    max_spread: float = options.MAX_SPREAD
     auto_limits: AutoLimits = field(default_factory=AutoLimits)
-    idle_seconds: float = IDLE_SECONDS  # an idle window after the reps; 0: none
+    idle_seconds: float = options.IDLE_SECONDS  # an idle window after the reps; 0: none
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,7 @@ def _windows(
     """Verify, warm up, then --reps windows on a ready server."""
     curve: tuple[tuple[int, float], ...] = ()
     with _client(server, opts, port, path) as client:
-        if opts.warmup is None:
+        if opts.warmup.count is None:
             try:
                 warmup, curve = _auto_warmup(server, client, opts, note)
             except WarmupFailed as e:
@@ -263,7 +264,7 @@ def _windows(
                 kept = ServeDetail(window, served, (), warmup_curve=e.curve)
                 raise RunRefused(str(e), kept) from None
         else:
-            warmup = opts.warmup
+            warmup = opts.warmup.count
             note(f"warm-up: {warmup} requests")
             if warmup:
                 _load(server, client, warmup, "warm-up")
@@ -305,8 +306,8 @@ def _lifetime(
     ):
         with _client(server, opts, port, path) as client:
             note(f"lifetime of {n} requests (differential method)")
-            if opts.warmup:
-                _load(server, client, opts.warmup, "warm-up")
+            if opts.warmup.count:
+                _load(server, client, opts.warmup.count, "warm-up")
             result = _load(server, client, n, f"{n} requests")
             request = client.request_bytes
         check_alive(server)
@@ -318,14 +319,14 @@ def _lifetime(
 def _differential(
     target: Target, path: PathSpec, opts: CellOptions, run_dir: Path, note: Note
 ) -> tuple[ServeDetail, tuple[float, ...]]:
-    if opts.warmup is None:
+    if opts.warmup.count is None:
         raise RunInvalid("--warmup auto needs counting windows, which this machine cannot take")
     n = opts.requests
     one, _, _ = _lifetime(target, path, opts, run_dir / "lifetime-1", n, note)
     two, result, request = _lifetime(target, path, opts, run_dir / "lifetime-2", 2 * n, note)
     detail = ServeDetail(
         WINDOW_DIFFERENTIAL,
-        opts.warmup,
+        opts.warmup.count,
         (Rep(two - one, n),),
         request_identity(request),
         lifetimes=Lifetimes((n, 2 * n), (one, two)),

@@ -1,49 +1,34 @@
-"""All the cells of one `icount serve`: build targets, measure every path, save as we go.
+"""All the cells of one `icount serve`: build targets, measure every path.
 
-The results file is written (atomically) after every cell, so an interrupted session
-loses at most the cell in progress; `--resume FILE` starts from that file's cells
-and measures only the missing ones, refusing when the file was measured in another
-environment or with other parameters. With --shard only the shard's cells are
-measured (every cell keeps its place in the whole plan); with --jobs N, N cells run at
-once (icount/jobs.py), each on its own CPUs, and the file is still saved after each.
+The session floor (icount/session/floor.py) saves the results file after every cell,
+takes only the shard's cells (--shard) not already in the file to resume (--resume),
+and runs --jobs cells at once; this module supplies serve's cells and how one is
+measured: every run on a fresh server, on the job's own CPUs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from icount import cpus as cpus_mod
-from icount import environment, jobs, results
-from icount.errors import RunFailedError, UsageError
+from icount import environment, jobs
+from icount.errors import RunFailedError
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.details import ServeDetail, ServeParams, request_params
+from icount.results.details import ServeDetail, request_params
 from icount.serve import spread
-from icount.serve.adapter import Adapter, PathSpec
-from icount.serve.plan import Plan
-from icount.serve.runs import CellOptions, WindowMethod, measure_cold_start, measure_run
+from icount.serve.adapter import PathSpec
+from icount.serve.plan import Plan, cell_params
+from icount.serve.runs import WindowMethod, measure_cold_start, measure_run
 from icount.serve.server import Target
 from icount.serve.targets import binary_sizes
-from icount.shards import PlannedCell
-
-# The params two cells must share to sit in one results file (resume).
-COMPARABLE_PARAMS = (
-    "requests",
-    "warmup",
-    "concurrency",
-    "load",
-    "reps",
-    "request_target",
-    "http_method",
-    "thread",
-    "processes",
-)
+from icount.session import floor
+from icount.session.resume import TARGET_DIGESTS
 
 
 @dataclass
@@ -66,90 +51,6 @@ class SessionState:
             "builds": dict(sorted(self.built.items())),
             "resumed_cells": sorted(self.resumed),
         }
-
-
-def cell_params(path: PathSpec, opts: CellOptions) -> ServeParams:
-    """What the cell is measured with: everything that moves a per-request figure but
-    the request bytes, which the session adds once a run has sent them."""
-    params: ServeParams = {
-        "requests": opts.requests,
-        "warmup": "auto" if opts.warmup is None else opts.warmup,
-        "concurrency": opts.concurrency,
-        "load": opts.load_kind,
-        "reps": opts.reps,
-        "request_target": path.request_target,
-        "http_method": path.http_method,
-        **({"kind": "cold-start"} if path.cold_start else {}),
-        "server_cpus": list(opts.cpus.server),
-        "load_cpus": list(opts.cpus.load),
-    }
-    params.update(opts.backend.cell_params())  # type: ignore[typeddict-item]
-    return params
-
-
-def target_digest(adapter: Adapter) -> str:
-    """sha256 of how a target is built, started and checked: not of where its adapter
-    file lies, which differs between machines."""
-    a = adapter
-    what = (a.build, a.start, sorted(a.env.items()), a.ready_target, a.ready_timeout_s,
-            a.binary, a.paths, a.requires, a.warmup_hint)  # fmt: skip
-    return hashlib.sha256(repr(what).encode()).hexdigest()
-
-
-def planned_cells(plan: Plan) -> list[PlannedCell]:
-    """Every cell of the session, in order, as shards are assigned: what it is measured
-    with (its params but the CPU numbers, which differ between machines) and its
-    expected cost, the requests its runs send (a JIT server's larger warm-up included;
-    `--warmup auto` counted at its least, two windows)."""
-    planned = []
-    for t in plan.targets:
-        opts = plan.options(t)
-        digest = target_digest(t.adapter)
-        warmup = opts.warmup if opts.warmup is not None else 2 * opts.requests
-        cost = opts.runs * (warmup + opts.reps * opts.requests)
-        for p in plan.paths(t):
-            params: dict[str, Any] = dict(cell_params(p, opts))
-            del params["server_cpus"], params["load_cpus"]
-            identity = {**params, "runs": opts.runs, "max_spread": opts.max_spread,
-                        "target_sha256": digest}  # fmt: skip
-            planned.append(PlannedCell(t.adapter.name, p.name, plan.backend.name, identity, cost))
-    return planned
-
-
-def _comparable(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: params.get(k) for k in COMPARABLE_PARAMS}
-
-
-def check_resume(previous: Results, plan: Plan) -> None:
-    """Refuse to continue a file whose cells are not comparable with this session's."""
-    diff = environment.fingerprint_differences(
-        previous.fingerprint, plan.fingerprint, same_method=True
-    )
-    if diff:
-        raise UsageError(
-            f"the file to resume was measured in another environment (differs in "
-            f"{', '.join(diff)})",
-            hint="start a new results file with -o",
-        )
-    planned = {
-        (t.adapter.name, p.name, plan.backend.name): cell_params(p, plan.options(t))
-        for t in plan.targets
-        for p in plan.paths(t)
-    }
-    for cell in previous.cells:
-        want = planned.get(cell.key)
-        if want is None:
-            continue
-        old, new = _comparable(cell.params), _comparable(want)
-        if old != new:
-            what = ", ".join(
-                f"{k} {old[k]!r} there, {new[k]!r} now" for k in old if old[k] != new[k]
-            )
-            raise UsageError(
-                f"{cell.key_text} in the file to resume was measured with other parameters "
-                f"({what})",
-                hint="use the same options, or start a new results file with -o",
-            )
 
 
 def _build(targets: Sequence[Target], state: SessionState, progress: Progress) -> None:
@@ -198,6 +99,7 @@ def provenance(plan: Plan, state: SessionState) -> dict[str, Any]:
         **cpus_mod.provenance(plan.cpus),
         "jobs": plan.job_cpus.to_json(),
         "shard": None if shard is None else shard.to_json(),
+        TARGET_DIGESTS: dict(sorted(plan.digests.items())),
         **state.to_json(),
     }
 
@@ -286,42 +188,23 @@ def run_session(
     from `plan.start`, --jobs at a time, saving the results file (and its provenance)
     after each; returns all cells."""
     state = SessionState()
-
-    def save(res: Results) -> None:
-        results.save(plan.out, res, recorder.finish(provenance(plan, state)), overwrite=True)
-
-    backend = plan.backend.name
-    done_keys = {c.key for c in plan.start.cells}
-    order = {
-        (t.adapter.name, p.name): i
-        for i, (t, p) in enumerate((t, p) for t in plan.targets for p in plan.paths(t))
-    }
-    mine = None if plan.shard is None else {e.key for e in plan.shard.assigned()}
-    todo = [
-        (t, p)
-        for t in plan.targets
-        for p in plan.paths(t)
-        if (t.adapter.name, p.name, backend) not in done_keys
-        and (mine is None or (t.adapter.name, p.name, backend) in mine)
+    planned = [
+        floor.Planned((t.adapter.name, p.name, plan.backend.name), i, plan.options(t).runs, (t, p))
+        for i, (t, p) in enumerate(plan.cells())
     ]
+    todo = floor.todo(planned, plan.start)
     state.resumed = [c.key_text for c in plan.start.cells]
-    _build(sorted({t.adapter.name: t for t, _ in todo}.values(), key=lambda t: t.adapter.name),
-           state, progress)  # fmt: skip
-    res = plan.start
-    counter = jobs.Tally(sum(plan.options(t).runs for t, _ in todo))
+    _build(sorted({c.item[0].adapter.name: c.item[0] for c in todo}.values(),
+                  key=lambda t: t.adapter.name), state, progress)  # fmt: skip
     splits = plan.job_cpus.splits
 
-    def work(item: tuple[Target, PathSpec], job: jobs.Job) -> Cell:
-        t, p = item
-        return _measure_cell(plan, state, t, p, splits[job.slot], order[(t.adapter.name, p.name)],
-                             counter, progress, job)  # fmt: skip
+    def measure(cell: floor.Planned[tuple[Target, PathSpec]], job: jobs.Job,
+                counter: jobs.Tally) -> Cell:  # fmt: skip
+        t, p = cell.item
+        return _measure_cell(plan, state, t, p, splits[job.slot], cell.order, counter,
+                             progress, job)  # fmt: skip
 
-    def done(item: tuple[Target, PathSpec], cell: Cell) -> None:
-        nonlocal res
-        res = res.with_cell(cell)
-        save(res)
-
-    jobs.run_jobs(todo, len(splits), work, done)
-    progress("done", counter.total, counter.total)
-    save(res)
-    return res
+    save = floor.Saver(plan.out, recorder, lambda: provenance(plan, state))
+    return floor.measure_cells(
+        todo, plan.start, measure, save, jobs_at_once=len(splits), progress=progress
+    )

@@ -17,17 +17,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from icount import backends
 from icount import cpus as cpus_mod
-from icount.backends import BackendOptions
 from icount.results.details import ServeDetail
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, measure_run
 from icount.serve.server import Target
+from icount.session.options import Warmup
 
 from .conftest import AdapterMaker, cells, leftovers, run_icount
 
@@ -44,7 +45,7 @@ def measure(
     *flags: str,
     concurrency: int = 1,
     load: str = "builtin",
-    options: BackendOptions | None = None,
+    options: Mapping[str, object] | None = None,
     backend: str = "callgrind",
     requests: int = 200,
 ) -> RunOutcome:
@@ -56,7 +57,7 @@ def measure(
         runs=1,
         reps=2,
         requests=requests,
-        warmup=40,
+        warmup=Warmup(40),
         concurrency=concurrency,
         load_kind=load,
     )
@@ -150,7 +151,7 @@ def test_work_outside_the_counted_processes_is_refused(
     """Counting only the started process of a pre-forked server counts the master, which
     serves nothing: the window is refused instead of printed as a valid near-zero."""
     outcome = measure(make_adapter, tmp_path, "root-only", "--workers", "2",
-                      options=BackendOptions(processes="root"))  # fmt: skip
+                      options={"processes": "root"})  # fmt: skip
     assert outcome.value is None
     assert outcome.reason is not None
     assert "the requests were served by processes icount did not count" in outcome.reason
@@ -198,9 +199,9 @@ def test_perf_windows_count_the_children_a_server_forks(
     flags = ("--workers", "2", "--loop", "200000")  # ~0.1 ms of CPU per request
     kw = {"backend": "perf", "requests": 2000}
     every = measure(make_adapter, tmp_path, "perf-all", *flags,
-                    options=BackendOptions(event="task-clock"), **kw)  # type: ignore[arg-type]  # fmt: skip
+                    options={"event": "task-clock"}, **kw)  # type: ignore[arg-type]  # fmt: skip
     root = measure(make_adapter, tmp_path, "perf-root", *flags,
-                   options=BackendOptions(event="task-clock", processes="root"), **kw)  # type: ignore[arg-type]  # fmt: skip
+                   options={"event": "task-clock", "processes": "root"}, **kw)  # type: ignore[arg-type]  # fmt: skip
     assert every.reason is None and every.detail is not None, every.reason
     all_ms = [rep.instructions for rep in every.detail.reps]
     assert all(ms > 50 for ms in all_ms), all_ms  # 2000 requests x ~0.1 ms in the workers

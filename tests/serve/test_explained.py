@@ -14,6 +14,7 @@ from icount.serve import spread
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, measure_run
 from icount.serve.server import Target
+from icount.session.options import Warmup
 
 from .conftest import AdapterMaker
 
@@ -22,7 +23,7 @@ def measure(make_adapter: AdapterMaker, tmp_path: Path, name: str, *flags: str,
             **kw: float) -> RunOutcome:  # fmt: skip
     adapter = load_adapter(make_adapter(name, *flags))
     split = cpus_mod.split(None, None)
-    opts = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1, warmup=100,
+    opts = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1, warmup=Warmup(100),
                        **kw)  # type: ignore[arg-type]  # fmt: skip
     with cpus_mod.pinned_self(split.load):
         return measure_run(Target(adapter, tmp_path / "build"), adapter.paths[0], opts,

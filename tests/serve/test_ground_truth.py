@@ -15,6 +15,7 @@ from icount.results.details import ServeDetail
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
 from icount.serve.server import Target
+from icount.session.options import Warmup
 
 from .conftest import AdapterMaker
 
@@ -40,7 +41,7 @@ def per_request(
         runs=1,
         reps=2,
         requests=requests,
-        warmup=50,
+        warmup=Warmup(50),
         concurrency=concurrency,
     )
     with cpus_mod.pinned_self(split.load):

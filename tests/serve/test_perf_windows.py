@@ -11,10 +11,10 @@ import pytest
 
 from icount import backends
 from icount import cpus as cpus_mod
-from icount.backends import BackendOptions
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, measure_run
 from icount.serve.server import Target
+from icount.session.options import Warmup
 
 from .conftest import AdapterMaker
 
@@ -24,8 +24,10 @@ def _perf_run(make_adapter: AdapterMaker, tmp_path: Path, event: str) -> RunOutc
         pytest.skip("perf is not installed (apt-get install linux-perf)")
     adapter = load_adapter(make_adapter("perf-" + event.replace(":", "-")))
     split = cpus_mod.split(None, None)
-    backend = backends.create("perf", BackendOptions(event=event))
-    opts = CellOptions(backend=backend, cpus=split, runs=1, reps=2, requests=3000, warmup=200)
+    backend = backends.create("perf", {"event": event})
+    opts = CellOptions(
+        backend=backend, cpus=split, runs=1, reps=2, requests=3000, warmup=Warmup(200)
+    )
     with cpus_mod.pinned_self(split.load):
         return measure_run(
             Target(adapter, tmp_path / "build"),

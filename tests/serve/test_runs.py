@@ -19,6 +19,7 @@ from icount.serve import warmup
 from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
 from icount.serve.server import Target
 from icount.serve.warmup import AutoLimits
+from icount.session.options import Warmup
 from tests.support.fake_backend import FakeBackend, FakeConfig
 
 SPLIT = CpuSplit((0,), (0,), "test")
@@ -59,7 +60,13 @@ def run(
 ) -> RunOutcome:
     kw.setdefault("idle_seconds", 0)  # the idle window sleeps: one test asks for it
     opts = CellOptions(
-        backend=FakeBackend(config), cpus=SPLIT, runs=1, reps=3, requests=100, warmup=warmup, **kw
+        backend=FakeBackend(config),
+        cpus=SPLIT,
+        runs=1,
+        reps=3,
+        requests=100,
+        warmup=Warmup(warmup),
+        **kw,
     )
     return measure_run(
         target, target.adapter.paths[path], opts, tmp_path / "run", window, lambda text: None

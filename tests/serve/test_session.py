@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from icount import results
+from icount.session.options import Warmup
 
 from .conftest import JSON_PATH, PLAINTEXT, AdapterMaker, cells, leftovers, run_icount
 
@@ -243,7 +244,7 @@ def test_resume_measures_only_the_missing_cells_fake(fake: Path, tmp_path: Path)
         runs=2,
         reps=2,
         requests=50,
-        warmup="5",
+        warmup=Warmup(5),
         idle_seconds=0,
     )
     full = tmp_path / "full.json"
@@ -334,7 +335,7 @@ def test_a_spread_between_windows_is_explained_by_the_functions_behind_it_fake(
         ),
     )
     request = ServeRequest(targets=(str(fake),), backend="fake", runs=2, reps=3, requests=100,
-                           warmup="20", idle_seconds=0)  # fmt: skip
+                           warmup=Warmup(20), idle_seconds=0)  # fmt: skip
     res = _session(request, tmp_path / "r.json")
     cell = next(c for c in res.cells if c.path == "plaintext")
     assert cell.valid  # the runs agree (median of reps 1000, 1000): the windows do not
@@ -369,7 +370,7 @@ def test_a_config_that_fails_to_render_invalidates_only_its_cells_fake(
     (broken / "srv.conf").write_text("listen {port};\n")
     request = ServeRequest(
         targets=(str(broken / "adapter.toml"), str(fake)),
-        backend="fake", runs=1, reps=1, requests=20, warmup="0",
+        backend="fake", runs=1, reps=1, requests=20, warmup=Warmup(0),
     )  # fmt: skip
     (broken / "srv.conf").write_text("listen {port}; user {nobody};\n")  # after loading
     res = _session(request, tmp_path / "r.json")
@@ -392,7 +393,7 @@ def test_a_cold_start_cell_counts_from_exec_to_the_first_correct_answer_fake(
     from icount.serve.plan import ServeRequest
 
     request = ServeRequest(targets=(str(fake),), backend="fake", runs=2, reps=1, requests=20,
-                           warmup="0", idle_seconds=0, cold_start=True)  # fmt: skip
+                           warmup=Warmup(0), idle_seconds=0, cold_start=True)  # fmt: skip
     res = _session(request, tmp_path / "r.json")
     cold = next(c for c in res.cells if c.path == "cold-start")
     assert cold.unit == UNIT_INSTRUCTIONS and cold.params["kind"] == "cold-start"

@@ -1,0 +1,242 @@
+"""What an `icount run` session will measure, and how: the plan.
+
+`RunRequest` is the session as asked: the commands and typed options, parsed once
+(by the CLI, or from the provenance of the file to resume). It is saved in the
+provenance file, so that `--resume FILE` continues with the same commands and
+options (`resume_request`). `prepare` resolves a request into a `RunPlan`: the
+backend, the CPUs of each job (--jobs), the shard this process measures (--shard),
+the fingerprint and the cells already measured, checking the file to resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from icount import backends, environment, results, shards
+from icount import cpus as cpus_mod
+from icount.errors import UsageError
+from icount.measure_command import CommandSpec, RunOptions, measure, planned_cells
+from icount.progress import Progress
+from icount.results import UNIT_INSTRUCTIONS, Cell, Results
+from icount.session import floor
+from icount.session import options as o
+from icount.session import resume as resume_mod
+
+ANY_EXIT = frozenset(range(-255, 256))
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """`icount run` as asked: the commands (resolved: absolute programs) and options."""
+
+    commands: tuple[CommandSpec, ...] = ()
+    backend: str = "auto"
+    runs: int = o.RUNS
+    max_spread: float = o.MAX_SPREAD
+    allowed_exits: frozenset[int] | None = frozenset({0})  # None: any
+    timeout: float | None = None
+    keep_profiles: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as the provenance records it, as `resume_request` reads it back."""
+        return {
+            "commands": [
+                {"name": c.name, "argv": list(c.argv), "env": dict(sorted(c.env.items()))}
+                for c in self.commands
+            ],
+            "backend": self.backend,
+            "runs": self.runs,
+            "max_spread": o.percent_text(self.max_spread),
+            "allowed_exits": None if self.allowed_exits is None else sorted(self.allowed_exits),
+            "timeout": self.timeout,
+        }
+
+
+def _exits_from_json(value: Any) -> frozenset[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value:
+        raise ValueError(value)
+    return frozenset(o.int_from_json(v, -255, 255) for v in value)
+
+
+def _commands_from_json(value: Any) -> tuple[CommandSpec, ...]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(value)
+    specs = []
+    for doc in value:
+        if not isinstance(doc, dict):
+            raise ValueError(doc)
+        argv, env = doc.get("argv"), doc.get("env", {})
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise ValueError(doc)
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise ValueError(doc)
+        specs.append(CommandSpec(o.str_from_json(doc.get("name")), tuple(argv), env))
+    return tuple(specs)
+
+
+# Options that --resume takes from the file unless given again, and how each is read.
+RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "backend": o.str_from_json,
+    "runs": lambda v: o.int_from_json(v, 1, 1000),
+    "max_spread": o.spread_from_json,
+    "allowed_exits": _exits_from_json,
+    "timeout": lambda v: None if v is None else o.float_from_json(v, 0.001, 1e9),
+}
+
+
+def resume_request(request: RunRequest, resume: Path, explicit: frozenset[str]) -> RunRequest:
+    """`request` completed from the session being resumed: its commands when none are
+    given, and every option in RESUMED_OPTIONS not given explicitly."""
+    plan = resume_mod.saved_plan(resume)
+    changes: dict[str, Any] = {}
+    if not request.commands:
+        if "commands" not in plan:
+            raise UsageError(
+                f"no record of what {resume} was measuring (its provenance file is missing)",
+                hint="give the commands and options again",
+            )
+        changes["commands"] = _read(plan, "commands", _commands_from_json, resume)
+    for option, read in RESUMED_OPTIONS.items():
+        if option not in explicit and option in plan:
+            changes[option] = _read(plan, option, read, resume)
+    return replace(request, **changes)
+
+
+def _read(plan: Mapping[str, Any], option: str, read: Callable[[Any], Any], resume: Path) -> Any:
+    try:
+        return read(plan[option])
+    except ValueError:
+        raise UsageError(f"{resume}: the recorded {option} {plan[option]!r} is not valid") from None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    request: RunRequest
+    opts: RunOptions
+    backend_why: str
+    out: Path
+    start: Results  # the cells already measured (--resume), and the shard record
+    shard_spec: shards.ShardSpec | None = None
+
+    @property
+    def artifacts(self) -> Path:
+        return self.out.with_suffix(".artifacts")
+
+    def notes(self) -> list[str]:
+        """What the user should know before the measurement starts."""
+        lines = [f"backend {self.opts.backend.name}: {self.backend_why}"]
+        if self.start.shard is not None and self.shard_spec is not None:
+            lines.append(shards.describe(self.start.shard, self.shard_spec))
+        if self.opts.jobs:
+            each = "; ".join(cpus_mod.format_cpu_list(c) for c in self.opts.jobs)
+            lines.append(f"{len(self.opts.jobs)} commands at once, on CPUs {each}")
+        return lines
+
+    def provenance(self) -> dict[str, Any]:
+        spec = self.shard_spec
+        jobs = self.opts.jobs
+        return {
+            "plan": self.request.to_json(),
+            "backend_choice": self.backend_why,
+            "jobs": {"jobs": max(len(jobs), 1), "cpus": [list(c) for c in jobs]},
+            "shard": None if spec is None else spec.to_json(),
+        }
+
+
+def _ours(cell: Cell) -> bool:
+    return cell.unit == UNIT_INSTRUCTIONS and cell.path == "" and "argv" in cell.params
+
+
+def _measured_with(cell: Cell) -> dict[str, Any]:
+    p = cell.params
+    return {
+        "argv": p.get("argv"),
+        "env": p.get("env"),
+        "allowed_exits": p.get("allowed_exits"),
+        "runs": cell.runs_wanted,
+        "max_spread": cell.max_spread,
+    }
+
+
+def prepare(
+    request: RunRequest,
+    *,
+    output: Path | None,
+    resume: Path | None,
+    force: bool,
+    shard: shards.ShardSpec | None = None,
+    jobs: int = 1,
+) -> RunPlan:
+    """Resolve and check everything before the first command runs. The results file's
+    number, when it is not given, is reserved (results.output_path) and released again
+    when the plan is refused."""
+    out = results.output_path(output if output is not None else resume, "run")
+    try:
+        if not force and out != resume:
+            results.refuse_to_replace(out)  # the provenance beside it too
+        return _prepare(request, out, resume, shard, jobs)
+    except BaseException:
+        results.release_unused(out)
+        raise
+
+
+def _prepare(
+    request: RunRequest,
+    out: Path,
+    resume: Path | None,
+    shard: shards.ShardSpec | None,
+    jobs: int,
+) -> RunPlan:
+    choice = backends.choose(request.backend)
+    backend = backends.create(choice.backend, {"keep_profiles": request.keep_profiles})
+    job_cpus = (
+        cpus_mod.command_cpus(
+            cpus_mod.allowed_cpus(),
+            jobs,
+            load_independent=backend.serve_defaults.instrumented,
+            backend=choice.backend,
+        )
+        if jobs > 1
+        else ()
+    )
+    opts = RunOptions(
+        backend=backend,
+        runs=request.runs,
+        max_spread=request.max_spread,
+        allowed_exits=ANY_EXIT if request.allowed_exits is None else request.allowed_exits,
+        timeout=request.timeout,
+        jobs=job_cpus,
+    )
+    fp = backends.fingerprint(backend, "command")
+    previous = None
+    if resume is not None:
+        previous = resume_mod.load(resume, "run", _ours)
+        shard = shard or resume_mod.shard_of(previous, resume)
+    specs = request.commands
+    record = None if shard is None else shards.make_record("run", planned_cells(specs, opts), shard)
+    start = Results(fp, (), record)
+    if previous is not None:
+        resume_mod.check_environment(previous, fp)
+        resume_mod.check_shard(previous, record)
+        planned = {c.key: c.identity for c in planned_cells(specs, opts)}
+        resume_mod.check_params(previous.cells, planned, _measured_with)
+        start = Results(fp, previous.cells, record)
+    return RunPlan(request, opts, choice.why, out, start, shard)
+
+
+def run_session(
+    plan: RunPlan, progress: Progress | None, recorder: environment.ProvenanceRecorder
+) -> Results:
+    """Measure the plan's commands (of its shard) missing from `plan.start`, saving the
+    results file and its provenance after each; returns all cells."""
+    save = floor.Saver(plan.out, recorder, plan.provenance)
+    return measure(
+        plan.request.commands, plan.opts, plan.artifacts, progress, save, start=plan.start
+    )

@@ -1,0 +1,138 @@
+"""Option values as the measuring code takes them: parsed once (by the CLI, or from a
+provenance file for --resume), typed, with their defaults written here only.
+
+Each type reads its value from the text a user gives (`parse`) and to and from the
+JSON a provenance file records (`to_json`, `from_json`: ValueError for a value that
+is not one, which the caller turns into a one-line error naming the file).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from icount.errors import UsageError
+from icount.numfmt import parse_percent
+from icount.stats import DEFAULT_MAX_SPREAD
+
+RUNS = 3  # fresh processes per cell
+REPS = 3  # counted windows per server process
+CONCURRENCY = 1
+MAX_SPREAD = DEFAULT_MAX_SPREAD
+READY_TIMEOUT_S = 60.0  # --cmd: the first answer of a server
+IDLE_SECONDS = 1.0  # an idle window after each run's reps; 0: none
+MAX_IDLE_SECONDS = 600.0
+
+
+def percent_text(fraction: float) -> str:
+    """0.01 -> '1%': a spread limit as --max-spread takes it."""
+    return f"{fraction * 100:g}%"
+
+
+MAX_SPREAD_TEXT = percent_text(MAX_SPREAD)
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """--warmup: a count of requests before counting, or auto (count is None: probe
+    until the count settles, serve/warmup.py)."""
+
+    count: int | None
+
+    @property
+    def auto(self) -> bool:
+        return self.count is None
+
+    @classmethod
+    def parse(cls, text: str) -> Warmup:
+        if text.strip() == "auto":
+            return AUTO
+        try:
+            n = int(text)
+        except ValueError:
+            raise UsageError(f"--warmup takes a request count or 'auto', got {text!r}") from None
+        if n < 0:
+            raise UsageError(f"--warmup must be >= 0, got {n}")
+        return cls(n)
+
+    def to_json(self) -> str:
+        """'auto' or the count as text, as --warmup takes it (and as icount 0.1 wrote it)."""
+        return "auto" if self.count is None else str(self.count)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Warmup:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError(value)
+        try:
+            return cls.parse(str(value))
+        except UsageError:
+            raise ValueError(value) from None
+
+    def param(self) -> str | int:
+        """What a cell's params record: 'auto' or the count."""
+        return "auto" if self.count is None else self.count
+
+
+AUTO = Warmup(None)
+
+
+class Processes(enum.StrEnum):
+    """--processes: which processes of a server are counted."""
+
+    ALL = "all"  # every process: forked workers, exec'd children
+    ROOT = "root"  # the started process only
+
+    @classmethod
+    def parse(cls, text: str) -> Processes:
+        try:
+            return cls(text)
+        except ValueError:
+            raise UsageError(f"--processes takes all or root, got {text!r}") from None
+
+
+def parse_spread(text: str, flag: str = "--max-spread") -> float:
+    """A spread limit, '1%' or '0.5' (percent) -> a fraction."""
+    return parse_percent(text, flag)
+
+
+def spread_from_json(value: Any) -> float:
+    """A recorded spread limit: its text ('1%') or a fraction."""
+    if isinstance(value, str):
+        try:
+            return parse_spread(value)
+        except UsageError:
+            raise ValueError(value) from None
+    if isinstance(value, float | int) and not isinstance(value, bool) and 0 < value < 10:
+        return float(value)
+    raise ValueError(value)
+
+
+def int_from_json(value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(value)
+    return value
+
+
+def float_from_json(value: Any, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+        raise ValueError(value)
+    return float(value)
+
+
+def bool_from_json(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(value)
+    return value
+
+
+def str_from_json(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(value)
+    return value
+
+
+def check_idle_seconds(seconds: float) -> float:
+    if not 0 <= seconds <= MAX_IDLE_SECONDS:
+        raise UsageError(f"--idle-seconds takes 0 to {MAX_IDLE_SECONDS:g} seconds")
+    return seconds
