@@ -10,6 +10,7 @@ and tests branch on kinds and fields, never on wording.
 
 from __future__ import annotations
 
+import os
 from enum import IntEnum
 
 
@@ -95,7 +96,9 @@ class ParseError(IcountError):
     exit_code = ExitCode.BAD_INPUT
 
     def __init__(self, message: str, *, source: str | None = None, hint: str | None = None):
-        super().__init__(f"{source}: {message}" if source else message, hint=hint)
+        # 'base/../base.json' is named as base.json: the file, not the way to it
+        shown = os.path.normpath(source) if source else source
+        super().__init__(f"{shown}: {message}" if shown else message, hint=hint)
         self.source = source
 
 

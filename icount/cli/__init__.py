@@ -160,7 +160,7 @@ def main() -> None:
         sys.exit(rc if isinstance(rc, int) else 0)
     except IcountError as err:
         _kill_all()
-        typer.echo(f"icount: error: {err}", err=True)
+        typer.echo(f"icount: error: {_one_line(str(err))}", err=True)
         sys.exit(int(err.exit_code))
     except KeyboardInterrupt:
         _kill_all()
@@ -176,7 +176,7 @@ def main() -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # a bare `icount run`: show its help
             typer.echo(e.format_message(), err=True)  # type: ignore[attr-defined]
         else:
-            typer.echo(f"icount: error: {_usage_message(e)}", err=True)
+            typer.echo(f"icount: error: {_one_line(_usage_message(e))}", err=True)
         sys.exit(int(ExitCode.USAGE))
     except BrokenPipeError:
         # `icount ... | head`: the reader went away; not an error worth a traceback.
@@ -188,11 +188,20 @@ def main() -> None:
         if os.environ.get("ICOUNT_DEBUG"):
             raise
         typer.echo(
-            f"icount: internal error: {type(e).__name__}: {e} "
+            f"icount: internal error: {type(e).__name__}: {_one_line(str(e))} "
             "(set ICOUNT_DEBUG=1 for the traceback and report it)",
             err=True,
         )
         sys.exit(int(ExitCode.INTERNAL))
+
+
+def _one_line(message: str) -> str:
+    """The message with its control characters escaped: a name from an input file
+    holding a newline must not forge a second `icount:` line, nor an ESC sequence
+    reach the terminal."""
+    from icount.text import printable
+
+    return printable(message)
 
 
 def _usage_message(e: Exception) -> str:

@@ -262,3 +262,21 @@ def test_version(icount: Icount) -> None:
     done = icount("--version")
     assert (done.returncode, done.stdout, done.stderr) == (0, f"icount {version}\n", "")
     assert "--version" in icount("--help").stdout
+
+
+def test_an_error_naming_a_cell_stays_one_line_and_escapes_its_controls(
+    icount: Icount, tmp_path: Path
+) -> None:
+    """A cell name holding a newline forged a second `icount:` line; an ESC sequence
+    reached the terminal. The path is named as the file, not the way to it."""
+    doc = json.loads((Path(__file__).parents[2] / "fixtures/compare/loop-base.json").read_text())
+    cell = doc["cells"][0]
+    cell["name"] = "x\nicount: all good \x1b[2J"
+    doc["cells"] = [cell, cell]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "dup.json").write_text(json.dumps(doc))
+    done = icount("table", "sub/../dup.json", cwd=tmp_path)
+    assert done.returncode == 6
+    assert done.stderr == (
+        "icount: error: dup.json: cell x\\nicount: all good \\x1b[2J/callgrind appears twice\n"
+    )
