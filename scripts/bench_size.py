@@ -87,7 +87,7 @@ import os, sys, time
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # as `icount size` imports numpy
 t = time.perf_counter()
 import numpy
-from icount.size import load, render, views, elf, symbols, demangle, terminal
+from icount.size import load, render, views, elf, symbols, demangle
 imports = time.perf_counter() - t
 t = time.perf_counter()
 images = load(sys.argv[1])
