@@ -1,86 +1,47 @@
-"""What works on this machine for icount, and why: the facts behind `icount doctor`."""
+"""What works on this machine for icount, and why: the facts behind `icount doctor`.
+
+Each registered backend says what it needs (`icount.backends.checks`); the rest is what
+every backend's counts depend on: ASLR, the CPUs and their load, the C library.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
-from icount import environment, procs
+from icount import backends, environment
+from icount.backends import Check
 from icount.cpus import format_cpu_list
 
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
+__all__ = ["Check", "auto_backend", "checks"]
 
 
 def checks() -> list[Check]:
-    from icount.backends import callgrind, perf
+    return [*backends.checks(), *_machine()]
 
-    out: list[Check] = []
-    vg = callgrind.valgrind_path()
-    out.append(
-        Check(
-            "valgrind",
-            vg is not None,
-            callgrind.valgrind_version() if vg else f"not installed ({callgrind.INSTALL_HINT})",
-        )
-    )
-    vgdb = procs.which("vgdb")  # icount serve opens and closes its windows through vgdb
-    out.append(Check("vgdb", vgdb is not None, vgdb or "not installed (comes with valgrind)"))
-    p = perf.counter_probe()
-    pv = perf.perf_version() if perf.perf_path() else "not installed"
-    out.append(Check("perf stat instructions:u", p.usable, f"{pv}: {p.why}"))
-    paranoid = perf.paranoid_level()
-    out.append(
-        Check(
-            "perf_event_paranoid",
-            paranoid is not None and (paranoid <= 2 or os.geteuid() == 0),
-            f"{paranoid} (running as {'root' if os.geteuid() == 0 else 'uid ' + str(os.geteuid())})"
-            if paranoid is not None
-            else "unreadable",
-        )
-    )
+
+def _machine() -> list[Check]:
     prefix, aslr = environment.aslr_wrapper()
-    out.append(Check("setarch -R (ASLR off)", bool(prefix), aslr))
-    try:
-        ptrace = Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()
-        out.append(
-            Check(
-                "ptrace (vgdb reaches idle servers)",
-                ptrace in ("0", "1") or os.geteuid() == 0,
-                f"kernel.yama.ptrace_scope={ptrace}",
-            )
-        )
-    except OSError:
-        out.append(Check("ptrace (vgdb reaches idle servers)", True, "no Yama restrictions"))
     cpus = sorted(os.sched_getaffinity(0))
-    out.append(
+    load1, load5, _ = os.getloadavg()
+    cpu = environment.cpu_fingerprint()
+    return [
+        Check("setarch -R (ASLR off)", bool(prefix), aslr),
         Check(
             "CPUs icount may pin to",
             len(cpus) >= 2,
             f"{format_cpu_list(cpus)} ({len(cpus)}; serve wants 2+: server and load apart)",
-        )
-    )
-    load1, load5, _ = os.getloadavg()
-    out.append(
-        Check("load average", load1 < len(cpus), f"{load1:.2f} (1 min), {load5:.2f} (5 min)")
-    )
-    out.append(Check("glibc", True, environment.glibc_version()))
-    cpu = environment.cpu_fingerprint()
-    out.append(Check("CPU", True, f"{cpu['cpu_vendor']} {cpu['cpu_model']}"))
-    return out
+        ),
+        Check("load average", load1 < len(cpus), f"{load1:.2f} (1 min), {load5:.2f} (5 min)"),
+        Check("glibc", True, environment.glibc_version()),
+        Check("CPU", True, f"{cpu['cpu_vendor']} {cpu['cpu_model']}"),
+    ]
 
 
 def auto_backend() -> str:
-    from icount.backends import choose
     from icount.errors import IcountError
 
     try:
-        c = choose("auto")
+        c = backends.choose("auto")
     except IcountError as e:
         return f"none: {e}"
     return f"{c.backend}: {c.why}"

@@ -1,24 +1,29 @@
 """Counting backends: callgrind (exact, slow, everywhere) and perf stat (fast, needs a PMU).
 
-Each backend is one module implementing `protocol.Backend`; `REGISTRY` names them, in
-the order `--backend auto` prefers them. `choose()` resolves `--backend NAME|auto` to
-one registered name and says why; `create()` builds the backend with this invocation's
-options.
+Each backend is one module implementing `protocol.Backend` and registering itself as
+`BACKEND` (a `protocol.Registration`: its options, how to build it, its probe, its
+doctor checks); `REGISTRY` names them, in the order `--backend auto` prefers them.
+`choose()` resolves `--backend NAME|auto` to one registered name and says why;
+`create()` checks a command's backend settings against the backend's own options and
+builds it with them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from icount.backends.protocol import ArgvKind, Backend, BackendOptions, Counted, Probe
+from icount.backends.protocol import ArgvKind, Backend, Check, Counted, Probe, Registration
 from icount.errors import ToolMissingError, UsageError
 
-__all__ = ["REGISTRY", "Backend", "BackendOptions", "Choice", "Counted", "Probe", "choose"]
+__all__ = ["REGISTRY", "Backend", "Check", "Choice", "Counted", "Probe", "choose", "create"]
 
-# name -> module defining `create(options) -> Backend` and `probe() -> Probe`.
+# name -> module whose `BACKEND` is its `Registration`.
 # Order matters: `auto` takes the first whose probe says it counts here.
 REGISTRY: dict[str, str] = {
     "perf": "icount.backends.perf",
@@ -30,21 +35,94 @@ def names() -> tuple[str, ...]:
     return ("auto", *REGISTRY)
 
 
-def _module(name: str) -> Any:
+def registration(name: str) -> Registration[Any]:
     if name not in REGISTRY:
         raise UsageError(f"unknown backend {name!r}", hint=f"use --backend {'|'.join(names())}")
-    return importlib.import_module(REGISTRY[name])
+    found: Registration[Any] = importlib.import_module(REGISTRY[name]).BACKEND
+    return found
 
 
 def probe(name: str) -> Probe:
-    probe_fn: Callable[[], Probe] = _module(name).probe
-    return probe_fn()
+    return registration(name).probe()
 
 
-def create(name: str, options: BackendOptions | None = None) -> Backend:
-    """The backend `name`, configured; UsageError for an option it does not support."""
-    backend: Backend = _module(name).create(options or BackendOptions())
-    return backend
+def checks() -> list[Check]:
+    """`icount doctor`'s lines for what every registered backend needs, in `auto`'s order."""
+    return [check for name in REGISTRY for check in registration(name).checks()]
+
+
+def create(name: str, settings: Mapping[str, object] | None = None) -> Backend:
+    """The backend `name`, built with its options from `settings` (option name -> value,
+    as a command parsed them). A setting the backend does not take is refused (UsageError,
+    naming the flag and the backends that take it) unless it holds those backends'
+    default: a command passes every setting it has, given or not."""
+    return registration(name).create(options(name, settings or {}))
+
+
+def options(name: str, settings: Mapping[str, object]) -> object:
+    """The backend's options dataclass from `settings`, each value checked against its
+    declared type (the dataclass checks the values themselves)."""
+    declared = registration(name).options
+    fields = {f.name for f in dataclasses.fields(declared)}
+    types_of = typing.get_type_hints(declared)
+    taken: dict[str, object] = {}
+    for key, value in settings.items():
+        if key in fields:
+            _check_type(key, value, types_of[key])
+            taken[key] = value
+        else:
+            _refuse_unless_default(name, key, value)
+    return declared(**taken)
+
+
+def flag(key: str) -> str:
+    """The command-line flag of a backend setting: `keep_profiles` is `--keep-profiles`."""
+    return "--" + key.replace("_", "-")
+
+
+def _refuse_unless_default(name: str, key: str, value: object) -> None:
+    takers = {}
+    for other in REGISTRY:
+        declared = registration(other).options
+        for f in dataclasses.fields(declared):
+            if f.name == key:
+                takers[other] = f.default
+    if not takers:
+        raise ValueError(f"no registered backend takes the setting {key!r}")
+    if value in takers.values():
+        return
+    which = " or ".join(takers)
+    raise UsageError(
+        f"{flag(key)} needs the {which} backend, not {name}",
+        hint=f"pass --backend {next(iter(takers))}",
+    )
+
+
+def _check_type(key: str, value: object, expected: Any) -> None:
+    if not _fits(value, expected):
+        choices = typing.get_args(expected) if typing.get_origin(expected) is typing.Literal else ()
+        said = " or ".join(map(str, choices)) if choices else _type_name(expected)
+        raise UsageError(f"{flag(key)} takes {said}, got {value!r}")
+
+
+def _fits(value: object, expected: Any) -> bool:
+    origin = typing.get_origin(expected)
+    if origin is typing.Literal:
+        return value in typing.get_args(expected)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arm) for arm in typing.get_args(expected))
+    if expected is type(None):
+        return value is None
+    if expected is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, expected)
+
+
+def _type_name(expected: Any) -> str:
+    arms = typing.get_args(expected) or (expected,)
+    return " or ".join("none" if a is type(None) else getattr(a, "__name__", str(a)) for a in arms)
 
 
 @dataclass(frozen=True)

@@ -3,96 +3,55 @@
 A whole command is run with `--trace-children=yes` and one profile per process
 (`%p`), so a wrapper script or a forked worker is counted too; the command's count
 is the sum of the `Ir` totals of every profile it left. Servers are counted in
-windows between profile dumps (`callgrind_server.py`). Every valgrind argument icount
-uses is built here, by `valgrind_options`, and recorded in the fingerprint.
+windows between profile dumps (`callgrind_server.py`). `icount inline` records the
+profiles of a command's every process here too (`record_profiles`). The valgrind
+arguments are built in `valgrind.py` and recorded in the fingerprint.
 """
 
 from __future__ import annotations
 
-import functools
-import re
+import os
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
 from icount.backends.protocol import (
+    INSTRUCTION_FLOOR,
     ArgvKind,
-    BackendOptions,
+    Check,
     Counted,
     Probe,
+    ProcessMode,
+    Registration,
     ServeDefaults,
     Server,
+    left_running,
+)
+from icount.backends.valgrind import (
+    INSTALL_HINT,
+    read_ir,
+    require_valgrind,
+    valgrind_failure,
+    valgrind_options,
+    valgrind_path,
+    valgrind_problem,
+    valgrind_version,
 )
 from icount.errors import ParseError, RunFailedError, UsageError
-from icount.results.details import WINDOW_DUMPS
 
 NAME = "callgrind"
-# The leanest request path measured (c-epoll, C, one read and one write) costs ~850
-# instructions; a window that counts under 100 per request counted something else.
-INSTRUCTION_FLOOR = 100.0
-INSTALL_HINT = "run scripts/setup.sh or apt-get install valgrind"
 SERVE_DEFAULTS = ServeDefaults(
     warmup=100,
     requests=1000,
     client_timeout_s=120.0,
     instrumented=True,
-    window=WINDOW_DUMPS,
+    window="dump",  # as results files name it (results.details.WINDOW_DUMPS)
     window_why="vgdb reaches the idle server (ptrace allowed): windows between dumps",
 )
 PROFILE_GLOB = "callgrind.out*"
-
-
-def valgrind_path() -> str | None:
-    return procs.which("valgrind")
-
-
-def require_valgrind() -> str:
-    return procs.require("valgrind", INSTALL_HINT)
-
-
-@functools.cache
-def valgrind_version() -> str:
-    out = procs.capture([require_valgrind(), "--version"]) or ""
-    match = re.search(r"valgrind-([\w.\-]+)", out)
-    return f"valgrind {match.group(1)}" if match else "valgrind (unknown version)"
-
-
-# A forked child inherits the profile its parent gathered since its last dump (callgrind's
-# manual, "Forking Programs"): summed with the parent's, those instructions would count
-# twice. A dump when the parent enters fork() leaves nothing to inherit, and the dump
-# is one more file of the parent's. glibc >= 2.34's fork() calls _Fork(); older ones
-# name it __libc_fork.
-FORK_FUNCTIONS = ("fork", "_Fork", "__libc_fork")
-
-
-def valgrind_options(
-    out_file: Path,
-    log_file: Path,
-    *,
-    trace_children: bool,
-    vgdb_prefix: Path | None = None,
-    separate_threads: bool = False,
-    instrumented_at_start: bool = True,
-) -> list[str]:
-    """The valgrind options icount runs callgrind with (and records in the fingerprint).
-
-    `out_file` and `log_file` take `%p` for one file per process when `trace_children`;
-    `vgdb_prefix` enables vgdb (servers), with its FIFOs under that prefix rather than
-    in /tmp; without it vgdb is off, and a killed process leaves no FIFOs behind.
-    """
-    return [
-        "--tool=callgrind",
-        *(["--trace-children=yes"] if trace_children else []),
-        *([f"--dump-before={f}" for f in FORK_FUNCTIONS] if trace_children else []),
-        f"--callgrind-out-file={out_file}",
-        f"--log-file={log_file}",
-        *([f"--vgdb-prefix={vgdb_prefix}", "--vgdb=yes"] if vgdb_prefix else ["--vgdb=no"]),
-        *(["--separate-threads=yes"] if separate_threads else []),
-        # off until the first window: vgdb `instrumentation on` switches it (warm-up
-        # requests run ~5x faster; the guest executes the same instructions either way)
-        *([] if instrumented_at_start else ["--instr-atstart=no"]),
-    ]
 
 
 def probe() -> Probe:
@@ -101,15 +60,51 @@ def probe() -> Probe:
     return Probe(True, f"{valgrind_version()} counts every instruction (slowly)")
 
 
-def create(options: BackendOptions) -> CallgrindBackend:
-    if options.event is not None:
-        raise UsageError("callgrind counts instructions (Ir) only; events are a perf setting")
+@dataclass(frozen=True)
+class CallgrindOptions:
+    """The settings the callgrind backend takes (`Registration.options`)."""
+
+    thread: int | None = None  # count only this valgrind thread of the started process
+    processes: ProcessMode = "all"
+    keep_profiles: bool = False  # keep the profile files
+    warmup_instrumented: bool = False  # warm up instrumented (the old, slow way)
+
+    def __post_init__(self) -> None:
+        if self.thread is not None and self.thread < 1:
+            raise UsageError(f"--thread takes a valgrind thread number from 1, got {self.thread}")
+
+
+def create(options: CallgrindOptions) -> CallgrindBackend:
     return CallgrindBackend(
         thread=options.thread,
         root_only=options.processes == "root",
         keep_profiles=options.keep_profiles,
         warmup_instrumented=options.warmup_instrumented,
     )
+
+
+def checks() -> list[Check]:
+    """What callgrind needs here: valgrind, vgdb and ptrace (vgdb reaches idle servers)."""
+    vg = valgrind_path()
+    vgdb = procs.which("vgdb")  # icount serve opens and closes its windows through vgdb
+    out = [
+        Check(
+            "valgrind",
+            vg is not None,
+            valgrind_version() if vg else f"not installed ({INSTALL_HINT})",
+        ),
+        Check("vgdb", vgdb is not None, vgdb or "not installed (comes with valgrind)"),
+    ]
+    name = "ptrace (vgdb reaches idle servers)"
+    try:
+        ptrace = Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()
+    except OSError:
+        return [*out, Check(name, True, "no Yama restrictions")]
+    ok = ptrace in ("0", "1") or os.geteuid() == 0
+    return [*out, Check(name, ok, f"kernel.yama.ptrace_scope={ptrace}")]
+
+
+BACKEND = Registration(CallgrindOptions, create, probe, checks)
 
 
 class CallgrindBackend:
@@ -258,13 +253,6 @@ def _uncounted(run_dir: Path, profiles: Sequence[Path]) -> str | None:
     return None
 
 
-def left_running(leftovers: str) -> str:
-    return (
-        f"the command left processes running when it exited: {leftovers}; icount stopped "
-        "them, and a count that misses their work is no count (wait for children)"
-    )
-
-
 def _is_script(path: str) -> bool:
     try:
         with open(path, "rb") as f:
@@ -273,24 +261,21 @@ def _is_script(path: str) -> bool:
         return False
 
 
-def read_ir(path: Path) -> int:
-    """Total `Ir` of one callgrind file (ParseError when it is not a profile)."""
-    return read_functions(path)[0]
+def _pid_and_dump(profile: Path) -> tuple[int, int]:
+    """callgrind.out.PID.N (its Nth dump, made before a fork) before callgrind.out.PID
+    (written at exit), processes by pid."""
+    parts = [int(n) if n.isdigit() else -1 for n in profile.name.split(".")[2:4]]
+    pid, dump = [*parts, -1][:2]
+    return pid, dump if dump >= 0 else sys.maxsize
 
 
-def read_functions(path: Path) -> tuple[int, dict[str, int]]:
-    """(total `Ir`, self `Ir` by function name) of one callgrind file."""
-    from icount.callgrind.parser import parse_file
-
-    prof = parse_file(path)
-    if "Ir" not in prof.totals:
-        raise ParseError("callgrind profile has no Ir event", source=str(path))
-    column = prof.self_cost[:, prof.event_index("Ir")]
-    by_name: dict[str, int] = {}
-    for fn, cost in zip(prof.functions, column.tolist(), strict=True):
-        if cost:
-            by_name[fn.name] = by_name.get(fn.name, 0) + int(cost)
-    return prof.totals["Ir"], by_name
+def _killed_early(profile: Path) -> str:
+    # callgrind writes the profile when the process ends; empty means the process was
+    # killed first, which happens to a child still running when the command exits.
+    return (
+        f"{profile.name}: a process the command started was still running when the command "
+        "exited, and was stopped before callgrind wrote its profile (wait for children)"
+    )
 
 
 def sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
@@ -298,12 +283,7 @@ def sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
     total = 0
     for p in profiles:
         if p.stat().st_size == 0:
-            # callgrind writes the profile when the process ends; empty means the process
-            # was killed first, which happens to a child still running when the command exits.
-            return None, (
-                f"{p.name}: a process the command started was still running when the command "
-                "exited, and was stopped before callgrind wrote its profile (wait for children)"
-            )
+            return None, _killed_early(p)
         try:
             total += read_ir(p)
         except ParseError as e:
@@ -311,94 +291,50 @@ def sum_profiles(profiles: Sequence[Path]) -> tuple[int | None, str | None]:
     return total, None
 
 
-# valgrind's own failures, from its log: (what it says, what is wrong, the remedy or None)
-_PROBLEMS = (
-    (
-        re.compile(r"callgrind: threads\.c:\d+ .*Assertion.*failed"),
-        "callgrind asserted while handling a signal",
-        "Go programs need GODEBUG=asyncpreemptoff=1 under valgrind: add it to the "
-        "adapter's [env] or pass --env GODEBUG=asyncpreemptoff=1",
-    ),
-    (re.compile(r"Assertion .* failed"), "valgrind asserted", None),
-    (re.compile(r"the 'impossible' happened"), "valgrind crashed", None),
-    (
-        re.compile(r"can ?not open cache simulation output file"),
-        "a process could not write its callgrind profile",
-        "a process that changed its user cannot write into the run folder",
-    ),
-    (re.compile(r"out of memory", re.IGNORECASE), "valgrind ran out of memory", None),
-    (re.compile(r"Fatal error at startup"), "valgrind could not start the program", None),
-)
-
-
-def valgrind_problem(log: Path) -> str | None:
-    """An assertion, a crash or a tool error in one valgrind log, quoted, with the
-    remedy where one is known; None when the log shows none."""
-    try:
-        with open(log, "rb") as f:
-            text = f.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        said = re.sub(r"^==\d+==\s*", "", line).strip()
-        for pattern, what, remedy in _PROBLEMS:
-            if pattern.search(said):
-                quoted = said if len(said) <= 160 else said[:157] + "..."
-                tail = f"; {remedy}" if remedy else ""
-                return f"{what} ({log.name}: {quoted!r}){tail}"
-    return None
-
-
-def valgrind_failure(log: Path) -> str | None:
-    """valgrind's own complaint (e.g. a missing command), from its log."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        text = re.sub(r"^==\d+==\s*", "", line).strip()
-        if text.startswith("valgrind:") or "cannot execute" in text or "No such file" in text:
-            return text
-    return None
-
-
-def record_profile(
+def record_profiles(
     argv: Sequence[str],
-    out_file: Path,
+    out_dir: Path,
     *,
-    cwd: Path | None = None,
-    extra_args: Sequence[str] = (),
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
-) -> Path:
-    """Profile one process (no child tracing) into `out_file`, in icount's fixed environment.
+) -> list[Path]:
+    """Profile a command and every process it starts, as `count_command` counts them,
+    in icount's fixed environment: the profiles it left in `out_dir` (callgrind.out.PID
+    per process and the dumps made before each fork), which together are its work.
 
     Raises LaunchError when the command cannot be launched and RunFailedError when it
-    fails, with the reason, its exit status and valgrind's log.
+    fails or a process's work is missing, with the reason and its exit status.
     """
     valgrind = require_valgrind()
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    workdir = cwd or environment.make_workdir()
-    run_env = environment.clean_env(workdir, env)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    workdir = environment.make_workdir()
     exe = procs.resolve_command(argv[0])
     prefix, _ = environment.aslr_wrapper()
-    log = out_file.with_name(out_file.name + ".log")
-    opts = valgrind_options(out_file, log, trace_children=False)
+    opts = valgrind_options(
+        out_dir / "callgrind.out.%p", out_dir / "valgrind.log.%p", trace_children=True
+    )
     try:
-        done = procs.run([*prefix, valgrind, *opts, *extra_args, exe, *argv[1:]],
-                         env=run_env, cwd=workdir, timeout=timeout)  # fmt: skip
+        done = procs.run([*prefix, valgrind, *opts, exe, *argv[1:]],
+                         env=environment.clean_env(workdir, env), cwd=workdir,
+                         timeout=timeout)  # fmt: skip
     finally:
-        if cwd is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+    profiles = sorted(out_dir.glob(PROFILE_GLOB), key=_pid_and_dump)
     if done.timed_out:
-        raise RunFailedError(
-            f"{argv[0]} timed out after {timeout:g} s under callgrind", log=str(log)
-        )
+        raise RunFailedError(f"{argv[0]} timed out after {timeout:g} s under callgrind")
     if done.returncode != 0:
-        why = valgrind_failure(log) or procs.describe_exit(done.returncode)
+        logs = sorted(out_dir.glob("valgrind.log.*"))
+        said = next((w for log in logs if (w := valgrind_failure(log))), None)
         raise RunFailedError(
-            f"{argv[0]} under callgrind: {why}", returncode=done.returncode, log=str(log)
+            f"{argv[0]} under callgrind: {said or procs.describe_exit(done.returncode)}",
+            returncode=done.returncode,
         )
-    if not out_file.exists():
-        raise RunFailedError(f"callgrind wrote no profile for {argv[0]}", log=str(log))
-    return out_file
+    empty = next((p for p in profiles if p.stat().st_size == 0), None)
+    problem = (
+        (left_running(done.leftovers) if done.leftovers else None)
+        or (_killed_early(empty) if empty else None)
+        or _uncounted(out_dir, profiles)
+    )
+    if problem:
+        raise RunFailedError(f"{argv[0]} under callgrind: {problem}")
+    return profiles

@@ -53,8 +53,14 @@ from pathlib import Path
 import psutil
 
 from icount import environment, procs
-from icount.backends import callgrind
 from icount.backends.protocol import ProcessCount, WindowCount
+from icount.backends.valgrind import (
+    INSTALL_HINT,
+    read_functions,
+    require_valgrind,
+    valgrind_options,
+    valgrind_problem,
+)
 from icount.errors import ParseError, RunFailedError
 
 OUT_STEM = "callgrind.out"
@@ -138,15 +144,15 @@ class CallgrindServer:
         self.thread = thread
         self.root_only = root_only or thread is not None
         self.keep_profiles = keep_profiles
-        self.vgdb = procs.require("vgdb", callgrind.INSTALL_HINT)
-        valgrind = callgrind.require_valgrind()
+        self.vgdb = procs.require("vgdb", INSTALL_HINT)
+        valgrind = require_valgrind()
         run_dir.mkdir(parents=True, exist_ok=True)
         for stale in run_dir.iterdir():  # kept by an earlier session (--keep-profiles)
             if _PROFILE_NAME.fullmatch(stale.name) or _LOG_NAME.fullmatch(stale.name):
                 stale.unlink()
         self.vgdb_prefix = self.out / VGDB_STEM
         prefix, _ = environment.aslr_wrapper()
-        args = callgrind.valgrind_options(
+        args = valgrind_options(
             self.out / f"{OUT_STEM}.%p",
             self.out / f"{LOG_STEM}.%p",
             trace_children=True,
@@ -304,7 +310,7 @@ class CallgrindServer:
             ir, by_function = 0, dict[str, int]()
             if read and self._counts(f):
                 try:
-                    ir, by_function = callgrind.read_functions(self.out / f.name)
+                    ir, by_function = read_functions(self.out / f.name)
                 except ParseError as e:
                     raise RunFailedError(f"unreadable callgrind profile: {e}") from None
             self._seen.add(f.name)
@@ -334,7 +340,7 @@ class CallgrindServer:
                 continue
             if not procs.wait_until(functools.partial(self._final_exists, pid), FINAL_WAIT_S):
                 log = self.out / f"{LOG_STEM}.{pid}"
-                why = callgrind.valgrind_problem(log) or "killed before it could write it?"
+                why = valgrind_problem(log) or "killed before it could write it?"
                 return f"process {pid} of the server ended without writing its profile ({why})"
         return None
 
@@ -429,7 +435,7 @@ class CallgrindServer:
         """valgrind's own complaint in any process's log (an assertion, a tool error, a
         profile it could not write), with the remedy where one is known."""
         for log in sorted(self.out.glob(f"{LOG_STEM}.*")):
-            why = callgrind.valgrind_problem(log)
+            why = valgrind_problem(log)
             if why:
                 return why
         return None

@@ -10,67 +10,43 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
-from icount.backends.callgrind import INSTRUCTION_FLOOR
 from icount.backends.perf_parser import EVENT, SEP, find_event, parse_csv
+from icount.backends.perf_stat import (
+    INSTALL_HINT,
+    perf_args,
+    perf_env,
+    perf_path,
+    perf_version,
+    stat_args,
+)
 from icount.backends.protocol import (
+    INSTRUCTION_FLOOR,
     ArgvKind,
-    BackendOptions,
+    Check,
     Counted,
     Probe,
+    ProcessMode,
+    Registration,
     ServeDefaults,
     Server,
+    left_running,
 )
-from icount.errors import ParseError, UsageError
-from icount.results.details import WINDOW_FIFO
+from icount.errors import ParseError
 
 NAME = "perf"
-INSTALL_HINT = "apt-get install linux-perf"
 SERVE_DEFAULTS = ServeDefaults(
     warmup=1000,
     requests=40000,
     client_timeout_s=10.0,
     instrumented=False,
-    window=WINDOW_FIFO,
+    window="fifo",  # as results files name it (results.details.WINDOW_FIFO)
     window_why="counters enabled and disabled on perf stat's control fifo",
 )
-
-
-def perf_path() -> str | None:
-    return procs.which("perf")
-
-
-@functools.cache
-def perf_version() -> str:
-    out = procs.capture([procs.require("perf", INSTALL_HINT), "--version"]) or ""
-    match = re.search(r"perf version (\S+)", out)
-    return f"perf {match.group(1)}" if match else "perf (unknown version)"
-
-
-def perf_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(base if base is not None else os.environ)
-    env["LC_NUMERIC"] = "C"
-    env["LC_ALL"] = "C"
-    return env
-
-
-def stat_args(out_file: Path, event: str = EVENT, inherit: bool = True) -> list[str]:
-    # perf stat counts every child the command forks (inherited counters) unless told not to
-    return [
-        "stat",
-        "-x",
-        SEP,
-        "--no-big-num",
-        *([] if inherit else ["--no-inherit"]),
-        "-e",
-        event,
-        "-o",
-        str(out_file),
-    ]
 
 
 def paranoid_level() -> int | None:
@@ -122,17 +98,33 @@ def probe() -> Probe:
     )
 
 
-def create(options: BackendOptions) -> PerfBackend:
-    if options.thread is not None:
-        raise UsageError("--thread needs the callgrind backend", hint="pass --backend callgrind")
-    if options.keep_profiles:
-        raise UsageError("--keep-profiles keeps callgrind files", hint="pass --backend callgrind")
-    if options.warmup_instrumented:
-        raise UsageError(
-            "--warmup-instrumented is a callgrind setting (perf runs natively)",
-            hint="pass --backend callgrind",
-        )
-    return PerfBackend(event=options.event or EVENT, inherit=options.processes != "root")
+@dataclass(frozen=True)
+class PerfOptions:
+    """The settings the perf backend takes (`Registration.options`)."""
+
+    processes: ProcessMode = "all"  # "root": perf stat --no-inherit
+    event: str = EVENT  # the event to count (tests use software events where no PMU counts)
+
+
+def create(options: PerfOptions) -> PerfBackend:
+    return PerfBackend(event=options.event, inherit=options.processes != "root")
+
+
+def checks() -> list[Check]:
+    """What perf needs here: a perf that counts instructions:u, and the kernel's leave."""
+    counted = counter_probe()
+    version = perf_version() if perf_path() else "not installed"
+    paranoid = paranoid_level()
+    root = os.geteuid() == 0
+    user = "root" if root else f"uid {os.geteuid()}"
+    return [
+        Check("perf stat instructions:u", counted.usable, f"{version}: {counted.why}"),
+        Check(
+            "perf_event_paranoid",
+            paranoid is not None and (paranoid <= 2 or root),
+            f"{paranoid} (running as {user})" if paranoid is not None else "unreadable",
+        ),
+    ]
 
 
 class PerfBackend:
@@ -154,8 +146,6 @@ class PerfBackend:
     def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
         if kind == "command":
             return ["perf", *stat_args(Path("<out>/perf-stat.txt"), self.event, self.inherit)]
-        from icount.backends.perf_server import perf_args
-
         ctl, ack = Path("<run>/ctl"), Path("<run>/ack")
         return ["perf", *perf_args(self.event, ctl, ack, self.inherit)]
 
@@ -190,8 +180,6 @@ class PerfBackend:
         if done.timed_out:
             return Counted(None, done.returncode, True, f"timed out after {timeout:g} s")
         if done.leftovers:
-            from icount.backends.callgrind import left_running
-
             return Counted(None, done.returncode, False, left_running(done.leftovers))
         try:
             text = out_file.read_text(errors="replace")
@@ -226,3 +214,6 @@ class PerfBackend:
             inherit=self.inherit,
             enabled=whole_life,
         )
+
+
+BACKEND = Registration(PerfOptions, create, probe, checks)

@@ -27,39 +27,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from icount import environment, procs
-from icount.backends import perf
-from icount.backends.perf_parser import EVENT, SEP, IntervalRecord, parse_intervals, window_total
+from icount.backends.perf_parser import EVENT, IntervalRecord, parse_intervals, window_total
+from icount.backends.perf_stat import INSTALL_HINT, INTERVAL_MS, perf_args, perf_env
 from icount.backends.protocol import WindowCount
 from icount.errors import ParseError, RunFailedError
 
-INTERVAL_MS = 100
 ACK_TIMEOUT_S = 10.0
 STOP_GRACE_S = 5.0
 _STDERR_WRAPPER = 'f=$1; shift; exec "$@" 2>"$f"'
-
-
-def perf_args(
-    out_event: str, ctl: Path, ack: Path, inherit: bool = True, enabled: bool = False
-) -> list[str]:
-    """perf stat's arguments for a server. Counters are inherited by every child the
-    server forks (perf's default, kept unless `inherit` is off): the enable/disable
-    commands apply to the children's counters too, and each interval's count sums them."""
-    return [
-        "stat",
-        "-x",
-        SEP,
-        "--no-big-num",
-        *([] if inherit else ["--no-inherit"]),
-        "-I",
-        str(INTERVAL_MS),
-        # -1: counters start disabled, switched on for windows; 0: counting from exec
-        "-D",
-        "0" if enabled else "-1",
-        "--control",
-        f"fifo:{ctl},{ack}",
-        "-e",
-        out_event,
-    ]
 
 
 class PerfServer:
@@ -80,7 +55,7 @@ class PerfServer:
         self.event = event
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
-        exe = procs.require("perf", perf.INSTALL_HINT)
+        exe = procs.require("perf", INSTALL_HINT)
         self.ctl_path = run_dir / "perf.ctl"
         self.ack_path = run_dir / "perf.ack"
         for fifo in (self.ctl_path, self.ack_path):
@@ -106,7 +81,7 @@ class PerfServer:
         try:
             self.child = procs.spawn(
                 full,
-                env=perf.perf_env(env),
+                env=perf_env(env),
                 cwd=cwd,
                 cpus=cpus,
                 stdout=run_dir / "server.stdout",

@@ -10,9 +10,10 @@ HELP = """Say what works on this machine for icount, and why.
 Example:
   icount doctor
 
-Checks valgrind, whether perf stat counts instructions:u (and if not, why),
-setarch -R, ptrace for vgdb, the CPUs icount may pin to and the load, then says
-which backend --backend auto picks. Exits 4 when no backend can count.
+Checks what each backend needs (callgrind: valgrind, vgdb, ptrace; perf: whether
+perf stat counts instructions:u, and if not, why), setarch -R, the CPUs icount may
+pin to and the load, then says which backend --backend auto picks. Exits 4 when no
+backend can count.
 """
 
 

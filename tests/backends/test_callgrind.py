@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from icount.backends import callgrind
+from icount.backends import callgrind, valgrind
 
 
 def test_garbage_and_truncated_profiles_become_reasons(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "callgrind" / "logs"
 
 def test_a_profile_callgrind_could_not_write_is_named() -> None:
     """Recorded: `valgrind --tool=callgrind --callgrind-out-file=/nonexistent/dir/cg.%p`."""
-    why = callgrind.valgrind_problem(LOGS / "cannot-write-profile.log")
+    why = valgrind.valgrind_problem(LOGS / "cannot-write-profile.log")
     assert why is not None
     assert why.startswith("a process could not write its callgrind profile")
     assert "can not open cache simulation output file `/nonexistent/dir/cg.9855'" in why
@@ -39,7 +39,7 @@ def test_a_callgrind_assertion_is_quoted_with_the_known_remedy(tmp_path: Path) -
         "callgrind: threads.c:247 (vgCallgrind_post_signal): Assertion "
         "'sigNum == vgCallgrind_current_state.sig' failed.\n"
     )
-    why = callgrind.valgrind_problem(log)
+    why = valgrind.valgrind_problem(log)
     assert why is not None and why.startswith("callgrind asserted while handling a signal")
     assert "threads.c:247" in why and "GODEBUG=asyncpreemptoff=1" in why
-    assert callgrind.valgrind_problem(LOGS / "nope.log") is None  # no log, no complaint
+    assert valgrind.valgrind_problem(LOGS / "nope.log") is None  # no log, no complaint

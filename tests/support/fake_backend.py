@@ -23,10 +23,11 @@ from pathlib import Path
 
 from icount.backends.protocol import (
     ArgvKind,
-    BackendOptions,
+    Check,
     Counted,
     Probe,
     ProcessCount,
+    Registration,
     ServeDefaults,
     Server,
     WindowCount,
@@ -65,8 +66,20 @@ def probe() -> Probe:
     return Probe(True, "the fake backend counts by construction")
 
 
-def create(options: BackendOptions) -> FakeBackend:
+@dataclass(frozen=True)
+class FakeOptions:
+    """The fake takes no settings: what it counts is `CONFIG`."""
+
+
+def create(options: FakeOptions) -> FakeBackend:
     return FakeBackend(CONFIG)
+
+
+def checks() -> list[Check]:
+    return [Check("fake backend", True, "counts by construction")]
+
+
+BACKEND = Registration(FakeOptions, create, probe, checks)
 
 
 class _Handler(socketserver.BaseRequestHandler):
