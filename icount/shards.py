@@ -46,7 +46,8 @@ def parse_shard(text: str) -> tuple[int, int] | None:
     """'2/3' -> (2, 3); 'none' -> None. UsageError for anything else."""
     if text.strip().lower() in NO_SHARD:
         return None
-    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    # ASCII digits only, as every number icount reads (icount/numparse.py): \d takes Arabic-Indic digits
+    m = re.fullmatch(r"\s*([0-9]{1,9})\s*/\s*([0-9]{1,9})\s*", text)
     if m is None:
         raise UsageError(f"--shard takes I/N (e.g. 2/3) or none, got {text!r}")
     index, total = int(m.group(1)), int(m.group(2))
@@ -63,7 +64,7 @@ def _check(index: int, total: int, what: str) -> None:
 
 def _env_int(env: Mapping[str, str], name: str) -> int:
     text = env[name].strip()
-    if not re.fullmatch(r"\d+", text):
+    if not re.fullmatch(r"[0-9]{1,9}", text):
         raise UsageError(
             f"${name} is {env[name]!r}, not a number", hint="pass --shard I/N or --shard none"
         )

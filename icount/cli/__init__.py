@@ -55,6 +55,10 @@ def build_command(name: str) -> Any:
     importlib.import_module(COMMANDS[name][0]).register(sub)
     command = typer.main.get_command(sub)
     command.name = name
+    from icount.cli.fastargs import convert_without_pydantic
+
+    # every command's numbers through icount's checked parser (and no pydantic)
+    convert_without_pydantic(command.params)
     return command
 
 

@@ -5,11 +5,12 @@ and building the adapters costs ~0.1 s per run, as much as the whole of `icount 
 on a small file. Plain values (file paths, choices, decimal integers, flags) are
 converted here with typer's own helpers; anything else goes through typer's path, so
 values and error messages stay typer's (tests/size/test_cli_args.py compares them).
+Numbers are the exception: every int and float option is read by icount.numparse
+(ASCII digits, finite, within the option's min and max), which pydantic is not.
 """
 
 from __future__ import annotations
 
-import re
 from enum import Enum
 from pathlib import Path
 from types import UnionType
@@ -35,13 +36,13 @@ class PlainCommand(typer.core.TyperCommand):
         return option
 
 
-_DECIMAL = re.compile(r"-?[0-9]{1,18}")
 _UNSURE = object()
 
 
 def convert_without_pydantic(params: list[Any]) -> None:
     """Give each typer parameter a converter that needs no pydantic for plain values."""
     try:
+        from typer._click.exceptions import BadParameter
         from typer._coercion import RuntimeParam, build_runtime_param
         from typer._param_types import coerce_cli_choice, coerce_cli_path
     except ImportError:  # a typer that converts with click's types: nothing to avoid
@@ -51,11 +52,11 @@ def convert_without_pydantic(params: list[Any]) -> None:
         """What typer's adapter for `kind` makes of `value`, or _UNSURE."""
         if kind is bool or kind is str:
             return value if type(value) is kind else _UNSURE
-        if kind is int:
-            if type(value) is int:
+        if kind is int or kind is float:
+            if type(value) is kind:  # a default
                 return value
-            if isinstance(value, str) and _DECIMAL.fullmatch(value):
-                return int(value)
+            if isinstance(value, str):
+                return number(kind, value, info, param, ctx)
             return _UNSURE
         if isinstance(kind, type) and issubclass(kind, Enum):
             try:  # what typer's choice adapter calls, minus the pydantic wrapper
@@ -70,6 +71,19 @@ def convert_without_pydantic(params: list[Any]) -> None:
             # it needs no pydantic to make one
             return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
         return _UNSURE
+
+    def number(kind: type, value: str, info: Any, param: Any, ctx: Any) -> int | float:
+        """icount's checked parser (ASCII digits, finite), and the option's min and max:
+        pydantic takes '1_0', 'nan' and 'inf' for numbers."""
+        from icount.numparse import NumberError, parse_float, parse_int
+
+        flag = max(getattr(param, "opts", None) or [str(param.name)], key=len)
+        try:
+            if kind is int:
+                return parse_int(value, flag, info.min, info.max)
+            return parse_float(value, flag, info.min, info.max)
+        except NumberError as e:
+            raise BadParameter(e.message.removeprefix(f"{flag} "), ctx=ctx, param=param) from None
 
     class Plain(RuntimeParam):
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:

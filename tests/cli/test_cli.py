@@ -280,3 +280,61 @@ def test_an_error_naming_a_cell_stays_one_line_and_escapes_its_controls(
     assert done.stderr == (
         "icount: error: dup.json: cell x\\nicount: all good \\x1b[2J/callgrind appears twice\n"
     )
+
+
+def _numeric_options() -> list[tuple[str, str, str]]:
+    """(command, flag, 'int' or 'float') of every int and float option of every command."""
+    out = []
+    for name in COMMANDS:
+        for p in build_command(name).params:
+            kind = getattr(getattr(p, "type_descriptor", None), "annotation", None)
+            options = getattr(kind, "__args__", (kind,))
+            number = next((k for k in options if k in (int, float)), None)
+            if number is not None and p.opts and p.opts[0].startswith("--"):
+                out.append((name, max(p.opts, key=len), number.__name__))
+    return out
+
+
+NUMERIC = _numeric_options()
+NOT_NUMBERS = ["\u0663", "\uff15", "1_0", "nan", "inf", "-inf", "0x3", "1e999", "", "3 4"]
+
+
+def test_every_command_has_its_numeric_options_found() -> None:
+    flags = {(c, f) for c, f, _ in NUMERIC}
+    assert {("run", "--runs"), ("compare", "--min-delta"), ("inline", "--timeout")} <= flags
+
+
+@pytest.mark.parametrize(("command", "flag", "kind"), NUMERIC)
+def test_every_numeric_option_takes_ascii_finite_numbers_only(
+    command: str, flag: str, kind: str
+) -> None:
+    """Unicode digits, underscores, NaN and infinities were taken by every numeric
+    option (pydantic's int() and float()); each is one usage error naming the flag."""
+    from typer._click.exceptions import BadParameter
+
+    cmd = build_command(command)
+    for text in NOT_NUMBERS:
+        with pytest.raises(BadParameter) as info:
+            cmd.main([flag, text, "x"], standalone_mode=False)
+        message = info.value.format_message()
+        assert f"'{flag}'" in message and "ASCII digits" in message, message
+
+
+@pytest.mark.parametrize(
+    ("flag", "args"),
+    [
+        ("--timeout", ["inline", "--timeout", "0", "a", "b"]),
+        ("--timeout", ["inline", "--timeout", "nan", "a", "b"]),
+        ("--timeout", ["compare", "--interleave", "--timeout", "-1"]),
+        ("--min-delta", ["compare", "--min-delta", "inf", "a.json", "b.json"]),
+        ("--shard", ["run", "--shard", "\u0661/\u0662", "--", "true"]),
+        ("--max-spread", ["run", "--max-spread", "\uff15", "--", "true"]),
+    ],
+)
+def test_the_option_edges_the_red_team_found_are_usage_errors(
+    icount: Icount, tmp_path: Path, flag: str, args: list[str]
+) -> None:
+    done = icount(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("icount: error: ") and done.stderr.count("\n") == 1
+    assert flag in done.stderr
