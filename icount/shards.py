@@ -46,7 +46,8 @@ def parse_shard(text: str) -> tuple[int, int] | None:
     """'2/3' -> (2, 3); 'none' -> None. UsageError for anything else."""
     if text.strip().lower() in NO_SHARD:
         return None
-    # ASCII digits only, as every number icount reads (icount/numparse.py): \d takes Arabic-Indic digits
+    # ASCII digits only, as every number icount reads (icount/numparse.py): \d takes
+    # Arabic-Indic digits
     m = re.fullmatch(r"\s*([0-9]{1,9})\s*/\s*([0-9]{1,9})\s*", text)
     if m is None:
         raise UsageError(f"--shard takes I/N (e.g. 2/3) or none, got {text!r}")
