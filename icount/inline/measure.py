@@ -2,12 +2,15 @@
 
 A build argument is either a callgrind output file (used as it is) or a program,
 which is run once under callgrind with the workload's arguments, in icount's fixed
-environment (`icount.backends.callgrind.record_profile`). Never prints.
+environment, every process it starts counted as `icount run` counts them
+(`icount.backends.callgrind.record_profiles`): a build that forks is the sum of its
+processes' profiles. Never prints.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,27 +73,38 @@ def compare_builds(
         label_a, label_b = f"A: {label_a}", f"B: {label_b}"
     with tempfile.TemporaryDirectory(prefix="icount-inline-") as tmp:
         store = opts.keep_dir or Path(tmp)
-        prof_a, bin_a = _profile(arg_a, workload, store / "a.callgrind", opts, progress)
-        prof_b, bin_b = _profile(arg_b, workload, store / "b.callgrind", opts, progress)
-    for prof, arg in ((prof_a, arg_a), (prof_b, arg_b)):
-        if opts.event not in prof.events:
-            shown = " ".join(prof.events[:_EVENTS_NAMED])
-            more = len(prof.events) - _EVENTS_NAMED
-            raise UsageError(
-                f"{arg}: the profile has no event {opts.event} "
-                f"({shown}{f' and {more} more' if more > 0 else ''})",
-                hint="choose one with --event",
-            )
+        profs_a, bin_a = _profiles(arg_a, workload, store, "a", opts, progress)
+        profs_b, bin_b = _profiles(arg_b, workload, store, "b", opts, progress)
+    for profs, arg in ((profs_a, arg_a), (profs_b, arg_b)):
+        for prof in profs:
+            _check_event(prof, arg, opts.event)
     facts_a = _facts(label_a, opts.exe_a, bin_a, "a", opts, progress)
     facts_b = _facts(label_b, opts.exe_b, bin_b, "b", opts, progress)
-    aligned = align.align(align.side_of([prof_a], opts.event), align.side_of([prof_b], opts.event))
+    for facts, profs in ((facts_a, profs_a), (facts_b, profs_b)):
+        processes = len({prof.pid for prof in profs})
+        if processes > 1:  # otherwise one process's work could pass for the build's
+            facts.notes.insert(0, f"{processes} processes ran: their profiles are summed")
+    aligned = align.align(align.side_of(profs_a, opts.event), align.side_of(profs_b, opts.event))
     return report.build_report(aligned, opts.event, facts_a, facts_b, opts.top, opts.min_share)
 
 
-def _profile(
-    arg: str, workload: Sequence[str], out: Path, opts: Options, progress: Progress
-) -> tuple[Profile, Path | None]:
-    """The build's profile and the binary it ran (None when not known)."""
+def _check_event(prof: Profile, arg: str, event: str) -> None:
+    if event not in prof.events:
+        shown = " ".join(prof.events[:_EVENTS_NAMED])
+        more = len(prof.events) - _EVENTS_NAMED
+        raise UsageError(
+            f"{arg}: the profile has no event {event} "
+            f"({shown}{f' and {more} more' if more > 0 else ''})",
+            hint="choose one with --event",
+        )
+
+
+def _profiles(
+    arg: str, workload: Sequence[str], store: Path, side: str, opts: Options, progress: Progress
+) -> tuple[list[Profile], Path | None]:
+    """The build's profiles (one per process and fork) and the binary it ran (None when
+    not known). A recorded build's are kept in `store` as SIDE.callgrind when it left
+    one, else SIDE.callgrind.1, .2, ... (by pid, each process's dumps in order)."""
     from icount.callgrind.parser import parse_file
 
     path = Path(arg)
@@ -102,15 +116,22 @@ def _profile(
                 f"{arg} is a callgrind profile: the arguments after -- apply to programs only"
             )
         prof = parse_file(path)
-        return prof, _binary_of(prof)
-    from icount.backends.callgrind import record_profile
+        return [prof], _binary_of(prof)
+    from icount.backends.callgrind import record_profiles
     from icount.measure_command import CommandSpec, resolve
 
     spec = resolve(CommandSpec(arg, (arg, *workload)), Path.cwd())
     progress(f"running {arg} under callgrind")
-    # record_profile runs it in a fresh fixed-length directory, removed afterwards.
-    record_profile(list(spec.argv), out.absolute(), timeout=opts.timeout)
-    return parse_file(out), Path(spec.argv[0])
+    for stale in store.glob(f"{side}.callgrind*"):  # an earlier run's would read as this one's
+        stale.unlink()
+    with tempfile.TemporaryDirectory(prefix="icount-inline-", dir=store) as scratch:
+        # record_profiles runs it in a fresh fixed-length directory, removed afterwards.
+        recorded = record_profiles(list(spec.argv), Path(scratch), timeout=opts.timeout)
+        numbers = [""] if len(recorded) == 1 else [f".{i}" for i in range(1, len(recorded) + 1)]
+        kept = [store / f"{side}.callgrind{n}" for n in numbers]
+        for src, dst in zip(recorded, kept, strict=True):
+            shutil.move(src, dst)
+    return [parse_file(p) for p in kept], Path(spec.argv[0])
 
 
 def _binary_of(prof: Profile) -> Path | None:
