@@ -16,6 +16,7 @@ from .conftest import HOST, free_port, wait_ready
 BUNDLED = adapters.bundled_adapter_paths()
 
 
+@pytest.mark.slow  # builds each target (go-http alone takes ~15 s) and runs it as a server
 @pytest.mark.parametrize("toml", BUNDLED, ids=[p.parent.name for p in BUNDLED])
 def test_bundled_target_answers_both_paths(toml: Path, tmp_path: Path) -> None:
     target = adapters.load_adapter(toml)
