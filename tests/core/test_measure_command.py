@@ -155,7 +155,7 @@ def test_segfault_marks_the_cell_invalid(
     assert "Traceback" not in done.stderr
     assert "- [1]" in done.stdout
     assert "[1] segv/callgrind: run 1 of 3: killed by SIGSEGV" in done.stdout
-    assert "1 of 1 cells are not valid" in done.stderr
+    assert "1 of 1 cell is not valid" in done.stderr
 
 
 # The parent runs K iterations, then forks a child that runs K more without exec: a
@@ -194,3 +194,21 @@ def test_a_forked_child_is_counted_once(
     # parent and child each run K more iterations: 2 x K x 2 instructions, not 3 x
     difference = medians[1] - medians[0]
     assert abs(difference - 2 * k * LOOP_COST) <= 0.001 * k * LOOP_COST, (medians, difference)
+
+
+def test_jobs_2_counts_exactly_what_jobs_1_counts_python(
+    icount: Icount, need_valgrind: None, tmp_path: Path
+) -> None:
+    """Python hashes its work dir's name (HOME, sys.path): a cell runs in a work dir named
+    after it, whichever job runs it, so --jobs 2 reads --jobs 1's counts exactly."""
+    medians = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}.json"
+        done = icount("run", "-q", "--backend", "callgrind", "--runs", "1", "--jobs", jobs,
+                      "--cmd", "a=python3 -c pass", "--cmd", "b=python3 -c pass", "-o",
+                      str(out), cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        cells = json.loads(out.read_text())["cells"]
+        assert all(c["valid"] for c in cells), cells
+        medians.append({c["name"]: c["median"] for c in cells})
+    assert medians[0] == medians[1]

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from icount import measure_command, report, results, shards
+from icount import export, measure_command, results, shards
 from icount.backends.protocol import Counted
 from icount.measure_command import CommandSpec, RunOptions
 from icount.shards import ShardSpec
@@ -19,11 +19,14 @@ SPECS = [CommandSpec(f"cmd{i}", ("prog",) + ("x",) * i) for i in range(1, 6)]
 
 
 class PinnedFake(FakeBackend):
-    """Records the CPUs each command would have inherited from its thread."""
+    """Records the CPUs each command would have inherited from its thread, the commands
+    it counted and the work dir each ran in."""
 
     def __init__(self) -> None:
         super().__init__()
         self.cpus: dict[int, set[int]] = {}
+        self.seen: list[tuple[str, ...]] = []
+        self.cwds: dict[tuple[str, ...], set[str]] = {}
         self.lock = threading.Lock()
 
     def count_command(
@@ -37,6 +40,8 @@ class PinnedFake(FakeBackend):
     ) -> Counted:
         with self.lock:
             self.cpus.setdefault(len(argv), set()).update(os.sched_getaffinity(0))
+            self.seen.append(tuple(argv))
+            self.cwds.setdefault(tuple(argv), set()).add(cwd.name)
         return super().count_command(argv, run_dir, env=env, cwd=cwd, timeout=timeout)
 
 
@@ -59,7 +64,7 @@ def test_run_shards_merge_into_the_unsharded_results(tmp_path: Path) -> None:
         results.save(tmp_path / f"s{i}.json", part, None, overwrite=False)
     merged = results.merge_inputs(results.load_inputs([tmp_path / "s1.json", tmp_path / "s0.json"]))
     for fmt in ("table", "md", "csv", "json"):
-        assert report.render_results(merged, fmt) == report.render_results(whole, fmt)
+        assert export.render_results(merged, fmt) == export.render_results(whole, fmt)
     assert {c.name: c.summary and c.summary.median for c in merged.cells} == {
         f"cmd{i}": 1000.0 * (i + 1) for i in range(1, 6)
     }

@@ -277,11 +277,42 @@ def test_resume_measures_only_the_missing_cells_fake(fake: Path, tmp_path: Path)
         UsageError, match=r"measured with other parameters \(requests 50 there, 60 now\)"
     ):
         _session(other, None, resume=partial)
+    # each recorded option is read as its type: a value that is not one is refused
+    prov = results.provenance_path(partial)
+    for option, value in (("processes", "some"), ("warmup", "lots"), ("runs", True)):
+        doc = json.loads(prov.read_text())
+        doc["plan"][option] = value
+        prov.write_text(json.dumps(doc))
+        with pytest.raises(UsageError, match=f"the recorded {option} {value!r} is not valid"):
+            resume_request(ServeRequest(), partial, frozenset())
+        prov.write_text(results.provenance_path(full).read_text())
     # a file without provenance cannot say what it was measuring
     bare = tmp_path / "bare.json"
     results.save(bare, results.Results(res.fingerprint, (kept,)), None, overwrite=False)
     with pytest.raises(UsageError, match="no record of what"):
         resume_request(ServeRequest(), bare, frozenset())
+
+
+def test_resume_refuses_a_target_whose_adapter_changed_fake(fake: Path, tmp_path: Path) -> None:
+    """Cells of an adapter as it was must not sit beside cells of the adapter as it is."""
+    from icount.errors import UsageError
+    from icount.serve.plan import ServeRequest, resume_request
+
+    request = ServeRequest(targets=(str(fake),), backend="fake", runs=1, reps=1, requests=20,
+                           warmup=Warmup(0), idle_seconds=0)  # fmt: skip
+    full = tmp_path / "full.json"
+    res = _session(request, full)
+    partial = tmp_path / "partial.json"
+    results.save(partial, results.Results(res.fingerprint, res.cells[:1]), None, overwrite=False)
+    results.provenance_path(partial).write_text(results.provenance_path(full).read_text())
+    fake.write_text(fake.read_text().replace('"{port}"]', '"{port}", "--verbose"]'))
+    with pytest.raises(UsageError) as info:
+        _session(resume_request(ServeRequest(), partial, frozenset()), None, resume=partial)
+    assert str(info.value) == (
+        f"target fake changed since {partial} was measured (its adapter builds, starts or "
+        "checks it differently now) (start a new results file with -o, or undo the change "
+        "to fake's adapter)"
+    )
 
 
 def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> None:

@@ -1,0 +1,125 @@
+"""`icount run --resume` and the work dir of a cell, through the fake backend (1000
+instructions per argument): only the missing commands are measured, a file measured
+otherwise is refused, and a cell's work dir does not depend on the job that ran it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from icount import environment, results, run_plan
+from icount.errors import UsageError
+from icount.measure_command import CommandSpec
+from icount.session import floor
+from tests.support import fake_backend
+
+from .test_run_shards import PinnedFake
+
+SPECS = tuple(CommandSpec(f"cmd{i}", ("prog",) + ("x",) * i) for i in range(1, 4))
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> list[PinnedFake]:
+    """`--backend fake`; returns every backend a session made, in order."""
+    from icount import backends
+
+    made: list[PinnedFake] = []
+
+    def make(config: fake_backend.FakeConfig) -> PinnedFake:
+        made.append(PinnedFake())
+        return made[-1]
+
+    monkeypatch.setitem(backends.REGISTRY, "fake", "tests.support.fake_backend")
+    monkeypatch.setattr(fake_backend, "FakeBackend", make)
+    return made
+
+
+def _session(request: run_plan.RunRequest, out: Path, resume: Path | None = None,
+             jobs: int = 1) -> results.Results:  # fmt: skip
+    plan = run_plan.prepare(request, output=out, resume=resume, force=False, jobs=jobs)
+    recorder = environment.ProvenanceRecorder(["icount", "run"])
+    return run_plan.run_session(plan, None, recorder)
+
+
+def test_resume_measures_only_the_missing_commands(fake: list[PinnedFake], tmp_path: Path) -> None:
+    request = run_plan.RunRequest(commands=SPECS, backend="fake", runs=2)
+    full = tmp_path / "full.json"
+    res = _session(request, full)
+    assert [c.summary and c.summary.median for c in res.cells] == [2000.0, 3000.0, 4000.0]
+    assert len(fake[0].seen) == 6  # 3 commands x 2 runs
+
+    # an interrupted session: only the first command made it to the file
+    partial = tmp_path / "partial.json"
+    results.save(partial, results.Results(res.fingerprint, res.cells[:1]), None, overwrite=False)
+    results.provenance_path(partial).write_text(results.provenance_path(full).read_text())
+    resumed = run_plan.resume_request(run_plan.RunRequest(), partial, frozenset())
+    assert (resumed.commands, resumed.backend, resumed.runs) == (SPECS, "fake", 2)
+    again = _session(resumed, partial, resume=partial)
+    assert fake[1].seen == [SPECS[1].argv] * 2 + [SPECS[2].argv] * 2
+    assert [c.to_json() for c in again.cells] == [c.to_json() for c in res.cells]
+    assert results.load(partial).sorted() == res.sorted()
+
+    # options given again win over the file's, and must match what it measured
+    other = run_plan.resume_request(run_plan.RunRequest(runs=3), partial, frozenset({"runs"}))
+    with pytest.raises(UsageError, match=r"cmd1/fake in the file to resume was measured with "
+                       r"other parameters \(runs 2 there, 3 now\)"):  # fmt: skip
+        _session(other, partial, resume=partial)
+    changed = (CommandSpec("cmd1", ("prog", "y")), *SPECS[1:])
+    with pytest.raises(UsageError, match=r"argv \['prog', 'x'\] there, \['prog', 'y'\] now"):
+        _session(run_plan.RunRequest(commands=changed, backend="fake", runs=2), partial, partial)
+    # a file without provenance cannot say what it was measuring
+    bare = tmp_path / "bare.json"
+    results.save(bare, results.Results(res.fingerprint, res.cells[:1]), None, overwrite=False)
+    with pytest.raises(UsageError, match="no record of what"):
+        run_plan.resume_request(run_plan.RunRequest(), bare, frozenset())
+
+
+def test_resume_refuses_another_environment_and_other_files(
+    fake: list[PinnedFake], tmp_path: Path
+) -> None:
+    request = run_plan.RunRequest(commands=SPECS, backend="fake", runs=1)
+    out = tmp_path / "r.json"
+    _session(request, out)
+    doc = json.loads(out.read_text())
+    doc["fingerprint"]["cpu_model"] = "another CPU"
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=r"another environment \(differs in cpu_model\)"):
+        _session(request, moved, resume=moved)
+    recorded = json.loads(results.provenance_path(out).read_text())
+    recorded["plan"]["runs"] = "three"
+    results.provenance_path(out).write_text(json.dumps(recorded))
+    with pytest.raises(UsageError, match=r"the recorded runs 'three' is not valid"):
+        run_plan.resume_request(run_plan.RunRequest(), out, frozenset())
+
+
+def test_a_cells_work_dir_is_named_after_the_cell_not_its_job(
+    fake: list[PinnedFake], tmp_path: Path
+) -> None:
+    """Python hashes its work dir's name: with names by job slot, the second of two jobs
+    counted another figure than --jobs 1 did for the same command."""
+    request = run_plan.RunRequest(commands=SPECS, backend="fake", runs=2)
+    _session(request, tmp_path / "one.json")
+    _session(request, tmp_path / "two.json", jobs=2)
+    one, two = fake[0].cwds, fake[1].cwds
+    assert two == one
+    assert all(len(names) == 1 for names in one.values())  # every run of a cell: one name
+    assert len({n for names in one.values() for n in names}) == len(SPECS)  # a cell's own
+    name = environment.work_dir_name(floor.work_dir_key(("cmd1", "", "fake")))
+    assert one[SPECS[0].argv] == {name}
+    assert len(name) == len(environment.work_dir_name("")) == len("icount-") + 8
+
+
+def test_run_without_a_command_says_so_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "icount", "run"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "icount: error: nothing to run (give a command after --, --cmd or --file; see icount "
+        "run --help)"
+    ]
+    assert done.stdout == ""
