@@ -145,6 +145,11 @@ def collect() -> tuple[list[Block], list[Toml]]:
 BLOCKS, TOMLS = collect()
 
 
+def bare(text: str) -> str:
+    """The line without its trailing comment."""
+    return re.sub(r"\s+#[^'\"]*$", "", text).strip()
+
+
 def _segments(text: str) -> list[list[str]]:
     """The simple commands of a line, as words (comments dropped)."""
     lex = shlex.shlex(text, posix=True, punctuation_chars=";&|<>")
@@ -220,8 +225,8 @@ def _folder(tmp: Path, page: Path) -> dict[str, str]:
 def run_block(block: Block, tmp: Path, timeout: float) -> None:
     env = _folder(tmp, block.page)
     for line in block.lines:
-        text = REWRITTEN.get(line.text, line.text)
-        if text in EXCLUDED:
+        text = REWRITTEN.get(bare(line.text), line.text)
+        if bare(text) in EXCLUDED:
             continue
         text = shrink(text)
         done = subprocess.run(
@@ -257,7 +262,7 @@ def test_measuring_example_runs(block: Block, tmp_path: Path) -> None:
 
 def test_the_examples_are_found() -> None:
     """A change to the fences that hid every block would pass the tests above vacuously."""
-    shown = {x.text for b in BLOCKS for x in b.lines}
+    shown = {bare(x.text) for b in BLOCKS for x in b.lines}
     for sub in ("run", "serve", "compare", "table", "report", "size", "inline", "doctor"):
         readme = [x for b in BLOCKS if b.page.name == "README.md" for x in b.lines]
         assert any(f"icount {sub}" in x.text for x in readme), f"README shows no `icount {sub}`"
@@ -269,7 +274,7 @@ def test_the_examples_are_found() -> None:
 def test_the_quick_start_is_the_two_commands_ci_runs() -> None:
     """README command 1 installs and measures, command 2 is exactly what .ci/run runs."""
     readme = next(b for b in BLOCKS if b.page.name == "README.md")
-    assert tuple(x.text.split("  #")[0].strip() for x in readme.lines) == QUICK_START
+    assert tuple(bare(x.text) for x in readme.lines) == QUICK_START
     ci = (REPO / ".ci" / "run").read_text()
     assert "exec bash scripts/test.sh" in ci
     test_sh = (REPO / "scripts" / "test.sh").read_text()
@@ -285,3 +290,29 @@ def test_toml_examples_match_the_files_they_name(toml: Toml) -> None:
     lines = iter(real.read_text().splitlines())
     for shown in toml.text.splitlines()[1:]:
         assert any(shown == r for r in lines), f"{toml.name}: {shown!r} not in it, in order"
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces -."""
+    out = set()
+    in_fence = False
+    for raw in page.read_text().splitlines():
+        if (raw.strip() == "```") if in_fence else bool(FENCE.match(raw)):
+            in_fence = not in_fence
+        elif not in_fence and (m := re.match(r"^#{1,6} (.*)$", raw)):
+            out.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(REPO)) for p in PAGES])
+def test_links_between_pages_resolve(page: Path) -> None:
+    """A page moved or a heading renamed breaks the links to it: say which."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), f"{page.name}: a link to {target}, which does not exist"
+        if anchor and linked.suffix == ".md":
+            assert anchor in _anchors(linked), f"{page.name}: no heading #{anchor} in {path}"
