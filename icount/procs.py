@@ -49,8 +49,10 @@ _SUBREAPER: list[bool] = []  # set once: [True] when the prctl succeeded
 _REGISTRY_LOCK = threading.RLock()
 _STOPPING: list[bool] = []  # [True] while kill_all runs
 _SEQ = itertools.count()
+_HURRY = threading.local()  # .on: stops in this thread are hurried (see hurried())
 
 DEFAULT_GRACE_S = 5.0
+HURRY_GRACE_S = 2.0  # the grace of every stop inside `hurried()`
 PIPE_GRACE_S = 5.0  # how long output pipes may stay open after a command exited
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -260,7 +262,10 @@ class Child:
     def stop(self, grace_s: float = DEFAULT_GRACE_S, sig: int = signal.SIGTERM) -> int:
         """Signal the group and every descendant, wait up to `grace_s` for all of them
         (a worker under valgrind writes its profile on SIGTERM, after its parent may
-        have exited), then SIGKILL what is left. Returns the leader's return code."""
+        have exited), then SIGKILL what is left. Returns the leader's return code.
+        Interrupted while it waits (Ctrl-C), it SIGKILLs them all before it raises."""
+        if getattr(_HURRY, "on", False):
+            grace_s = min(grace_s, HURRY_GRACE_S)
         deadline = time.monotonic() + grace_s
         others = [*self._descendants(), *adopted_by(self)]
         if self.popen.poll() is None:
@@ -269,11 +274,22 @@ class Child:
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
         try:
-            self.popen.wait(max(deadline - time.monotonic(), 0))
-        except subprocess.TimeoutExpired:
+            try:
+                self.popen.wait(max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                self.send_signal(signal.SIGKILL)
+                self.popen.wait()
+            _, alive = psutil.wait_procs(others, timeout=max(deadline - time.monotonic(), 0))
+        except BaseException:
+            # A server that ignores SIGTERM keeps icount waiting out its grace; what it
+            # would write on exit is not wanted once the wait is interrupted.
             self.send_signal(signal.SIGKILL)
+            for proc in others:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
             self.popen.wait()
-        _, alive = psutil.wait_procs(others, timeout=max(deadline - time.monotonic(), 0))
+            self._reap_group()
+            raise
         for proc in alive:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
@@ -463,6 +479,19 @@ def capture(argv: Sequence[str], timeout: float = 30.0) -> str | None:
     if done.timed_out:
         return None
     return (done.stdout + done.stderr).decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def hurried() -> Iterator[None]:
+    """Stops made in this block (in this thread) give processes at most HURRY_GRACE_S,
+    whatever grace they ask for: the session is being interrupted, and nothing a
+    process writes when it is stopped (a profile) is wanted any more."""
+    before = getattr(_HURRY, "on", False)
+    _HURRY.on = True
+    try:
+        yield
+    finally:
+        _HURRY.on = before
 
 
 def live() -> list[Child]:

@@ -18,6 +18,8 @@ each must give. Schema (every key but `start` and `paths` optional):
     [ready]
     target = "/plaintext"               # default: the first path's target
     timeout_s = 60                      # native seconds x ~50 under callgrind
+    status = 200                        # default: the expected status of the path with
+                                        # this target, else any status below 500
     [[paths]]
     name = "plaintext"
     target = "/plaintext"
@@ -104,6 +106,9 @@ class Adapter:
     requires: tuple[str, ...] = ()
     warmup_hint: int | None = None
     requests: int | None = None  # requests per window, where the backend default is short
+    # the status that says the server is ready; None: any below 500 (a proxy answers 502
+    # or 503 until its upstream is up)
+    ready_status: int | None = None
 
 
 # ---------------------------------------------------------------------------- loading
@@ -279,10 +284,14 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
         paths.append(_load_path(_Schema(p, f"paths[{i}]: ", source), names))
 
     ready = s.sub("ready")
-    ready.check_keys({"target", "timeout_s"})
+    ready.check_keys({"target", "timeout_s", "status"})
     ready_target = ready.get("target", str, paths[0].request_target)
     if not ready_target.startswith("/"):
         raise ready.fail(f"target {ready_target!r} must start with '/'")
+    same = next((p.expect.status for p in paths if p.request_target == ready_target), None)
+    ready_status = ready.get("status", int, same)
+    if ready_status is not None and not 100 <= ready_status <= 599:
+        raise ready.fail(f"'status' {ready_status} is not an HTTP status code")
     timeout = ready.get("timeout_s", (int, float), 30.0)
     if not 0 < timeout <= 3600:
         raise ready.fail("'timeout_s' must be between 0 and 3600 seconds")
@@ -299,6 +308,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
         requires=tuple(requires),
         warmup_hint=warmup_hint,
         requests=requests,
+        ready_status=ready_status,
     )
 
 

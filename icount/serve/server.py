@@ -136,26 +136,54 @@ def with_server_state(server: Server | None, what: str) -> str:
 
 
 def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> None:
+    """Until the ready target answers with the status that says the server is up (a
+    proxy answers 502 until its upstream listens), within the adapter's ready timeout."""
     from icount.serve.http_client import fetch
 
     probe = PathSpec("ready", adapter.ready_target, Expect())
-    deadline = time.monotonic() + adapter.ready_timeout_s
-    note(f"waiting for the server (up to {adapter.ready_timeout_s:g} s)")
+    timeout = adapter.ready_timeout_s
+    deadline = time.monotonic() + timeout
+    note(f"waiting for the server (up to {timeout:g} s)")
+    wrong: tuple[int, float] | None = None  # the status answered instead, and since when
     while True:
         why = gone(server)
         if why:
             raise RunInvalid(f"{why} before it was ready")
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
-            raise RunInvalid(
-                f"the server did not answer {adapter.ready_target} within "
-                f"{adapter.ready_timeout_s:g} s (raise [ready] timeout_s in the adapter)"
-            )
+            raise RunInvalid(_not_ready(adapter, wrong, now))
         try:
-            fetch(HOST, port, probe, timeout_s=max(left, 0.1))
-            return
+            status = fetch(HOST, port, probe, timeout_s=max(left, 0.1)).status
         except (OSError, RunFailedError):
-            time.sleep(READY_POLL_S)
+            wrong = None
+        else:
+            if ready_answer(adapter, status):
+                return
+            if wrong is None or wrong[0] != status:
+                wrong = (status, time.monotonic())
+        time.sleep(READY_POLL_S)
+
+
+def ready_answer(adapter: Adapter, status: int) -> bool:
+    """True for a status that says the server is ready."""
+    return status == adapter.ready_status if adapter.ready_status is not None else status < 500
+
+
+def _not_ready(adapter: Adapter, wrong: tuple[int, float] | None, now: float) -> str:
+    hint = "raise [ready] timeout_s in the adapter, or --ready-timeout with --cmd"
+    target, timeout = adapter.ready_target, adapter.ready_timeout_s
+    if wrong is None:
+        return f"the server did not answer {target} within {timeout:g} s ({hint})"
+    want = (
+        f"expected {adapter.ready_status}"
+        if adapter.ready_status is not None
+        else "expected a status below 500"
+    )
+    return (
+        f"ready timeout: {target} answered {wrong[0]} for {now - wrong[1]:.0f} s of the "
+        f"{timeout:g} s ({want}; {hint})"
+    )
 
 
 def verify(server: Server, port: int, path: PathSpec, timeout: float) -> None:
@@ -217,16 +245,39 @@ def started_server(
     workdir = environment.make_workdir()
     port = free_port()
     server: Server | None = None
+    interrupted = False
     try:
         server = _start(target, backend, cpus, run_dir, workdir, port, whole_life)
         yield server, port
     except RunFailedError as e:
         raise RunInvalid(with_server_state(server, str(e))) from None
+    except BaseException as e:
+        interrupted = not isinstance(e, Exception)  # Ctrl-C, or the session stopping
+        raise
     finally:
+        _shut_down(server, workdir, interrupted)
+
+
+def _shut_down(server: Server | None, workdir: Path, interrupted: bool) -> None:
+    """Stop the server and remove what icount made for it (valgrind's folder, the work
+    dir), also when a Ctrl-C comes while it stops: a server that ignores SIGTERM would
+    keep icount waiting out its whole grace, and whatever was left then stayed behind
+    (the next server got another work dir name, and Python servers another count)."""
+    try:
         if server is not None:
-            server.stop()
-            server.cleanup()
-        shutil.rmtree(workdir, ignore_errors=True)
+            try:
+                with procs.hurried() if interrupted else contextlib.nullcontext():
+                    server.stop()
+            except BaseException:
+                with procs.hurried():  # what the interrupted stop left, SIGKILLed soon
+                    server.stop()
+                raise
+    finally:
+        try:
+            if server is not None:
+                server.cleanup()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -158,6 +159,45 @@ def test_an_orphan_born_before_a_command_started_is_not_the_commands() -> None:
     assert "sleep 3017" in (server.left_behind or "")
     server.stop(grace_s=2)
     assert _running("sleep 3017") == []
+
+
+def _ignores_sigterm(marker: str) -> procs.Child:
+    child = procs.spawn(["sh", "-c", f"trap '' TERM; echo up; exec sleep {marker}"],
+                        stdout=subprocess.PIPE)  # fmt: skip
+    assert child.popen.stdout is not None and child.popen.stdout.readline() == b"up\n"
+    return child
+
+
+def test_a_stop_interrupted_by_ctrl_c_kills_before_it_raises() -> None:
+    """Ctrl-C while icount waits out the grace of a server that ignores SIGTERM: the
+    server must not outlive the wait that was interrupted."""
+    child = _ignores_sigterm("3018")
+
+    def ctrl_c(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGALRM, ctrl_c)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            child.stop(grace_s=60)
+        assert time.monotonic() - t0 < 10
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    assert child.popen.returncode == -signal.SIGKILL
+    assert _running("sleep 3018") == []
+
+
+def test_stops_in_a_hurry_keep_a_short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procs, "HURRY_GRACE_S", 0.2)
+    child = _ignores_sigterm("3019")
+    t0 = time.monotonic()
+    with procs.hurried():
+        assert child.stop(grace_s=60) == -signal.SIGKILL
+    assert time.monotonic() - t0 < 10
+    assert not getattr(procs._HURRY, "on", False)  # only inside the block
 
 
 def test_kill_all_stops_adopted_orphans_too() -> None:

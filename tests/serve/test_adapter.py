@@ -80,6 +80,19 @@ def test_ready_defaults_to_first_path(tmp_path: Path) -> None:
     text = 'start = ["x", "{port}"]\n[[paths]]\nname = "a"\ntarget = "/a"\n'
     a = load_adapter(write(tmp_path, text))
     assert (a.ready_target, a.ready_timeout_s, a.binary, a.warmup_hint) == ("/a", 30.0, None, None)
+    assert a.ready_status == 200  # the expected status of the path it asks
+
+
+def test_the_ready_status_is_the_paths_or_given_or_any_below_500(tmp_path: Path) -> None:
+    paths = '[[paths]]\nname = "a"\ntarget = "/a"\n[paths.expect]\nstatus = 404\n'
+    same = load_adapter(write(tmp_path, 'start = ["x"]\n[ready]\ntarget = "/a"\n' + paths))
+    assert same.ready_status == 404
+    other = load_adapter(write(tmp_path, 'start = ["x"]\n[ready]\ntarget = "/up"\n' + paths))
+    assert other.ready_status is None
+    given = 'start = ["x"]\n[ready]\ntarget = "/up"\nstatus = 204\n'
+    assert load_adapter(write(tmp_path, given + paths)).ready_status == 204
+    with pytest.raises(ParseError, match="ready: 'status' 99 is not an HTTP status code"):
+        load_adapter(write(tmp_path, 'start = ["x"]\n[ready]\nstatus = 99\n' + paths))
 
 
 def test_expand_placeholders(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ cell, its crash, or Ctrl-C.
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -30,7 +31,7 @@ from icount.serve.runs import CellOptions, RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
 
-from .conftest import AdapterMaker, cells, leftovers, run_icount
+from .conftest import PLAINTEXT, AdapterMaker, cells, leftovers, run_icount
 
 # Large enough that the servers' own scheduling noise (threads that EPOLLEXCLUSIVE wakes
 # in varying order cost ~20 instructions more or less per request) stays far inside 0.1%
@@ -230,12 +231,7 @@ def test_nothing_is_left_after_multi_process_cells_a_crash_or_ctrl_c(
     assert leftovers(str(c_epoll)) == []
 
     slow = make_adapter("workers-slow", "--workers", "2", "--loop", "200000")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "icount", "serve", str(slow), "--runs", "1", "--requests",
-         "100000", "--warmup", "0", "--reps", "1", "--backend", "callgrind", "-o",
-         str(tmp_path / "c.json"), "-q"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = _long_serve(slow, tmp_path / "c.json")
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(leftovers(str(c_epoll))) < 3:
@@ -249,3 +245,64 @@ def test_nothing_is_left_after_multi_process_cells_a_crash_or_ctrl_c(
             proc.kill()
     assert proc.returncode == 130, err
     assert leftovers(str(c_epoll)) == []
+
+
+def _long_serve(target: Path, out: Path) -> subprocess.Popen[str]:
+    """`icount serve TARGET` of 100,000 requests, started to be interrupted."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "icount", "serve", str(target), "--runs", "1", "--requests",
+         "100000", "--warmup", "0", "--reps", "1", "--backend", "callgrind", "-o", str(out),
+         "-q"],
+        cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _made_for(marker: str) -> list[Path]:
+    """The work dir (HOME) and valgrind's folder (its --log-file) of the server under
+    valgrind whose command line names `marker`."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info["cmdline"] or []
+        if any(marker in a for a in argv) and any(a.startswith("--log-file=") for a in argv):
+            log = next(a for a in argv if a.startswith("--log-file="))
+            return [Path(proc.environ()["HOME"]), Path(log.split("=", 1)[1]).parent]
+    return []
+
+
+@pytest.mark.slow
+def test_ctrl_c_twice_while_a_server_ignores_sigterm_leaves_nothing(
+    need_valgrind: None, tmp_path: Path, c_epoll: Path
+) -> None:
+    """The server ignores SIGTERM, so icount's stop waits out its grace; Ctrl-C, and
+    Ctrl-C again: it is SIGKILLed after a short grace, and the work dir (whose name the
+    next Python server would otherwise not get) and valgrind's folder are removed."""
+    folder = tmp_path / "adapters" / "deaf"
+    folder.mkdir(parents=True)
+    script = f'trap "" TERM; exec {c_epoll} --port "$0" --loop 200000'
+    (folder / "adapter.toml").write_text(
+        f'name = "deaf"\nstart = {json.dumps(["/bin/sh", "-c", script, "{port}"])}\n'
+        '[ready]\ntarget = "/plaintext"\ntimeout_s = 30\n' + PLAINTEXT
+    )
+    proc = _long_serve(folder, tmp_path / "r.json")
+    try:
+        deadline = time.monotonic() + 60
+        made: list[Path] = []
+        while time.monotonic() < deadline and not made:
+            time.sleep(0.2)
+            made = _made_for(str(c_epoll))
+        assert len(made) == 2 and all(p.is_dir() for p in made), made
+        time.sleep(1.0)  # the server serves now
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert took < 30, took  # not the 60 s grace a server stopped after its runs gets
+    assert leftovers(str(c_epoll)) == []
+    assert [p for p in made if p.exists()] == []

@@ -3,10 +3,18 @@ the other cells are measured, and no process is left behind."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import socketserver
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from icount.serve import server as server_mod
+from icount.serve.adapter import Adapter, load_adapter
+from icount.serve.server import RunInvalid
 
 from .conftest import AdapterMaker, cells, leftovers, run_icount
 
@@ -126,3 +134,130 @@ def test_a_launcher_script_is_refused_under_callgrind(
     (cell,) = cells(out).values()
     assert "it is a #! script; start the server's binary itself" in cell["reason"]
     assert leftovers(str(tmp_path)) == []
+
+
+class _Statuses(socketserver.ThreadingTCPServer):
+    """Answers every request with the next status of `statuses` (the last one repeats)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses = statuses
+        self.asked = 0
+        super().__init__(("127.0.0.1", 0), _StatusHandler)
+
+
+class _StatusHandler(socketserver.BaseRequestHandler):
+    server: _Statuses
+
+    def handle(self) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = self.request.recv(4096)
+            if not chunk:
+                return
+            data += chunk
+        s = self.server
+        status = s.statuses[min(s.asked, len(s.statuses) - 1)]
+        s.asked += 1
+        self.request.sendall(f"HTTP/1.1 {status} X\r\nContent-Length: 2\r\n\r\nok".encode())
+
+
+@pytest.fixture
+def statuses() -> Iterator[_Statuses]:
+    srv = _Statuses([])
+    thread = threading.Thread(target=srv.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+class _Alive:
+    def alive(self) -> bool:
+        return True
+
+
+def _ready_adapter(make_adapter: AdapterMaker, timeout_s: float, ready: str = "") -> Adapter:
+    a = load_adapter(make_adapter("proxy", extra=ready))
+    return dataclasses.replace(a, ready_timeout_s=timeout_s)
+
+
+def test_readiness_waits_past_a_proxys_502_for_the_expected_status(
+    statuses: _Statuses, make_adapter: AdapterMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy answers 502 until its upstream is up: not ready yet, whatever it says."""
+    monkeypatch.setattr(server_mod, "READY_POLL_S", 0.001)
+    statuses.statuses = [502, 502, 503, 200]
+    adapter = _ready_adapter(make_adapter, 30.0)
+    port = statuses.server_address[1]
+    server_mod._wait_ready(_Alive(), port, adapter, lambda text: None)  # type: ignore[arg-type]
+    assert statuses.asked == 4
+
+
+def test_a_ready_timeout_names_the_status_that_kept_coming(
+    statuses: _Statuses, make_adapter: AdapterMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_mod, "READY_POLL_S", 0.001)
+    statuses.statuses = [502]
+    adapter = _ready_adapter(make_adapter, 0.2)
+    port = statuses.server_address[1]
+    with pytest.raises(RunInvalid) as e:
+        server_mod._wait_ready(_Alive(), port, adapter, lambda text: None)  # type: ignore[arg-type]
+    assert str(e.value).startswith(
+        "ready timeout: /plaintext answered 502 for 0 s of the 0.2 s (expected 200; raise "
+        "[ready] timeout_s in the adapter, or --ready-timeout with --cmd)"
+    ), e.value
+    assert statuses.asked > 1
+
+
+def test_a_ready_target_of_no_path_is_ready_at_any_status_below_500(
+    statuses: _Statuses, make_adapter: AdapterMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_mod, "READY_POLL_S", 0.001)
+    statuses.statuses = [503, 404]
+    adapter = dataclasses.replace(_ready_adapter(make_adapter, 30.0), ready_status=None)
+    server_mod._wait_ready(_Alive(), statuses.server_address[1], adapter, lambda text: None)  # type: ignore[arg-type]
+    assert statuses.asked == 2
+
+
+class _StopsOnce:
+    """A server whose first stop is interrupted by Ctrl-C (it ignores SIGTERM, and the
+    user pressed Ctrl-C while icount waited out its grace)."""
+
+    def __init__(self) -> None:
+        self.stops: list[bool] = []  # hurried or not, per stop
+        self.cleaned = False
+
+    def stop(self) -> int:
+        from icount import procs
+
+        self.stops.append(bool(getattr(procs._HURRY, "on", False)))
+        if len(self.stops) == 1:
+            raise KeyboardInterrupt
+        return -9
+
+    def cleanup(self) -> None:
+        self.cleaned = True
+
+
+def test_a_ctrl_c_while_the_server_stops_still_removes_what_icount_made(
+    tmp_path: Path,
+) -> None:
+    workdir = tmp_path / "icount-w0000001"
+    workdir.mkdir()
+    server = _StopsOnce()
+    with pytest.raises(KeyboardInterrupt):
+        server_mod._shut_down(server, workdir, interrupted=False)  # type: ignore[arg-type]
+    assert server.stops == [False, True]  # the second stop is SIGKILL after a short grace
+    assert server.cleaned and not workdir.exists()
+
+
+def test_an_interrupted_run_stops_its_server_in_a_hurry(tmp_path: Path) -> None:
+    workdir = tmp_path / "icount-w0000001"
+    workdir.mkdir()
+    server = _StopsOnce()
+    server.stops.append(False)  # no interruption in this one's stop
+    server_mod._shut_down(server, workdir, interrupted=True)  # type: ignore[arg-type]
+    assert server.stops == [False, True] and server.cleaned and not workdir.exists()
