@@ -5,8 +5,13 @@ no files, no clock, no environment, so the same inputs give the same bytes.
 
   report_html(items)        the `icount report` page
   results_svg(results)      `icount table --format svg`
-  comparison_svg(doc)       `icount compare --format svg`
-  sizes_svg(doc)            `icount size --format svg`
+  comparison_svg(c)         `icount compare --format svg` (a Comparison, or the
+                            document of a compare JSON file)
+  sizes_svg(doc)            `icount size --format svg`, of size_doc(breakdowns, view)
+                            or size_diff_doc(pairs, view), or of a size JSON file
+
+The typed models go to the charts directly (models.py); inputs.py reads the same
+documents from the JSON files that `icount report` is given.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from icount.charts.inputs import (
     comparison_from_json,
     sizes_from_json,
 )
+from icount.charts.models import comparison_doc, size_diff_doc, size_doc
 from icount.charts.page import ComparisonInput, Input, ResultsInput, SizesInput, render
+from icount.compare.model import Comparison
 from icount.results import Results
 
 __all__ = [
@@ -35,10 +42,13 @@ __all__ = [
     "ResultsInput",
     "SizeDoc",
     "SizesInput",
+    "comparison_doc",
     "comparison_from_json",
     "comparison_svg",
     "report_html",
     "results_svg",
+    "size_diff_doc",
+    "size_doc",
     "sizes_from_json",
     "sizes_svg",
 ]
@@ -52,7 +62,8 @@ def results_svg(results: Results) -> str:
     return standalone(bars.results_figures(results, "ic"), "ic")
 
 
-def comparison_svg(doc: ComparisonDoc) -> str:
+def comparison_svg(c: Comparison | ComparisonDoc) -> str:
+    doc = comparison_doc(c) if isinstance(c, Comparison) else c
     return standalone([diverging.comparison_figure(doc, "ic")], "ic")
 
 

@@ -1,4 +1,7 @@
-"""Linear scales with round tick values, and the axis drawn from them."""
+"""Scales with round tick values, and the axis drawn from them: linear; logarithmic,
+for counts that span orders of magnitude; and a symmetric log ("symlog") for changes,
+linear near 0 and compressed beyond, so that a threshold band stays visible beside a
+change many times larger."""
 
 from __future__ import annotations
 
@@ -21,21 +24,40 @@ def nice_step(span: float, target: int) -> float:
     return 10 * power
 
 
+LINEAR, LOG, SYMLOG = "linear", "log", "symlog"
+
+
 @dataclass(frozen=True)
 class Scale:
-    """Maps [lo, hi] onto [x0, x1] pixels; `ticks` are the round values in between."""
+    """Maps [lo, hi] onto [x0, x1] pixels; `ticks` are the round values in between.
+    `kind` LOG maps log10(v) linearly (lo > 0); SYMLOG maps sign(v) log10(1 + |v|/knee),
+    about linear within +-knee."""
 
     lo: float
     hi: float
     x0: float
     x1: float
     ticks: tuple[float, ...]
+    kind: str = LINEAR
+    knee: float = 1.0
+
+    def _t(self, v: float) -> float:
+        if self.kind == LOG:
+            return math.log10(max(v, self.lo))
+        if self.kind == SYMLOG:
+            return math.copysign(math.log10(1 + abs(v) / self.knee), v)
+        return v
 
     def __call__(self, v: float) -> float:
         if self.hi == self.lo:
             return self.x0
         v = min(max(v, self.lo), self.hi)
-        return self.x0 + (v - self.lo) / (self.hi - self.lo) * (self.x1 - self.x0)
+        lo, hi = self._t(self.lo), self._t(self.hi)
+        return self.x0 + (self._t(v) - lo) / (hi - lo) * (self.x1 - self.x0)
+
+    def beyond(self, v: float) -> bool:
+        """`v` lies outside the scale (its mark is drawn clamped at the edge)."""
+        return v > self.hi * (1 + 1e-9) or v < self.lo - abs(self.lo) * 1e-9
 
 
 def linear(lo: float, hi: float, x0: float, x1: float, target: int = 5, base: float = 1.0) -> Scale:
@@ -51,6 +73,52 @@ def linear(lo: float, hi: float, x0: float, x1: float, target: int = 5, base: fl
     count = round((stop - start) / step)
     ticks = tuple(_clean(start + i * step) for i in range(count + 1))
     return Scale(ticks[0], ticks[-1], x0, x1, ticks)
+
+
+def logarithmic(lo: float, hi: float, x0: float, x1: float) -> Scale:
+    """A log scale over whole decades around [lo, hi] (both > 0); ticks at each decade,
+    and at 2 and 5 times it where the scale spans at most two decades."""
+    lo_d = math.floor(math.log10(lo) + 1e-9)
+    hi_d = max(math.ceil(math.log10(hi) - 1e-9), lo_d + 1)
+    steps = (1.0, 2.0, 5.0) if hi_d - lo_d <= 2 else (1.0,)
+    ticks = [_clean(m * 10.0**d) for d in range(lo_d, hi_d) for m in steps]
+    ticks.append(_clean(10.0**hi_d))
+    return Scale(ticks[0], ticks[-1], x0, x1, tuple(ticks), LOG)
+
+
+def log_labels(scale: Scale) -> Callable[[float], str]:
+    """Each tick in its own k/M/G unit (a log scale's ticks span several): 1k, 20k, 1M."""
+
+    def label(v: float) -> str:
+        unit, suffix = next(((u, s) for u, s in _DECIMAL if abs(v) >= u), (1.0, ""))
+        return f"{v / unit:g}{suffix}"
+
+    return label
+
+
+NICE = (1.0, 2.0, 2.5, 5.0)
+
+
+def symlog(limit: float, knee: float, x0: float, x1: float, min_px: float = 34.0) -> Scale:
+    """A symmetric log scale over [-m, m], m the first round value >= `limit`, linear
+    within about +-`knee`. Ticks are round values (1, 2, 2.5, 5 times a power of ten)
+    kept from 0 outwards where they are at least `min_px` from the last one kept."""
+    candidates: list[float] = []
+    power = 10.0 ** math.floor(math.log10(knee / 2))
+    while not candidates or candidates[-1] < limit * (1 - 1e-9):
+        candidates += [_clean(m * power) for m in NICE if m * power >= knee / 2 * (1 - 1e-9)]
+        power *= 10
+    m = next(c for c in candidates if c >= limit * (1 - 1e-9))
+    probe = Scale(-m, m, x0, x1, (), SYMLOG, knee)
+    kept: list[float] = []
+    last = probe(0.0)
+    for c in (c for c in candidates if c < m):
+        if probe(c) - last >= min_px and probe(m) - probe(c) >= min_px:
+            kept.append(c)
+            last = probe(c)
+    positive = [*kept, m]
+    ticks = (*(-t for t in reversed(positive)), 0.0, *positive)
+    return Scale(-m, m, x0, x1, ticks, SYMLOG, knee)
 
 
 def bytes_scale(hi: float, x0: float, x1: float, target: int = 4) -> Scale:
@@ -101,7 +169,10 @@ def binary_unit(v: float) -> float:
 
 
 def percent_labels(scale: Scale) -> Callable[[float], str]:
-    """Signed percent tick labels for a scale of fractions: -10%, 0%, +2.5%."""
+    """Signed percent tick labels for a scale of fractions: -10%, 0%, +2.5% (on a
+    symlog scale, whose ticks have no one step, each with the decimals it needs)."""
+    if scale.kind == SYMLOG:
+        return lambda v: "0%" if v == 0 else f"{float(f'{v * 100:.4g}'):+g}%"
     decimals = max(0, _decimals(scale, 0.01))
     return lambda v: "0%" if v == 0 else f"{v * 100:+.{decimals}f}%"
 
@@ -122,12 +193,25 @@ def _clean(v: float) -> float:
     return 0.0 if abs(v) < 1e-12 else float(f"{v:.12g}")
 
 
+# Charts taller than this repeat their tick labels under the last row too: the top
+# of a long chart is out of sight when its last rows are read.
+REPEAT_BELOW = 480.0
+BELOW = 16.0  # the height the repeated labels take under the grid
+
+
 def vertical_grid(
-    scale: Scale, y_top: float, y_bottom: float, label: Callable[[float], str], right: float
+    scale: Scale,
+    y_top: float,
+    y_bottom: float,
+    label: Callable[[float], str],
+    right: float,
+    below: bool = False,
 ) -> list[str]:
-    """Tick labels above `y_top` and grid lines down to `y_bottom`. A label that would
-    cross the chart's `right` edge ends at its line instead, and one that would touch
-    the label before it is left out (its grid line stays)."""
+    """Tick labels above `y_top` (and under `y_bottom` if `below`) and grid lines in
+    between. A label that would cross the chart's `right` edge ends at its line
+    instead, one that would reach into the text columns left of the plot starts at
+    it, and one that would touch the label before it is left out (its grid line
+    stays)."""
     out: list[str] = []
     last_right = -math.inf
     for t in scale.ticks:
@@ -140,8 +224,12 @@ def vertical_grid(
             anchor, left = "end", x - width
         elif left < scale.x0 - 8:  # into the text columns left of the plot
             anchor, left = "start", x
-        if left < last_right + 6:
+        # CHAR_EM over-estimates digits and signs: a gap of 3 estimated pixels is one
+        # drawn, and a wider one dropped the -2.5% beside a -5.0% at the left edge.
+        if left < last_right + 3:
             continue
         out.append(svg.text(x, y_top - 4, text, "m", anchor))
+        if below:
+            out.append(svg.text(x, y_bottom + 12, text, "m", anchor))
         last_right = left + width
     return out

@@ -1,8 +1,12 @@
 """Results as horizontal bars: each cell's median, a min-max whisker and every run as
 a dot; invalid cells hatched grey with their reason; binary sizes as bars of their own.
 
-Rows follow the tables' order (name, then path and backend); one chart per unit, so a
-bar's length is only ever compared with bars of the same unit.
+Rows follow the tables' order (the order cells were asked for); one chart per unit, so
+a bar's length is only ever compared with bars of the same unit. The axis spans the
+valid cells only: an invalid cell's figures do not hold, and one 171.5M cell of a
+failed run left every valid bar a few pixels wide. Where the valid medians span
+LOG_FROM times or more, the axis is logarithmic (and says so), so that the smallest
+bar is still seen beside the largest.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from dataclasses import dataclass
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure
+from icount.report import row_names
 from icount.results import UNIT_PER_REQUEST, Cell, Results
+from icount.results.model import sort_key
 
 WIDTH = 760.0
 LABEL_X = 8.0
@@ -26,6 +32,8 @@ ROW = 20.0
 REASON = 14.0  # the second line of an invalid cell: its reason
 BAR_H = 12.0
 TOP = 62.0  # title, legend and tick labels above the first row
+NOTE = 14.0  # a line under the legend saying how the axis is drawn, where it is not plain
+LOG_FROM = 50.0  # largest / smallest valid median from which the axis is logarithmic
 
 
 @dataclass(frozen=True)
@@ -39,16 +47,16 @@ class _Row:
         return ROW + (REASON if self.cell is not None and not self.cell.valid else 0.0)
 
 
-def cell_key(c: Cell) -> tuple[str, str, str]:
-    """The order of the tables: name, path, backend. (Charts read cells only through
-    the fields results files promise to keep: name, path, backend, unit, valid, reason,
-    summary, values, runs, params, extra.)"""
-    return (c.name, c.path, c.backend)
+def cell_key(c: Cell) -> tuple[int, str, str, str]:
+    """The order of the tables: as asked for, then name, path, backend. (Charts read
+    cells only through the fields results files promise to keep: name, path, backend,
+    unit, order, valid, reason, summary, values, runs, params, extra.)"""
+    return sort_key(c)
 
 
 def cell_label(c: Cell) -> str:
     """'nginx/json/callgrind': how titles name a cell."""
-    return "/".join(p for p in cell_key(c) if p)
+    return "/".join(p for p in c.key if p)
 
 
 def unit_title(unit: str, backends: Sequence[str]) -> str:
@@ -60,7 +68,7 @@ def _rows(cells: Sequence[Cell]) -> list[_Row]:
     multi_backend = len({c.backend for c in cells}) > 1
     flat = all(not c.path for c in cells) and len({c.name for c in cells}) == len(cells)
     rows: list[_Row] = []
-    for name in sorted({c.name for c in cells}):
+    for name in row_names(cells):
         own = sorted((c for c in cells if c.name == name), key=cell_key)
         if flat:
             c = own[0]
@@ -73,11 +81,26 @@ def _rows(cells: Sequence[Cell]) -> list[_Row]:
     return rows
 
 
-def _extent(cells: Sequence[Cell]) -> tuple[float, float]:
-    values = [v for c in cells for v in c.values]
-    if not values:
-        return 0.0, 1.0
-    return min(0.0, *values), max(0.0, *values)
+def _scale(cells: Sequence[Cell]) -> tuple[axis.Scale, str | None]:
+    """The axis of the valid cells' runs, and the note saying how it is drawn (None
+    for a plain linear axis from 0)."""
+    values = [v for c in cells if c.valid for v in c.values]
+    medians = [c.summary.median for c in cells if c.valid and c.summary is not None]
+    note = None
+    if not values:  # nothing valid: the invalid cells' own figures give the axis
+        values = [v for c in cells for v in c.values]
+        note = "no cell is valid: the axis spans the invalid cells' runs"
+    if medians and min(values) > 0 and max(medians) >= LOG_FROM * min(medians):
+        low, high = numfmt.si(min(medians)), numfmt.si(max(medians))
+        return axis.logarithmic(min(values), max(values), BAR_X0, BAR_X1), (
+            f"log scale: the medians span {low} to {high} "
+            f"({max(medians) / min(medians):.0f}x); each grid line is 10x the one before"
+        )
+    lo, hi = (min(0.0, *values), max(0.0, *values)) if values else (0.0, 1.0)
+    scale = axis.linear(lo, hi, BAR_X0, BAR_X1)
+    if note is None and any(scale.beyond(v) for c in cells if not c.valid for v in c.values):
+        note = "the axis spans the valid cells; a hatched bar at its end is beyond it"
+    return scale, note
 
 
 def _legend(prefix: str, y: float, invalid: bool) -> list[str]:
@@ -133,7 +156,7 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
         out.append(svg.fill_overlay(prefix, "hatch", BAR_X0, mid - BAR_H / 2, 10, BAR_H))
         out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end"))
         return out
-    x0 = scale(0.0)
+    x0 = scale(scale.lo if scale.kind == axis.LOG else 0.0)
     xm = scale(s.median)
     spread = numfmt.percent(s.spread, 3)
     tip = (
@@ -142,6 +165,8 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
     )
     if not cell.valid:
         tip += f"; not valid: {cell.reason}"
+        if any(scale.beyond(v) for v in cell.values):
+            tip += " (beyond the axis, which spans the valid cells)"
     left, width = min(x0, xm), max(abs(xm - x0), 1.0)
     out.append(svg.rect(left, mid - BAR_H / 2, width, BAR_H, "bar" if cell.valid else "bad", tip))
     if not cell.valid:
@@ -168,15 +193,20 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     unit = cells[0].unit
     heading = unit_title(unit, [c.backend for c in cells])
     rows = _rows(cells)
-    height = TOP + sum(r.height for r in rows) + 8
-    lo, hi = _extent(cells)
-    scale = axis.linear(lo, hi, BAR_X0, BAR_X1)
+    scale, note = _scale(cells)
+    top = TOP + (NOTE if note else 0.0)
+    grid_bottom = top + sum(r.height for r in rows)
+    below = grid_bottom > axis.REPEAT_BELOW
+    height = grid_bottom + (axis.BELOW if below else 0.0) + 8
     out = [svg.text(LABEL_X, 15, heading, "t")]
     out.append(svg.legend(_legend(prefix, 34, any(not c.valid for c in cells))))
-    out.append(svg.text(MEDIAN_RIGHT, TOP - 10, "median", "m b", "end"))
-    out.append(svg.text(SPREAD_RIGHT, TOP - 10, "spread", "m b", "end"))
-    out += axis.vertical_grid(scale, TOP - 6, height - 8, axis.si_labels(scale), WIDTH)
-    y = TOP
+    if note:
+        out.append(svg.text(LABEL_X, 34 + NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
+    out.append(svg.text(MEDIAN_RIGHT, top - 10, "median", "m b", "end"))
+    out.append(svg.text(SPREAD_RIGHT, top - 10, "spread", "m b", "end"))
+    labels = axis.log_labels(scale) if scale.kind == axis.LOG else axis.si_labels(scale)
+    out += axis.vertical_grid(scale, top - 6, grid_bottom, labels, WIDTH, below)
+    y = top
     for r in rows:
         mid = y + ROW / 2
         x = LABEL_X + (12 if r.indent else 0)
@@ -188,6 +218,8 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
         y += r.height
     valid = sum(1 for c in cells if c.valid)
     label = f"{heading}: {len(cells)} cells, {valid} valid; median, min to max and each run"
+    if note:
+        label += f"; {note}"
     return Figure("".join(out), WIDTH, height, label, prefix)
 
 
@@ -225,7 +257,7 @@ def binary_sizes(results: Results) -> list[BinarySize]:
             int(c.extra["binary_bytes"]),
             text if isinstance(text, int) else None,
         )
-    return [out[k] for k in sorted(out)]
+    return list(out.values())  # in the order of the rows above
 
 
 FILE_RIGHT, TEXT_RIGHT = 238.0, 318.0  # "765.09 KiB" needs more room than a count

@@ -2,7 +2,10 @@
 threshold as a band around 0, and the figures and the verdict as text beside it.
 
 Used for comparisons (the change of the median in percent, coloured by verdict) and
-for size diffs (the change in bytes).
+for size diffs (the change in bytes). A comparison whose largest change is SYMLOG_FROM
+times its threshold or more is drawn on a symmetric log scale, linear within the
+threshold and compressed beyond (the chart says so): on a linear +-50% axis a 1% band
+is a sliver of two pixels.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure
 from icount.charts.inputs import CompareRow, ComparisonDoc
+from icount.size.report import UNIT as UNIT_BYTES
 
 # Figures and verdict first, bars last: a phone shows the words before it scrolls.
 WIDTH = 780.0
@@ -38,6 +42,8 @@ BYTES = Columns(150.0, (244.0, 330.0), 414.0, 424.0, 72.0, 504.0)  # "1023.99 Ki
 ROW = 20.0
 BAR_H = 12.0
 TOP = 60.0
+NOTE = 14.0  # a line under the legend saying how the axis is drawn, where it is not linear
+SYMLOG_FROM = 10.0
 
 
 @dataclass(frozen=True)
@@ -71,39 +77,36 @@ def diverging_figure(
     prefix: str,
     legend: bool,
     base: Callable[[float], float] = lambda extent: 1.0,
-    middle_clip: bool = False,
     cols: Columns = COUNTS,
     symmetric: bool = True,
 ) -> Figure:
     """`ticks` makes the tick labeller of the scale; `base(extent)` the unit its ticks
-    are round in (1024**k for bytes); `middle_clip` shortens long labels in the middle."""
-    height = TOP + ROW * len(rows) + 8
-    extent = max(
-        [abs(r.value) for r in rows if r.value is not None]
-        + [r.band for r in rows if r.band is not None]
-        + [0.0]
-    )
-    if symmetric:  # 0 in the middle: growth and shrinkage look alike
-        scale = axis.symmetric(extent * 1.1, cols.bar_x0, BAR_X1, 2, base(extent * 1.1))
-    else:  # 0 where the data put it: all-growth diffs use the whole width
-        values = [r.value for r in rows if r.value is not None]
-        lo, hi = min(0.0, *values), max(0.0, *values)
-        scale = axis.linear(lo, hi, cols.bar_x0, BAR_X1, 3, base(extent))
+    are round in (1024**k for bytes). Long labels are shortened in the middle, where
+    names that share a start (`server/sections/.dynsym`, `.dynstr`) still differ."""
+    scale, note = _scale(rows, base, cols, symmetric)
+    top = TOP + (NOTE if note else 0.0)
+    grid_bottom = top + ROW * len(rows)
+    below = grid_bottom > axis.REPEAT_BELOW
+    height = grid_bottom + (axis.BELOW if below else 0.0) + 8
     tick = ticks(scale)
     out = [svg.text(LABEL_X, 15, heading, "t")]
     if legend:
         out.append(svg.legend(_legend(prefix, 33)))
-    hy = TOP - 10  # column heads on the line of the tick labels (which are over the bars)
+    if note:
+        out.append(svg.text(LABEL_X, 33 + NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
+    hy = top - 10  # column heads on the line of the tick labels (which are over the bars)
     out.append(svg.text(cols.col_right[0], hy, col_titles[0], "m b", "end"))
     out.append(svg.text(cols.col_right[1], hy, col_titles[1], "m b", "end"))
     out.append(svg.text(cols.change_right, hy, "change", "m b", "end"))
     out.append(svg.text(cols.verdict_x, hy, "verdict", "m b"))
-    out += axis.vertical_grid(scale, TOP - 6, height - 8, tick, WIDTH)
+    out += axis.vertical_grid(scale, top - 6, grid_bottom, tick, WIDTH, below)
     x0 = scale(0.0)
-    y = TOP
-    for r in rows:
+    y = top
+    shown = svg.distinct_clips([r.label for r in rows], cols.label_w)
+    for r, short in zip(rows, shown, strict=True):
         mid = y + ROW / 2
-        out.append(svg.label(LABEL_X, mid + 4, r.label, cols.label_w, middle=middle_clip))
+        tip = r.label if short != r.label else None
+        out.append(svg.text(LABEL_X, mid + 4, short, tip=tip))
         out.append(svg.text(cols.col_right[0], mid + 4, r.cols[0], anchor="end"))
         out.append(svg.text(cols.col_right[1], mid + 4, r.cols[1], anchor="end"))
         if r.band is not None:
@@ -123,8 +126,30 @@ def diverging_figure(
         verdict = svg.clip(r.verdict, cols.verdict_w)
         out.append(svg.text(cols.verdict_x, mid + 4, verdict, cls, tip=r.verdict_tip))
         y += ROW
-    out.append(svg.line(x0, TOP - 2, x0, height - 8, "axis"))
-    return Figure("".join(out), WIDTH, height, heading, prefix)
+    out.append(svg.line(x0, top - 2, x0, grid_bottom, "axis"))
+    return Figure("".join(out), WIDTH, height, heading + (f"; {note}" if note else ""), prefix)
+
+
+def _scale(
+    rows: Sequence[DivRow], base: Callable[[float], float], cols: Columns, symmetric: bool
+) -> tuple[axis.Scale, str | None]:
+    """The axis, and the note saying how it is drawn where it is not linear."""
+    values = [r.value for r in rows if r.value is not None]
+    bands = [r.band for r in rows if r.band is not None and r.band > 0]
+    extent = max([abs(v) for v in values] + bands + [0.0])
+    if symmetric and bands and extent >= SYMLOG_FROM * max(bands):
+        knee = max(bands)
+        scale = axis.symlog(extent, knee, cols.bar_x0, BAR_X1)
+        return scale, (
+            f"linear within the threshold (±{knee * 100:.6g}%), logarithmic beyond: on a "
+            "linear axis the band would not show"
+        )
+    if symmetric:  # 0 in the middle: growth and shrinkage look alike
+        limit = extent * 1.1
+        return axis.symmetric(limit, cols.bar_x0, BAR_X1, 2, base(limit)), None
+    # 0 where the data put it: all-growth diffs use the whole width
+    lo, hi = min(0.0, *values), max(0.0, *values)
+    return axis.linear(lo, hi, cols.bar_x0, BAR_X1, 3, base(extent)), None
 
 
 def _legend(prefix: str, y: float) -> list[str]:
@@ -144,9 +169,14 @@ def _legend(prefix: str, y: float) -> list[str]:
     return out
 
 
-def _median(side: object) -> str:
+def _median(side: object, unit: str) -> str:
+    """The figure as its own command prints it: sizes in KiB as `icount size` does."""
     median = getattr(side, "median", None)
-    return numfmt.si(median) if isinstance(median, float) else "-"
+    if isinstance(median, bool) or not isinstance(median, int | float):
+        return "-"
+    if unit == UNIT_BYTES and float(median).is_integer() and median >= 0:
+        return numfmt.human_bytes(int(median))
+    return numfmt.si(median)
 
 
 def _compare_row(r: CompareRow) -> DivRow:
@@ -170,7 +200,7 @@ def _compare_row(r: CompareRow) -> DivRow:
     verdict_tip = f"{r.label}: {r.verdict}" + (f": {r.why}" if r.why else "")
     return DivRow(
         label=r.label,
-        cols=(_median(r.base), _median(r.new)),
+        cols=(_median(r.base, r.unit), _median(r.new, r.unit)),
         value=r.delta_pct,
         band=r.threshold,
         cls=cls,
@@ -187,6 +217,7 @@ def comparison_figure(doc: ComparisonDoc, prefix: str) -> Figure:
     backends = sorted({r.backend for r in doc.rows if r.backend})
     heading = f"{', '.join(units)} ({', '.join(backends)}): change of the median, base to new"
     rows = [_compare_row(r) for r in doc.rows]
+    cols = BYTES if units == [UNIT_BYTES] else COUNTS
     return diverging_figure(
-        rows, heading, ("base", "new"), axis.percent_labels, prefix, legend=True
+        rows, heading, ("base", "new"), axis.percent_labels, prefix, legend=True, cols=cols
     )

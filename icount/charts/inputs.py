@@ -240,24 +240,27 @@ def sizes_from_json(doc: Any, src: str) -> SizeDoc:
                 pair.append(
                     _image(r, r.obj(e.get(side), what), what, _rows(r, rows, what, f"{side}_"))
                 )
-            if pair[0].name == pair[1].name:  # old/server new/server: say which is which
-                pair = [
-                    _renamed(img, f"{side} {img.name}")
-                    for side, img in zip(("old", "new"), pair, strict=True)
-                ]
-            images += pair
+            images += diff_pair(pair[0], pair[1])
         return SizeDoc(view, tuple(images), True)
     for i, raw in enumerate(r.items(d, "images", "the size document"), 1):
         what = f"image {i}"
         img = r.obj(raw, what)
         images.append(_image(r, img, what, _rows(r, r.items(img, "rows", what), what)))
-    return SizeDoc(view, tuple(_distinct_names(images)), False)
+    return SizeDoc(view, tuple(distinct_names(images)), False)
 
 
-def _distinct_names(images: list[SizeImage]) -> list[SizeImage]:
+def distinct_names(images: list[SizeImage]) -> list[SizeImage]:
     """Fat slices share a file name: add the architecture where names repeat."""
     names = [i.name for i in images]
     return [_renamed(i, f"{i.name} [{i.arch}]") if names.count(i.name) > 1 else i for i in images]
+
+
+def diff_pair(old: SizeImage, new: SizeImage) -> list[SizeImage]:
+    """The two sides of a diff, named apart where their file names are one
+    (old/server, new/server: 'old server', 'new server')."""
+    if old.name != new.name:
+        return [old, new]
+    return [_renamed(old, f"old {old.name}"), _renamed(new, f"new {new.name}")]
 
 
 def _renamed(img: SizeImage, name: str) -> SizeImage:

@@ -2,11 +2,16 @@
 treemaps of the largest symbols, and the changes of a size diff.
 
 Every bar segment and treemap tile is numbered or labelled, with the exact bytes in
-its title; the same label gets the same colour and number in every binary.
+its title; the same label gets the same colour and number in every binary. Binaries
+of very different sizes (a 737 B module beside a 1.84 MiB libc) are drawn in groups
+of like size, each group on its own axis, where one axis would leave the small ones
+no visible bar; the chart says so. (Stacked bars cannot take a log scale: a
+segment's length would no longer be its bytes.)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from icount import numfmt
@@ -14,6 +19,7 @@ from icount.charts import axis, svg
 from icount.charts.diverging import BYTES, DivRow, diverging_figure
 from icount.charts.figure import Figure
 from icount.charts.inputs import SizeDoc, SizeImage, SizeRow
+from icount.names import function_name
 
 WIDTH = 760.0
 LABEL_X = 8.0
@@ -23,6 +29,9 @@ BAR_X0, BAR_X1 = 240.0, 748.0
 ROW = 30.0
 BAR_H = 18.0
 TOP = 58.0
+NOTE = 14.0  # the line saying the bars are on several axes
+GROUP_RATIO = 20.0  # a binary this many times smaller than a group's largest starts another
+GROUP_GAP = 24.0  # above a group after the first: its own tick labels
 NAMED = 9  # labels with a colour of their own; the rest are summed as "others"
 LEGEND_COL = 186.0
 TILES = 40  # treemap tiles per binary; the rest is one tile
@@ -30,71 +39,69 @@ TREE_W, TREE_H = 744.0, 380.0
 DIFF_ROWS = 30
 
 
-def _categories(images: Sequence[SizeImage]) -> tuple[list[str], list[str]]:
-    """(named, others): labels holding file bytes, largest first, the same for every image."""
-    biggest: dict[str, int] = {}
+def _categories(images: Sequence[SizeImage], by_share: bool = False) -> tuple[list[str], list[str]]:
+    """(named, others): labels holding file bytes, largest first, the same for every
+    image; `by_share`: largest by their share of a file, so that the sections of a
+    small binary on its own axis are named too, not all left in "others"."""
+    biggest: dict[str, float] = {}
     for img in images:
         for r in img.rows:
             if r.file_bytes > 0:
-                biggest[r.label] = max(biggest.get(r.label, 0), r.file_bytes)
+                size = r.file_bytes / max(img.file_bytes, 1) if by_share else r.file_bytes
+                biggest[r.label] = max(biggest.get(r.label, 0), size)
     ranked = sorted(biggest, key=lambda lb: (-biggest[lb], lb))
     if len(ranked) <= NAMED + 1:
         return ranked, []
     return ranked[:NAMED], ranked[NAMED:]
 
 
+def size_groups(images: Sequence[SizeImage]) -> list[list[int]]:
+    """Indices of `images` in groups of like size: largest first, each joins the first
+    group whose largest is under GROUP_RATIO times its size. Groups come in the order
+    of their first image, and images in their given order within a group."""
+    groups: list[list[int]] = []
+    for i in sorted(range(len(images)), key=lambda i: (-images[i].file_bytes, i)):
+        size = images[i].file_bytes
+        home = next((g for g in groups if images[g[0]].file_bytes < GROUP_RATIO * size), None)
+        if home is None:
+            groups.append([i])
+        else:
+            home.append(i)
+    return sorted((sorted(g) for g in groups), key=lambda g: g[0])
+
+
 def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
     images = doc.images
-    named, others = _categories(images)
+    groups = size_groups(images)
+    named, others = _categories(images, by_share=len(groups) > 1)
     what = {"sections": "section", "segments": "segment"}.get(doc.view, doc.view)
     per_row = int((WIDTH - LABEL_X) // LEGEND_COL)
     entries = len(named) + (1 if others else 0)
     legend_rows = -(-entries // per_row)
-    bars_bottom = TOP + ROW * len(images)
+    note = (
+        f"{len(groups)} axes: the binaries differ in size by more than {GROUP_RATIO:.0f}x, "
+        "so each group of like size has its own"
+        if len(groups) > 1
+        else None
+    )
+    top = TOP + (NOTE if note else 0.0)
+    bars_bottom = top + ROW * len(images) + GROUP_GAP * (len(groups) - 1)
     height = bars_bottom + 14 + 20 * legend_rows + 8
-    scale = axis.bytes_scale(max((i.file_bytes for i in images), default=1), BAR_X0, BAR_X1)
     heading = f"file bytes by {what}"
     out = [svg.text(LABEL_X, 15, heading + (" (old and new)" if doc.diff else ""), "t")]
-    out.append(svg.text(TOTAL_RIGHT, TOP - 10, "file", "m b", "end"))
-    out += axis.vertical_grid(scale, TOP - 6, bars_bottom, axis.bytes_labels(scale), WIDTH)
-    y = TOP
-    for img in images:
-        mid = y + ROW / 2
-        name = f"{img.name}: {img.fmt} {img.kind}, {img.arch}"
-        out.append(svg.text(LABEL_X, mid + 4, svg.clip(img.name, LABEL_W), tip=name))
-        rows = {r.label: r for r in img.rows}
-        x = BAR_X0
-        for k, lb in enumerate(named):
-            r = rows.get(lb)
-            if r is None or r.file_bytes == 0:
-                continue
-            w = scale(r.file_bytes) - BAR_X0
-            tip = (
-                f"{img.name}: {lb}: {svg.exact(r.file_bytes)} bytes in the file "
-                f"({numfmt.share(r.file_bytes, img.file_bytes)}), "
-                f"{svg.exact(r.vm_bytes)} bytes of VM"
-            )
-            out += _segment(x, mid, w, f"c{k}", tip, lb, str(k + 1))
-            x += w
-        rest = [rows[lb] for lb in others if lb in rows and rows[lb].file_bytes > 0]
-        if rest:
-            total = sum(r.file_bytes for r in rest)
-            tip = (
-                f"{img.name}: {len(rest)} other {what}s: {svg.exact(total)} bytes in the file "
-                f"({numfmt.share(total, img.file_bytes)})"
-            )
-            out += _segment(x, mid, scale(total) - BAR_X0, "c9", tip, "others", str(NAMED + 1))
-        out.append(
-            svg.text(
-                TOTAL_RIGHT,
-                mid + 4,
-                numfmt.human_bytes(img.file_bytes),
-                anchor="end",
-                tip=f"{img.name}: {svg.exact(img.file_bytes)} bytes in the file, "
-                f"{svg.exact(img.vm_bytes)} bytes of VM",
-            )
-        )
-        y += ROW
+    if note:
+        out.append(svg.text(LABEL_X, 15 + 2 * NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
+    out.append(svg.text(TOTAL_RIGHT, top - 10, "file", "m b", "end"))
+    y = top
+    for k, group in enumerate(groups):
+        y += GROUP_GAP if k else 0.0
+        largest = max(images[i].file_bytes for i in group)
+        scale = axis.bytes_scale(max(largest, 1), BAR_X0, BAR_X1)
+        bottom = y + ROW * len(group)
+        out += axis.vertical_grid(scale, y - 6, bottom, axis.bytes_labels(scale), WIDTH)
+        for i in group:
+            out += _stacked_row(images[i], named, others, what, scale, y + ROW / 2)
+            y += ROW
     labels = [*named, *([f"others ({len(others)})"] if others else [])]
     key: list[str] = []
     for k, lb in enumerate(labels):
@@ -105,8 +112,53 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
         key.append(svg.rect(lx, ly - 10, 14, 12, cls, None))
         key.append(svg.label(lx + 19, ly, f"{k + 1} {lb}", LEGEND_COL - 24, middle=True))
     out.append(svg.legend(key))
-    label = f"{heading} of {len(images)} binaries"
+    label = f"{heading} of {len(images)} binaries" + (f"; {note}" if note else "")
     return Figure("".join(out), WIDTH, height, label, prefix)
+
+
+def _stacked_row(
+    img: SizeImage,
+    named: Sequence[str],
+    others: Sequence[str],
+    what: str,
+    scale: axis.Scale,
+    mid: float,
+) -> list[str]:
+    name = f"{img.name}: {img.fmt} {img.kind}, {img.arch}"
+    out = [svg.text(LABEL_X, mid + 4, svg.clip(img.name, LABEL_W), tip=name)]
+    rows = {r.label: r for r in img.rows}
+    x = BAR_X0
+    for k, lb in enumerate(named):
+        r = rows.get(lb)
+        if r is None or r.file_bytes == 0:
+            continue
+        w = scale(r.file_bytes) - BAR_X0
+        tip = (
+            f"{img.name}: {lb}: {svg.exact(r.file_bytes)} bytes in the file "
+            f"({numfmt.share(r.file_bytes, img.file_bytes)}), "
+            f"{svg.exact(r.vm_bytes)} bytes of VM"
+        )
+        out += _segment(x, mid, w, f"c{k}", tip, lb, str(k + 1))
+        x += w
+    rest = [rows[lb] for lb in others if lb in rows and rows[lb].file_bytes > 0]
+    if rest:
+        total = sum(r.file_bytes for r in rest)
+        tip = (
+            f"{img.name}: {len(rest)} other {what}s: {svg.exact(total)} bytes in the file "
+            f"({numfmt.share(total, img.file_bytes)})"
+        )
+        out += _segment(x, mid, scale(total) - BAR_X0, "c9", tip, "others", str(NAMED + 1))
+    out.append(
+        svg.text(
+            TOTAL_RIGHT,
+            mid + 4,
+            numfmt.human_bytes(img.file_bytes),
+            anchor="end",
+            tip=f"{img.name}: {svg.exact(img.file_bytes)} bytes in the file, "
+            f"{svg.exact(img.vm_bytes)} bytes of VM",
+        )
+    )
+    return out
 
 
 def _segment(x: float, mid: float, w: float, cls: str, tip: str, name: str, num: str) -> list[str]:
@@ -173,14 +225,28 @@ def _worst(row: Sequence[float], short: float) -> float:
     return max(max(short * short * a / (s * s), s * s / (short * short * a)) for a in row if a)
 
 
+# The row `icount size --top` sums what it leaves out in: `[5282 others]`.
+_OTHERS = re.compile(r"\[([0-9]+) others\]")
+
+
+def _merged(r: SizeRow) -> int:
+    """How many rows `r` stands for: N for a `[N others]` row, else 0."""
+    m = _OTHERS.fullmatch(r.label)
+    return int(m.group(1)) if m else 0
+
+
 def treemap_figure(img: SizeImage, prefix: str) -> Figure:
+    """The largest symbols as tiles; what --top left out (its `[N others]` row) and
+    the tiles past TILES are one "others" tile. A C++ tile reads the function's name
+    (`std::money_get::_M_extract`, not the return type `std::istreambuf_iterator…`),
+    shortened from the left, where it ends; its title keeps the whole symbol."""
     rows = sorted((r for r in img.rows if r.file_bytes > 0), key=lambda r: (-r.file_bytes, r.label))
-    shown, rest = rows[:TILES], rows[TILES:]
+    symbols = [r for r in rows if not _merged(r)]
+    shown, rest = symbols[:TILES], symbols[TILES:] + [r for r in rows if _merged(r)]
     tiles: list[tuple[SizeRow, int]] = [(r, 0) for r in shown]
     if rest:
-        tiles.append(
-            (SizeRow(f"{len(rest)} others", sum(r.file_bytes for r in rest), 0), len(rest))
-        )
+        count = sum(_merged(r) or 1 for r in rest)
+        tiles.append((SizeRow(f"{count} others", sum(r.file_bytes for r in rest), 0), count))
     top = 30.0
     height = top + TREE_H + 8
     name = f"{img.name} ({img.arch})" if img.arch else img.name
@@ -198,11 +264,14 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
         # A label only where at least a few characters fit; the size only where whole.
         room = w - 8
         if h >= 16 and room >= svg.text_px("abcde"):
-            out.append(svg.text(x + 4, y + 14, svg.clip(r.label, room), "in"))
+            name = r.label if merged else function_name(r.label)
+            tail = "::" in name  # a qualified name ends with the function's own
+            out.append(svg.text(x + 4, y + 14, svg.clip(name, room, tail=tail), "in"))
             size = numfmt.human_bytes(r.file_bytes)
             if h >= 32 and svg.text_px(size) <= room:
                 out.append(svg.text(x + 4, y + 28, size, "in"))
-    label = f"{heading} ({len(shown)} largest of {len(rows)} rows)"
+    total = len(symbols) + sum(_merged(r) for r in rows)
+    label = f"{heading} ({len(shown)} largest of {total} rows)"
     return Figure("".join(out), WIDTH, height, label, prefix)
 
 
@@ -262,7 +331,6 @@ def diff_figure(doc: SizeDoc, old: SizeImage, new: SizeImage, prefix: str) -> Fi
         prefix,
         legend=False,
         base=axis.binary_unit,
-        middle_clip=True,
         cols=BYTES,
         symmetric=False,
     )

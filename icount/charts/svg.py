@@ -88,17 +88,56 @@ def text_px(text: str, size: float = FONT_PX) -> float:
     return len(text) * size * CHAR_EM
 
 
-def clip(text: str, width_px: float, size: float = FONT_PX, middle: bool = False) -> str:
+def clip(
+    text: str, width_px: float, size: float = FONT_PX, middle: bool = False, tail: bool = False
+) -> str:
     """`text` shortened with an ellipsis to fit about `width_px` (the whole text goes in
     the mark's title); `middle` keeps both ends, where names differ at the end (C++
-    symbols, section names)."""
+    symbols, section names); `tail` keeps the end (a function's own name ends a
+    qualified one)."""
     room = max(1, int(width_px / (size * CHAR_EM)))
     if len(text) <= room:
         return text
+    if tail:
+        return "…" + text[len(text) - room + 1 :] if room > 1 else "…"
     if middle and room >= 8:
-        tail = (room - 1) // 2
-        return text[: room - 1 - tail] + "…" + text[len(text) - tail :]
+        end = (room - 1) // 2
+        return text[: room - 1 - end] + "…" + text[len(text) - end :]
     return text[: max(0, room - 1)] + "…"
+
+
+def clip_path(text: str, width_px: float, size: float = FONT_PX) -> str:
+    """A `/`-separated name shortened by whole parts from the middle: its first part
+    and at least two of its last where they fit (`server/…/.dynstr/vm`), else as many
+    of its last as fit (`…/.data.rel.ro/file`); a character middle ellipsis where whole
+    parts would keep less than half the room."""
+    room = max(1, int(width_px / (size * CHAR_EM)))
+    if len(text) <= room:
+        return text
+    parts = text.split("/")
+    best: tuple[int, int, str] | None = None
+    for head in (parts[:1], []):
+        for k in range(1, len(parts) - len(head)):
+            tail = parts[len(parts) - k :]
+            short = "/".join([*head, "…", *tail])
+            rank = (len(head) if k >= 2 else 0, k)
+            fits = len(short) <= room and 2 * len("/".join(tail)) >= room
+            if fits and (best is None or rank > best[:2]):
+                best = (*rank, short)
+    return best[2] if best else clip(text, width_px, size, middle=True)
+
+
+def distinct_clips(texts: list[str], width_px: float) -> list[str]:
+    """Each of `texts` shortened to `width_px` (clip_path), two different texts not
+    shortened alike where a character middle ellipsis tells them apart."""
+    out = [clip_path(t, width_px) for t in texts]
+    seen: dict[str, set[str]] = {}
+    for t, short in zip(texts, out, strict=True):
+        seen.setdefault(short, set()).add(t)
+    return [
+        clip(t, width_px, middle=True) if len(seen[short]) > 1 else short
+        for t, short in zip(texts, out, strict=True)
+    ]
 
 
 def title(text: str) -> str:

@@ -171,7 +171,7 @@ def _comparison(
     names: dict[Path, str],
 ) -> Input:
     from icount import charts, results
-    from icount.compare import model, render
+    from icount.compare import model
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
     from icount.errors import UsageError
 
@@ -183,6 +183,4 @@ def _comparison(
         raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
     comparison = model.compare(base, new, limits, diffs)
     name = f"{names[base_path]} → {names[new_path]}"
-    return charts.ComparisonInput(
-        name, charts.comparison_from_json(render.to_json(comparison), name)
-    )
+    return charts.ComparisonInput(name, charts.comparison_doc(comparison))

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from icount.names import display_name
 from icount.results.details import Rep
 from icount.stats import summarize
 
@@ -103,32 +104,3 @@ def describe(explained: Mapping[str, Any], max_spread: float, *, windows: bool =
             "(--requests, or the adapter's `requests`) average it"
         )
     return line
-
-
-def display_name(name: str) -> str:
-    """A C++ symbol without its template arguments and parameter list, for a line of
-    notes: `v8::internal::Sweeper::RawSweep(v8::internal::Page*, ...)` is
-    `v8::internal::Sweeper::RawSweep`. Names without `::` (C, Go's
-    `runtime.(*mheap).alloc`) and names the stripping would cut to nothing readable
-    (Rust's `<T as Trait>::fmt`) are returned as they are."""
-    if "::" not in name:
-        return name
-    anon = "(anonymous namespace)"
-    hidden = "\x00"  # kept through the bracket stripping, restored after
-    name = name.replace(anon, hidden)
-    out: list[str] = []
-    depth = 0
-    pairs = {"<": ">", "(": ")"}
-    closing = set(pairs.values())
-    for i, ch in enumerate(name):
-        if ch in pairs and not (ch == "<" and name.startswith("operator", max(0, i - 8))):
-            depth += 1
-        elif ch in closing and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    name = name.replace(hidden, anon)
-    short = "".join(out).strip().replace(hidden, anon)
-    if not short or depth != 0 or short.startswith("::") or "::::" in short:
-        return name  # unbalanced, or a qualifier that was all brackets
-    return short

@@ -1,0 +1,88 @@
+"""icount's typed models read into what the charts draw, for `--format svg`: the same
+ComparisonDoc and SizeDoc as inputs.py reads from the JSON files, built from the
+Comparison and the size Breakdowns directly (no JSON text in between), so a chart of
+a command's output and the report of its JSON file draw the same marks."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+from icount.charts.inputs import (
+    CompareRow,
+    ComparisonDoc,
+    Side,
+    SizeDoc,
+    SizeImage,
+    SizeRow,
+    diff_pair,
+    distinct_names,
+)
+from icount.compare.model import VERDICT_ORDER, Comparison, Row
+from icount.compare.render import verdict_line
+from icount.size.model import Breakdown
+from icount.size.render import diff_rows
+from icount.stats import Summary
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _side(s: Summary | None) -> Side | None:
+    return None if s is None else Side(float(s.median), float(s.min), float(s.max), s.n)
+
+
+def _row(r: Row) -> CompareRow:
+    return CompareRow(
+        name=r.name,
+        path=r.path,
+        backend=r.backend,
+        unit=r.unit,
+        base=_side(r.base),
+        new=_side(r.new),
+        delta=_finite(r.delta),
+        delta_pct=_finite(r.delta_pct),
+        threshold=r.threshold,
+        verdict=r.verdict.value,
+        why=r.why,
+    )
+
+
+def comparison_doc(c: Comparison) -> ComparisonDoc:
+    counts = ((v.value, c.count(v)) for v in VERDICT_ORDER)
+    return ComparisonDoc(
+        verdict_line=verdict_line(c),
+        forced=tuple(f"{d.field}: base {d.base!r}, new {d.new!r}" for d in c.forced),
+        rows=tuple(_row(r) for r in c.rows),
+        summary=tuple((v, n) for v, n in counts if n),
+        median_ratio=_finite(c.median_ratio),
+        pairs=None if c.pairs is None else len(c.pairs),
+    )
+
+
+def _image(b: Breakdown, rows: tuple[SizeRow, ...]) -> SizeImage:
+    """As inputs.py names an image: the file's base name (the totals are the
+    breakdown's own, which the JSON's file_bytes and vm_bytes are)."""
+    name = os.path.basename(b.path) or b.path
+    return SizeImage(name, b.arch, b.fmt, b.kind, b.file_total, b.vm_total, rows)
+
+
+def size_doc(items: Sequence[Breakdown], view: str) -> SizeDoc:
+    """What `icount size --format json` prints, for its chart."""
+    images = [_image(b, tuple(SizeRow(r.label, r.file, r.vm) for r in b.rows)) for b in items]
+    return SizeDoc(view, tuple(distinct_names(images)), False)
+
+
+def size_diff_doc(pairs: Sequence[tuple[Breakdown, Breakdown]], view: str) -> SizeDoc:
+    """What `icount size --diff --format json` prints: each side with every row of the
+    diff (0 where that side lacks the row), old and new named apart."""
+    images: list[SizeImage] = []
+    for old, new in pairs:
+        rows = diff_rows(old, new)
+        images += diff_pair(
+            _image(old, tuple(SizeRow(d.label, d.old_file, d.old_vm) for d in rows)),
+            _image(new, tuple(SizeRow(d.label, d.new_file, d.new_vm) for d in rows)),
+        )
+    return SizeDoc(view, tuple(images), True)

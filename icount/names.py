@@ -1,0 +1,72 @@
+"""Short names of functions for notes and chart labels: C++ symbols without their
+template arguments, parameter lists and (for a label) return types. The results file
+and each mark's title keep the whole name."""
+
+from __future__ import annotations
+
+ANON = "(anonymous namespace)"
+_HIDDEN = "\x00"  # stands in for ANON through the stripping, restored after
+_QUALIFIERS = ("const", "volatile", "&", "&&", "noexcept")
+# What the demangler writes before the symbol a special one belongs to.
+_SPECIAL = (
+    "vtable for ",
+    "typeinfo for ",
+    "typeinfo name for ",
+    "VTT for ",
+    "construction vtable for ",
+    "guard variable for ",
+    "non-virtual thunk to ",
+    "virtual thunk to ",
+    "covariant return thunk to ",
+    "transaction clone for ",
+)
+
+
+def display_name(name: str) -> str:
+    """A C++ symbol without its template arguments and parameter list, for a line of
+    notes: `v8::internal::Sweeper::RawSweep(v8::internal::Page*, ...)` is
+    `v8::internal::Sweeper::RawSweep`. Names without `::` (C, Go's
+    `runtime.(*mheap).alloc`) and names the stripping would cut to nothing readable
+    (Rust's `<T as Trait>::fmt`) are returned as they are."""
+    if "::" not in name:
+        return name
+    anon, hidden = ANON, _HIDDEN
+    name = name.replace(anon, hidden)
+    out: list[str] = []
+    depth = 0
+    pairs = {"<": ">", "(": ")"}
+    closing = set(pairs.values())
+    for i, ch in enumerate(name):
+        if ch in pairs and not (ch == "<" and name.startswith("operator", max(0, i - 8))):
+            depth += 1
+        elif ch in closing and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    name = name.replace(hidden, anon)
+    short = "".join(out).strip().replace(hidden, anon)
+    if not short or depth != 0 or short.startswith("::") or "::::" in short:
+        return name  # unbalanced, or a qualifier that was all brackets
+    return short
+
+
+def function_name(name: str) -> str:
+    """`display_name` without the return type and the trailing qualifiers a demangled
+    C++ symbol carries: `std::istreambuf_iterator<char> std::money_get<char>::_M_extract
+    <false>(...) const` is `std::money_get::_M_extract`, `int v8::Foo::Bar(int)` is
+    `v8::Foo::Bar`. Names without `::` are returned as they are."""
+    for prefix in _SPECIAL:  # `vtable for std::foo<int>`: what it is of, said whole
+        if name.startswith(prefix):
+            return prefix + function_name(name[len(prefix) :])
+    short = display_name(name)
+    if "::" not in short or short == name:
+        return short  # left whole by display_name: not a name it could read
+    words = short.replace(ANON, _HIDDEN).split(" ")
+    while len(words) > 1 and words[-1] in _QUALIFIERS:
+        words.pop()
+    last = words[-1]
+    # `operator new`, `foo::operator delete[]`, `operator bool`: the operator's word is
+    # part of the name
+    if len(words) > 1 and (words[-2] == "operator" or words[-2].endswith("::operator")):
+        last = f"{words[-2]} {last}"
+    return last.replace(_HIDDEN, ANON) or short

@@ -1,0 +1,350 @@
+"""Scales and labels that read (issue 24's "Chart scales" and "Labels"), read back from
+the SVG: an invalid cell does not set the axis, a tiny binary beside libc still has a
+bar, a threshold band still shows beside a +-50% change, tall charts repeat their
+axis under the last row, labels that share a start still differ, C++ tiles show the
+function's name, one "others" tile, rows in the order asked for; and the charts of
+the typed models are those of their JSON documents."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from icount import charts, results
+from icount.charts import axis, bars, diverging, sizes, svg
+from icount.charts.inputs import CompareRow, ComparisonDoc, Side, SizeDoc, SizeImage, SizeRow
+from icount.compare import model, render
+from icount.compare.thresholds import parse_thresholds
+from icount.names import function_name
+from icount.results import Results
+
+from .conftest import COMPARE_FIXTURES, FP, cell
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def parse(text: str) -> ET.Element:
+    return ET.fromstring(text.split("\n", 1)[1])
+
+
+def tip(e: ET.Element) -> str:
+    t = e.find(f"{NS}title")
+    return t.text or "" if t is not None else ""
+
+
+def rects(root: ET.Element, cls: str) -> list[ET.Element]:
+    legend = {id(e) for g in root.iter(f"{NS}g") if g.get("class") == "legend" for e in g.iter()}
+    return [
+        e
+        for e in root.iter(f"{NS}rect")
+        if cls in (e.get("class") or "").split() and id(e) not in legend
+    ]
+
+
+def texts(root: ET.Element) -> list[str]:
+    return [t.text or "" for t in root.iter(f"{NS}text")]
+
+
+def width(e: ET.Element) -> float:
+    return float(e.get("width", 0))
+
+
+# ---------------------------------------------------------------- results
+
+
+def huge_invalid() -> Results:
+    """64 valid cells of 1.0-1.5M and one invalid at 171.5M (its spread too large),
+    as the red team's file: the invalid cell once left 50 of the 64 bars a few pixels."""
+    cells = [
+        dataclasses.replace(
+            cell(f"fib-{i}", [b, b + 3, b - 2], unit=results.UNIT_INSTRUCTIONS), order=i
+        )
+        for i in range(1, 65)
+        for b in [1_000_000 + i * 8_000]
+    ]
+    bad = cell("huge", [171_500_000, 120_000_000, 230_000_000], unit=results.UNIT_INSTRUCTIONS)
+    return Results(FP, (*cells, dataclasses.replace(bad, order=20)))
+
+
+def test_an_invalid_cell_does_not_set_the_axis() -> None:
+    res = huge_invalid()
+    root = parse(charts.results_svg(res))
+    axis_px = bars.BAR_X1 - bars.BAR_X0
+    valid = [b for b in rects(root, "bar") if "median" in tip(b)]
+    assert len(valid) == 64
+    # medians of 1.0-1.5M on an axis to 2M: every bar at least half of it
+    assert min(width(b) for b in valid) >= 0.5 * axis_px
+    assert "2.0M" in texts(root) and not any(t.endswith("50M") for t in texts(root))
+    (bad,) = rects(root, "bad")
+    assert "beyond the axis, which spans the valid cells" in tip(bad)
+    assert width(bad) <= axis_px + 0.1  # drawn to the axis's end, not past the chart
+    assert any(t.startswith("the axis spans the valid cells") for t in texts(root))
+
+
+def test_a_tall_chart_repeats_its_axis_under_the_last_row() -> None:
+    root = parse(charts.results_svg(huge_invalid()))
+    labels = [t for t in root.iter(f"{NS}text") if t.text == "1.0M"]
+    assert len(labels) == 2
+    top, bottom = sorted(float(t.get("y", 0)) for t in labels)
+    last_row = max(float(t.get("y", 0)) for t in root.iter(f"{NS}text") if t.text == "fib-64")
+    assert top < 80 and bottom > last_row
+    short = parse(charts.results_svg(Results(FP, huge_invalid().cells[:5])))
+    ticks = [t for t in texts(short) if t.endswith("M")]  # tick labels and medians
+    assert ticks and len(ticks) == len(set(ticks))  # each once: not repeated below
+
+
+def test_medians_orders_of_magnitude_apart_get_a_log_axis_that_says_so() -> None:
+    res = Results(
+        FP,
+        (
+            cell("c-epoll", [3102.2, 3101.9, 3102.5]),
+            cell("nginx", [13012.4, 13012.1]),
+            cell("python", [312930.0, 313000.0]),
+        ),
+    )
+    root = parse(charts.results_svg(res))
+    widths = {tip(b).split(":")[0]: width(b) for b in rects(root, "bar")}
+    axis_px = bars.BAR_X1 - bars.BAR_X0
+    assert widths["c-epoll/callgrind"] >= 0.1 * axis_px  # 1% of the axis on a linear one
+    assert widths["c-epoll/callgrind"] < widths["nginx/callgrind"] < widths["python/callgrind"]
+    assert any(t.startswith("log scale: the medians span 3.102k to 313.0k") for t in texts(root))
+    assert {"1k", "10k", "100k", "1M"} <= set(texts(root))
+
+
+def test_rows_keep_the_order_asked_for_not_a_text_sort() -> None:
+    names = ["fib-1", "fib-2", "fib-10", "alpha"]
+    res = Results(
+        FP, tuple(dataclasses.replace(cell(n, [100.0 + k]), order=k) for k, n in enumerate(names))
+    )
+    shown = [t for t in texts(parse(charts.results_svg(res))) if t in names]
+    assert shown == names
+    page = charts.report_html([charts.ResultsInput("r.json", res, None)])
+    table = page[page.index("<summary>Numbers</summary>") :]
+    assert [table.index(f'<td class="l">{n}</td>') for n in names] == sorted(
+        table.index(f'<td class="l">{n}</td>') for n in names
+    )
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def comparison(changes: dict[str, float], threshold: float = 0.01) -> ComparisonDoc:
+    rows = []
+    for name, pct in changes.items():
+        base, new = 100_000.0, 100_000.0 * (1 + pct)
+        verdict = "unchanged" if abs(pct) <= threshold else "regressed" if pct > 0 else "improved"
+        rows.append(
+            CompareRow(
+                name,
+                "",
+                "callgrind",
+                "instructions",
+                Side(base, base, base, 3),
+                Side(new, new, new, 3),
+                new - base,
+                pct,
+                threshold,
+                verdict,
+                "",
+            )
+        )
+    return ComparisonDoc("verdicts", (), tuple(rows), (), None, None)
+
+
+def test_a_threshold_band_shows_beside_a_change_fifty_times_larger() -> None:
+    doc = comparison({"fib": 0.5, "gzip": -0.4, "json": 0.005})
+    root = parse(charts.comparison_svg(doc))
+    half = (diverging.BAR_X1 - diverging.COUNTS.bar_x0) / 2
+    bands = rects(root, "band")
+    assert len(bands) == 3 and min(width(b) for b in bands) >= 0.25 * half  # was 2% of it
+    assert any(t.startswith("linear within the threshold (±1%), logarithmic") for t in texts(root))
+    assert {"+50%", "-50%", "0%"} <= set(texts(root))
+    # still a diverging scale: the larger change has the longer bar, on its own side
+    (reg,) = rects(root, "reg")
+    (imp,) = rects(root, "imp")
+    assert width(reg) > width(imp) > 0.5 * half
+    assert float(imp.get("x", 0)) + width(imp) == pytest.approx(float(reg.get("x", 0)), abs=0.1)
+
+
+def test_a_linear_comparison_stays_linear() -> None:
+    root = parse(charts.comparison_svg(comparison({"fib": 0.03, "gzip": -0.02}, 0.02)))
+    assert not any("logarithmic" in t for t in texts(root))
+
+
+def test_the_minus_two_and_a_half_percent_tick_is_labelled() -> None:
+    root = parse(charts.comparison_svg(comparison({"fib": 0.045, "gzip": -0.03})))
+    assert {"-5.0%", "-2.5%", "0%", "+2.5%", "+5.0%"} <= set(texts(root))
+
+
+def test_size_comparison_labels_that_share_a_start_still_differ() -> None:
+    labels = [f"server/sections/{s}/file" for s in (".dynamic", ".dynstr", ".dynsym")]
+    rows = tuple(
+        CompareRow(
+            "server",
+            lb.removeprefix("server/"),
+            "size",
+            "bytes",
+            Side(480, 480, 480, 1),
+            Side(496, 496, 496, 1),
+            16,
+            16 / 480,
+            0.01,
+            "regressed",
+            "",
+        )
+        for lb in labels
+    )
+    root = parse(charts.comparison_svg(ComparisonDoc("v", (), rows, (), None, None)))
+    shown = [
+        t
+        for t in root.iter(f"{NS}text")
+        if float(t.get("x", 0)) == diverging.LABEL_X and (t.text or "").endswith("/file")
+    ]
+    assert len(shown) == 3 and len({t.text for t in shown}) == 3
+    for t, full in zip(shown, labels, strict=True):
+        assert ".dyn" in (t.text or "") and tip(t) == full
+        assert svg.text_px(t.text or "") <= diverging.BYTES.label_w
+    assert {"480 B", "496 B"} <= set(texts(root))  # bytes as icount size writes them
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("server/sections/.dynstr/file", "…/.dynstr/file"),  # fits whole at 160 px
+        ("server/sections/.data.rel.ro/file", "…/.data.rel.ro/file"),
+        ("ab/cd", "ab/cd"),
+    ],
+)
+def test_clip_path_keeps_whole_parts_from_the_end(text: str, shown: str) -> None:
+    assert svg.clip_path(text, 150) == shown
+
+
+# ---------------------------------------------------------------- sizes
+
+
+def image(name: str, rows: dict[str, int]) -> SizeImage:
+    total = sum(rows.values())
+    return SizeImage(
+        name,
+        "x86_64",
+        "ELF64",
+        "shared object",
+        total,
+        total,
+        tuple(SizeRow(lb, b, b) for lb, b in rows.items()),
+    )
+
+
+def test_a_tiny_module_beside_libc_has_a_visible_bar() -> None:
+    wasm = image("mod.wasm", {"CODE": 400, "DATA": 300, "[header]": 37})
+    libc = image("libc.so.6", {".text": 1_500_000, ".rodata": 250_000, ".data": 179_000})
+    root = parse(charts.sizes_svg(SizeDoc("sections", (wasm, libc), False)))
+    segs = rects(root, "seg")
+    small = sum(width(s) for s in segs if tip(s).startswith("mod.wasm: "))
+    large = sum(width(s) for s in segs if tip(s).startswith("libc.so.6: "))
+    axis_px = sizes.BAR_X1 - sizes.BAR_X0
+    assert small >= 0.5 * axis_px and large >= 0.5 * axis_px  # each on an axis of its size
+    assert any(
+        t.startswith("2 axes: the binaries differ in size by more than 20x") for t in texts(root)
+    )
+    assert "1.5 MiB" in texts(root) or "2.0 MiB" in texts(root)
+    assert any(t.endswith(" B") and t != "0" for t in texts(root))  # the module's own axis
+    # its sections are named, not all left in "others"
+    assert any(tip(s).startswith("mod.wasm: CODE: 400 bytes") for s in segs)
+
+
+def test_binaries_of_like_size_share_one_axis() -> None:
+    a = image("a", {".text": 1000, ".data": 200})
+    b = image("b", {".text": 600, ".data": 100})
+    root = parse(charts.sizes_svg(SizeDoc("sections", (a, b), False)))
+    assert not any("axes" in t for t in texts(root))
+    groups = sizes.size_groups([a, b, image("c", {".text": 10}), image("d", {".text": 15})])
+    assert groups == [[0, 1], [2, 3]]
+
+
+CXX = (
+    "std::istreambuf_iterator<char, std::char_traits<char> > std::__cxx11::money_get<char, "
+    "std::istreambuf_iterator<char, std::char_traits<char> > >::_M_extract<false>(std::"
+    "istreambuf_iterator<char, std::char_traits<char> >, std::ios_base&) const"
+)
+
+
+def test_treemap_tiles_show_the_function_name_and_one_others_tile() -> None:
+    rows = {CXX: 90_000, "long v8::internal::Heap::Size(int)": 60_000, "[300 others]": 50_000}
+    rows |= {f"fn_{k}": 1000 - k for k in range(sizes.TILES + 5)}
+    img = image("libstdc++.so.6", rows)
+    root = parse(charts.sizes_svg(SizeDoc("symbols", (img,), False)))
+    inside = [t.text or "" for t in root.iter(f"{NS}text") if t.get("class") == "in"]
+    assert "std::__cxx11::money_get::_M_extract" in inside
+    assert any(t.endswith("::Heap::Size") for t in inside)  # shortened from the left
+    assert not any(t.startswith(("std::istreambuf", "long", "int ")) for t in inside)
+    others = [s for s in rects(root, "seg") if "others" in tip(s)]
+    assert len(others) == 1 and "c9" in (others[0].get("class") or "")
+    # the 7 symbols past TILES and the 300 that --top summed: 962 + ... + 956 + 50,000
+    assert tip(others[0]).startswith("libstdc++.so.6: 307 others: 307 smaller rows, 56,713 bytes")
+    total = sum(
+        int(re.findall(r"([\d,]+) bytes in", tip(s))[0].replace(",", ""))
+        for s in rects(root, "seg")
+    )
+    assert total == img.file_bytes
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        (CXX, "std::__cxx11::money_get::_M_extract"),
+        ("int v8::internal::Foo::Bar(int)", "v8::internal::Foo::Bar"),
+        ("std::foo::operator bool() const", "std::foo::operator bool"),
+        ("std::vector<int>::operator new(unsigned long)", "std::vector::operator new"),
+        ("(anonymous namespace)::parse(char const*)", "(anonymous namespace)::parse"),
+        ("operator new(unsigned long)", "operator new(unsigned long)"),  # no scope: whole
+        ("[section .text]", "[section .text]"),
+        ("runtime.(*mheap).alloc", "runtime.(*mheap).alloc"),
+        ("<T as core::fmt::Debug>::fmt", "<T as core::fmt::Debug>::fmt"),
+        ("vtable for std::vector<int>", "vtable for std::vector"),
+    ],
+)
+def test_function_name(name: str, shown: str) -> None:
+    assert function_name(name) == shown
+
+
+# ---------------------------------------------------------------- typed models
+
+
+def test_charts_of_a_comparison_are_those_of_its_json() -> None:
+    base = results.load(COMPARE_FIXTURES / "loop-base.json")
+    new = results.load(COMPARE_FIXTURES / "loop-new.json")
+    c = model.compare(base, new, parse_thresholds(["0.5%"], 10), [])
+    assert charts.comparison_doc(c) == charts.comparison_from_json(render.to_json(c), "c")
+    assert charts.comparison_svg(c) == charts.comparison_svg(
+        charts.comparison_from_json(render.to_json(c), "c")
+    )
+
+
+@pytest.mark.parametrize("binaries", [("/bin/true",), ("/bin/true", "/bin/ls")])
+def test_charts_of_sizes_are_those_of_their_json(binaries: tuple[str, ...]) -> None:
+    from icount.size import render as size_render
+    from icount.size import report
+
+    items = [b for p in binaries for b in report.breakdowns(Path(p), "sections", 0, False)]
+    doc = charts.size_doc(items, "sections")
+    assert doc == charts.sizes_from_json(json.loads(size_render.to_json(items, "sections")), "s")
+    if len(items) == 2:
+        pairs = [(items[0], items[1])]
+        diff = charts.size_diff_doc(pairs, "sections")
+        text = size_render.diff_json(pairs, "sections")
+        assert diff == charts.sizes_from_json(json.loads(text), "d")
+
+
+def test_log_ticks_and_labels() -> None:
+    s = axis.logarithmic(3100, 313_000, 0, 300)
+    assert s.ticks == (1000, 10_000, 100_000, 1_000_000)
+    assert [axis.log_labels(s)(t) for t in s.ticks] == ["1k", "10k", "100k", "1M"]
+    assert s(10_000) == pytest.approx(100) and s(100_000) == pytest.approx(200)
+    narrow = axis.logarithmic(2000, 90_000, 0, 300)
+    assert 20_000 in narrow.ticks and 50_000 in narrow.ticks  # two decades: 2x and 5x too
