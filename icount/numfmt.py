@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-from icount.errors import UsageError
-
 LEGEND = "k = thousand, M = million, G = billion instructions"
 
 _SUFFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -42,6 +40,11 @@ def si(value: float, digits: int = 4) -> str:
 
 def median_range(median: float, lo: float, hi: float) -> str:
     return f"{si(median)} ({si(lo)}-{si(hi)})"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 cell', '2 cells', '1 compile unit'; `many` where adding s is wrong."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def percent(fraction: float, decimals: int = 2) -> str:
@@ -85,11 +88,6 @@ def human_bytes(n: int) -> str:
 
 def parse_percent(text: str, flag: str) -> float:
     """User input '1', '1%' or '0.5%' -> a fraction (0.01, 0.005); UsageError names the flag."""
-    raw = text.strip().removesuffix("%")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{flag} takes a percentage like 1 or 0.5%, got {text!r}") from None
-    if not 0 < value < 1000:
-        raise UsageError(f"{flag} must be above 0% and below 1000%, got {text!r}")
-    return value / 100.0
+    from icount.numparse import parse_percent as checked  # ASCII digits, finite, in range
+
+    return checked(text, flag)

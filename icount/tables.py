@@ -1,8 +1,9 @@
-"""A tiny table model and its renderers: terminal (rich), Markdown and CSV.
+"""A tiny table model and its renderers: terminal, Markdown and CSV.
 
-Pure: every renderer returns a string. Terminal output goes through a rich Console
-with a fixed width, no colour and no terminal detection, so the same table renders
-byte-identically everywhere.
+Pure: every renderer returns a string. The terminal renderer (icount.terminal) lays
+the table out for a given width, never cutting a number, so the same table renders
+byte-identically everywhere. Names in tables come from input files: the terminal and
+Markdown renderers escape their control characters (icount.text.printable).
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from icount.terminal import Grid, Group
+from icount.text import printable
+
 Align = Literal["left", "right"]
-FORMATS = ("table", "md", "csv", "json")
 
 
 @dataclass(frozen=True)
 class Column:
     title: str
     align: Align = "right"
+    wrap: bool = False  # prose (a check's detail): wrapped to fit, where figures never are
 
 
 @dataclass
@@ -29,6 +33,10 @@ class Table:
     rows: list[list[str]] = field(default_factory=list)
     title: str | None = None
     notes: list[str] = field(default_factory=list)  # printed under the table, in order
+    # columns after the first kept together when a table too wide is split into blocks
+    # (one file's file and VM columns); none given: each column alone
+    groups: list[Group] = field(default_factory=list)
+    heading: list[str] = field(default_factory=list)  # one line per file, before the table
 
     def add_row(self, cells: Sequence[str]) -> None:
         if len(cells) != len(self.columns):
@@ -36,47 +44,37 @@ class Table:
         self.rows.append(list(cells))
 
 
-def render_terminal(table: Table, width: int = 120) -> str:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table as RichTable
-
-    buf = io.StringIO()
-    console = Console(
-        file=buf,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        force_jupyter=False,
-        force_interactive=False,
-        legacy_windows=False,
-        emoji=False,
-        highlight=False,
-        markup=False,
-        soft_wrap=False,
+def grid(t: Table) -> Grid:
+    """What the terminal renderer draws for `t`, every text escaped."""
+    groups = t.groups or [Group("", 1) for _ in t.columns[1:]]
+    return Grid(
+        titles=[printable(c.title) for c in t.columns],
+        left=[c.align == "left" for c in t.columns],
+        rows=[[printable(c) for c in row] for row in t.rows],
+        groups=[g._replace(name=printable(g.name)) for g in groups],
+        title=None if t.heading or t.title is None else printable(t.title),
+        notes=[printable(n) for n in t.notes],
+        heading=[printable(h) for h in t.heading],
+        wrap=[c.wrap for c in t.columns],
     )
-    rt = RichTable(title=table.title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for col in table.columns:
-        rt.add_column(col.title, justify=col.align, no_wrap=True, overflow="fold")
-    for row in table.rows:
-        rt.add_row(*row)
-    console.print(rt)
-    for note in table.notes:
-        console.print(note, overflow="fold")
-    return _strip_trailing(buf.getvalue())
 
 
-def _strip_trailing(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+def render_terminal(table: Table, width: int = 120) -> str:
+    from icount import terminal
+
+    return terminal.render(grid(table), width)
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    return printable(text).replace("|", "\\|")
 
 
 def render_markdown(table: Table) -> str:
+    """Markdown; a table of several files names each on a line of its own."""
     lines: list[str] = []
-    if table.title:
+    if table.heading:
+        lines += ["  \n".join(f"**{_md_escape(h)}**" for h in table.heading), ""]
+    elif table.title:
         lines += [f"**{_md_escape(table.title)}**", ""]
     lines.append("| " + " | ".join(_md_escape(c.title) for c in table.columns) + " |")
     lines.append(
@@ -86,9 +84,8 @@ def render_markdown(table: Table) -> str:
         lines.append("| " + " | ".join(_md_escape(c) for c in row) + " |")
     if table.notes:
         lines.append("")
-        lines += [
-            f"{note}  " if i < len(table.notes) - 1 else note for i, note in enumerate(table.notes)
-        ]
+        notes = [printable(n) for n in table.notes]
+        lines += [f"{note}  " if i < len(notes) - 1 else note for i, note in enumerate(notes)]
     return "\n".join(lines) + "\n"
 
 

@@ -1,15 +1,17 @@
-"""Size tables as terminal text, without rich, and never cutting a number.
+"""Every table icount prints on a terminal, without rich, and never cutting a number.
 
 rich lays out a table that is wider than the terminal by shrinking its columns, which
-cuts numbers (`517.01 K` for 517.01 KiB, with four files side by side at 80 columns),
-and importing and running it costs ~50 ms, a third of a small file's whole run. This
-module draws the same table rich draws with icount's settings (box SIMPLE_HEAD, no
-edge, cells padded by one: columns three spaces apart, a rule of `─` under the
-header, the title centred over the table, notes word-wrapped as rich wraps them;
-tests/size/test_terminal.py checks it against rich on tables that fit) and, when the
-table does not fit:
+cuts numbers (`517.01 K` for 517.01 KiB, `111.7k (111.7k-111.` beside a long cell
+name), and importing and running it costs ~50 ms, a third of a small file's whole
+run. This module draws the same table rich draws with icount's settings (box
+SIMPLE_HEAD, no edge, cells padded by one: columns three spaces apart, a rule of `─`
+under the header, the title centred over the table, notes word-wrapped as rich wraps
+them; tests/size/test_terminal.py checks it against rich on tables that fit) and, when
+the table does not fit:
 
-1. shortens the labels (first column) with `…`, down to MIN_LABEL characters;
+0. wraps the prose columns (`wrap`: a doctor check's detail) to the room left;
+1. shortens the labels (first column) in the middle with `…` (`.dynamic` and
+   `.dynsym` stay apart), down to MIN_LABEL characters;
 2. then splits the other columns, whole groups at a time (one file's file and VM
    columns; a diff's file and VM halves), into blocks printed one under the other,
    each with the label column again;
@@ -24,10 +26,11 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 MIN_LABEL = 24
+MIN_PROSE = 20  # a wrapped column narrower than this reads one word a line
 GAP = 3  # one cell of padding, one blank box edge, one cell of padding
 RULE = "─"
 _WORD = re.compile(r"\s*\S+\s*")
@@ -95,17 +98,26 @@ def wrap(text: str, width: int) -> list[str]:
     return [text[a:b].rstrip() for a, b in itertools.pairwise(bounds)]
 
 
-def _shorten(text: str, room: int) -> str:
-    if cell_len(text) <= room:
-        return text
+def _take(chars: Sequence[str], room: int) -> str:
     out, used = "", 0
-    for ch in text:
+    for ch in chars:
         w = cell_len(ch)
-        if used + w > room - 1:
+        if used + w > room:
             break
         out += ch
         used += w
-    return out + "…"
+    return out
+
+
+def shorten(text: str, room: int) -> str:
+    """`text` in at most `room` cells, its middle replaced by `…`: names that share a
+    prefix (`server/sections/.dynsym`, `.../.dynstr`) or a suffix stay apart."""
+    if cell_len(text) <= room:
+        return text
+    keep = max(0, room - 1)
+    head = _take(text, keep - keep // 2)
+    tail = _take(text[::-1], keep - cell_len(head))[::-1]
+    return head + "…" + tail
 
 
 def _pad(text: str, width: int, left: bool) -> str:
@@ -124,17 +136,41 @@ class Grid(NamedTuple):
     title: str | None = None
     notes: Sequence[str] = ()
     heading: Sequence[str] = ()  # lines printed before everything, left-aligned
+    wrap: Sequence[bool] = ()  # per column: prose, wrapped to fit (default: none)
 
 
-def _widths(grid: Grid, columns: Sequence[int], titles: Sequence[str]) -> list[int]:
+def _widths(grid: Grid, columns: Iterable[int], titles: Sequence[str]) -> list[int]:
     return [
         max([cell_len(titles[c]), *(cell_len(r[c]) for r in grid.rows)], default=0) for c in columns
     ]
 
 
+def _natural_width(grid: Grid) -> int:
+    widths = _widths(grid, range(len(grid.titles)), grid.titles)
+    return sum(widths) + GAP * (len(widths) - 1)
+
+
+def _wrap_prose(grid: Grid, width: int) -> Grid:
+    """The rows with each prose cell wrapped to the room the other columns leave (at
+    least MIN_PROSE), on continuation rows whose other cells are empty."""
+    prose = [c for c, w in enumerate(grid.wrap) if w]
+    if not prose or _natural_width(grid) <= width:
+        return grid
+    fixed = [c for c in range(len(grid.titles)) if c not in prose]
+    used = sum(_widths(grid, fixed, grid.titles)) + GAP * (len(grid.titles) - 1)
+    room = max(MIN_PROSE, (width - used) // len(prose))
+    rows: list[list[str]] = []
+    for row in grid.rows:
+        lines = [wrap(cell, room) if c in prose else [cell] for c, cell in enumerate(row)]
+        for k in range(max(len(p) for p in lines)):
+            rows.append([p[k] if k < len(p) else "" for p in lines])
+    return grid._replace(rows=rows)
+
+
 def render(grid: Grid, width: int) -> str:
     """The table as lines of at most `width` cells (wider only where one group of
     numbers is wider on its own)."""
+    grid = _wrap_prose(grid, width)
     ncols = len(grid.titles)
     if sum(g.size for g in grid.groups) != ncols - 1:
         raise ValueError("groups must cover every column after the first")
@@ -242,7 +278,7 @@ def _block(
     def draw(cells: Sequence[str]) -> str:
         parts = []
         for i, c in enumerate(columns):
-            text = cells[c] if c else _shorten(cells[0], label)
+            text = cells[c] if c else shorten(cells[0], label)
             parts.append(_pad(text, widths[i], grid.left[c]))
         return (" " * GAP).join(parts)
 

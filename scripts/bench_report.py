@@ -6,7 +6,7 @@ Usage: python3 scripts/bench_report.py [--cells N] [--reps N]
 
 A results file of N cells (default 500; 3 runs each, one cell in 50 failed) is built
 with icount's own results code. Measured, each the median of --reps:
-  - icount: `charts.report_html` in-process, against `report.render_results` of the
+  - icount: `charts.report_html` in-process, against `export.render_results` of the
     same results as a terminal table (the reference: what `icount table` does);
   - the browser: headless Chromium loads the page from a file; the figure is the time
     from the start of navigation to the second animation frame after the load event
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from icount import charts, report  # noqa: E402
+from icount import charts, export  # noqa: E402
 from tests.report.browser import Browser, find_chromium  # noqa: E402
 from tests.report.conftest import many_cells  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> None:
     page = charts.report_html(items)
     size = len(page.encode())
     write_ms = median_ms(lambda: charts.report_html(items), args.reps)
-    table_ms = median_ms(lambda: report.render_results(res, "table", 120), args.reps)
+    table_ms = median_ms(lambda: export.render_results(res, "table", 120), args.reps)
     print(f"{args.cells} cells: page {size:,} bytes ({size / 1e6:.3f} MB; goal < 1 MB)")
     print(
         f"icount writes it in {write_ms:.1f} ms; the terminal table of the same results "

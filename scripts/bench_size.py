@@ -88,11 +88,12 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"  # as `icount size` imports numpy
 t = time.perf_counter()
 import numpy
 from icount.size import load, render, views, elf, symbols, demangle
+from icount.tables import render_terminal
 imports = time.perf_counter() - t
 t = time.perf_counter()
 images = load(sys.argv[1])
 b = views.by_symbols(images[0], 30)
-text = render.text([render.table([b], "symbols", 30)], "table", 120)
+text = render_terminal(render.table([b], "symbols", 30), 120)
 print(f"{imports:.4f} {time.perf_counter() - t:.4f}")
 """
 

@@ -32,6 +32,13 @@ def _no_ci_shard(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _terminal_of_120_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables are as wide as the terminal ($COLUMNS): every test sees one of 120, whatever
+    terminal runs the suite (and whatever a library wrote into the C environment)."""
+    monkeypatch.setenv("COLUMNS", "120")
+
+
 @pytest.fixture(scope="session")
 def icount() -> Icount:
     """Run the real CLI in a subprocess, as a user would: icount("run", "--", ...)."""

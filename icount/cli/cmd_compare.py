@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from icount.cli.options import SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
+from icount.export import Kind
 
 if TYPE_CHECKING:
     from icount.compare.model import Comparison
@@ -68,8 +70,6 @@ a cell is invalid or missing on either side (and none regressed), and with
 command cannot be launched; 6 a results file is unreadable or not icount's.
 """
 
-FORMAT_HELP = "table, md, json, csv, benchmark-json or svg."
-
 
 def register(app: typer.Typer) -> None:
     app.command("compare", help=HELP, no_args_is_help=True)(compare_command)
@@ -96,11 +96,12 @@ def compare_command(
         "--force",
         help="Compare despite environment differences; let -o replace a results file.",
     ),
-    fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
+    fmt: str = typer.Option("table", "--format", "-f", help=format_help(Kind.COMPARISON)),
+    sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Write the --format output here; the table goes to stdout."
     ),
-    width: int = typer.Option(120, "--width", help="Table width in characters."),
+    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
     interleave: bool = typer.Option(False, "--interleave", help="Measure two commands A B A B."),
     base_cmd: str = typer.Option(None, "--base-cmd", help="With --interleave: the base command."),
     new_cmd: str = typer.Option(None, "--new-cmd", help="With --interleave: the new command."),
@@ -109,14 +110,19 @@ def compare_command(
     backend: str = typer.Option(
         "auto", "--backend", help="With --interleave: auto, callgrind, perf."
     ),
-    timeout: float = typer.Option(None, "--timeout", help="With --interleave: seconds per run."),
+    timeout: float = typer.Option(
+        None, "--timeout", min=0.001, help="With --interleave: seconds per run."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
-    from icount.cli.options import check_format
-    from icount.compare import model, render
+    from icount import export
+    from icount.cli.options import check_sort, table_width
+    from icount.compare import model
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 
-    check_format(fmt, (*render.FORMATS, "svg"))
+    export.check(fmt, Kind.COMPARISON)
+    check_sort(sort)
+    columns = table_width(width)
     if output is not None:
         _check_output(output, files or [], force)
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
@@ -149,7 +155,10 @@ def compare_command(
             "--name or --cmd NAME=...)",
             err=True,
         )
-    _emit(_render(comparison, fmt, width), output, quiet, comparison, width)
+    from icount.compare.render import in_order
+
+    comparison = in_order(comparison, sort)
+    _emit(export.render_comparison(comparison, fmt, columns), output, quiet, comparison, columns)
     # A failed measurement fails --interleave always, as it fails `icount run`.
     failure = model.gate(comparison, fail_on_invalid or interleave)
     if failure is not None:
@@ -173,27 +182,16 @@ def _check_output(output: Path, files: list[Path], force: bool) -> None:
         )
 
 
-def _render(comparison: Comparison, fmt: str, width: int) -> str:
-    from icount.compare import render
-
-    if fmt == "svg":
-        from icount import charts
-
-        doc = charts.comparison_from_json(render.to_json(comparison), "comparison")
-        return charts.comparison_svg(doc)
-    return render.render_comparison(comparison, fmt, width)
-
-
 def _from_files(base_path: Path, new_path: Path, limits: Thresholds, force: bool) -> Comparison:
     from icount import results
-    from icount.compare import model
+    from icount.compare import model, render
 
     base = results.merge_inputs(results.load_inputs([base_path]))
     new = results.merge_inputs(results.load_inputs([new_path]))
     diffs = model.fingerprint_differences(base.fingerprint, new.fingerprint)
     if diffs and not force:
         raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
-    return model.compare(base, new, limits, diffs)
+    return render.given_order(model.compare(base, new, limits, diffs), new, base)
 
 
 def _interleaved(
@@ -245,20 +243,20 @@ def _spec(name: str, line: str, flag: str) -> CommandSpec:
 def _emit(text: str, output: Path | None, quiet: bool, comparison: Comparison, width: int) -> None:
     import os
 
-    from icount.compare import render
+    from icount import export
     from icount.results import write_atomic
 
     if output is not None:
         write_atomic(output, text, overwrite=True)
         if not quiet:
-            typer.echo(render.render_comparison(comparison, "table", width), nl=False)
+            typer.echo(export.render_comparison(comparison, "table", width), nl=False)
     else:
         typer.echo(text, nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(render.render_comparison(comparison, "md") + "\n")
+                f.write(export.render_comparison(comparison, "md") + "\n")
         except OSError as e:
             raise UsageError(
                 f"$GITHUB_STEP_SUMMARY={summary}: cannot append: {e.strerror}"

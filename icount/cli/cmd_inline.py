@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from icount.cli.options import format_help
+from icount.export import Kind
+
 HELP = """Compare two builds of one program on the same workload, function by function.
 
 Runs the workload once under callgrind with each build (or reads two saved callgrind
@@ -46,9 +49,18 @@ def inline_command(
         help="Leave out functions and call edges that change less than this share of "
         "A's total (0: keep all).",
     ),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, md or json."),
-    width: int = typer.Option(120, "--width", min=40, help="Table width in characters."),
-    timeout: float = typer.Option(None, "--timeout", help="Seconds per run before it is killed."),
+    fmt: str = typer.Option("table", "--format", "-f", help=format_help(Kind.INLINE)),
+    width: int | None = typer.Option(
+        None,
+        "--width",
+        min=40,
+        help="Table width in characters, at least 40 [default: $COLUMNS, else the "
+        "terminal's, else 120].",
+        show_default=False,
+    ),
+    timeout: float = typer.Option(
+        None, "--timeout", min=0.001, help="Seconds per run before it is killed."
+    ),
     keep_profiles: Path = typer.Option(
         None, "--keep-profiles", help="Folder to keep a.callgrind and b.callgrind in."
     ),
@@ -56,10 +68,12 @@ def inline_command(
     exe_b: Path = typer.Option(None, "--exe-b", help="Binary of B for sizes and DWARF."),
     no_dwarf: bool = typer.Option(False, "--no-dwarf", help="Do not read DWARF inline sites."),
 ) -> None:
-    from icount.cli.options import check_format, parse_percent
-    from icount.inline import measure, render
+    from icount import export
+    from icount.cli.options import parse_percent, table_width
+    from icount.inline import measure
 
-    check_format(fmt, ("table", "md", "json"))
+    export.check(fmt, Kind.INLINE)
+    columns = max(40, table_width(width))
     share = 0.0 if min_share.strip() in ("0", "0%") else parse_percent(min_share, "--min-share")
     if keep_profiles is not None:
         _make_folder(keep_profiles)
@@ -80,10 +94,7 @@ def inline_command(
         opts,
         progress=lambda msg: typer.echo(f"icount: {msg}", err=True),
     )
-    if fmt == "json":
-        typer.echo(render.render_json(data), nl=False)
-    else:
-        typer.echo(render.render_text(data, fmt, width), nl=False)
+    typer.echo(export.render(export.InlineDoc(data), fmt, columns), nl=False)
 
 
 def _make_folder(folder: Path) -> None:

@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from icount.cli.fastargs import PlainCommand
+from icount.cli.options import WIDTH_HELP, format_help
+from icount.export import Kind
+from icount.size.views import VIEWS, View, help_lines
 
 if TYPE_CHECKING:
     from icount.results import Results
     from icount.size.model import Breakdown
 
-
-class By(StrEnum):
-    sections = "sections"
-    segments = "segments"
-    symbols = "symbols"
-    compileunits = "compileunits"
-    files = "files"
-    crates = "crates"
-    namespaces = "namespaces"
-    packages = "packages"
-
-
-class Format(StrEnum):
-    table = "table"
-    md = "md"
-    csv = "csv"
-    json = "json"
-    svg = "svg"
-
-
-# views with many rows: the largest 30 unless --top says otherwise
-_LONG_VIEWS = (By.symbols, By.compileunits, By.files)
 
 HELP = """Break down the size of ELF, Mach-O and WebAssembly files.
 
@@ -48,12 +28,7 @@ when a size grew past its threshold.
 
 \b
 Views (--by):
-  sections, segments  the file's own layout (Wasm: its sections; segments groups them)
-  symbols             functions and data (Wasm: the name section)
-  compileunits, files what the DWARF (-g) of an ELF file attributes to each compile
-                      unit / source file; [no debug info] for the rest
-  crates, namespaces, packages
-                      symbols grouped by Rust crate, C++ namespace, Go package
+{views}
 
 \b
 Examples:
@@ -67,25 +42,34 @@ Examples:
 """
 
 
+def _long_views() -> str:
+    """'30 for symbols, compileunits and files': the views with a default --top."""
+    tops: dict[int, list[str]] = {}
+    for view, spec in VIEWS.items():
+        if spec.top:
+            tops.setdefault(spec.top, []).append(view.value)
+    return "; ".join(f"{n} for {', '.join(v[:-1])} and {v[-1]}" for n, v in tops.items())
+
+
 def register(app: typer.Typer) -> None:
-    app.command("size", help=HELP, cls=PlainCommand)(size)
+    text = HELP.replace("{views}", "\n".join(help_lines()))
+    app.command("size", help=text, cls=PlainCommand)(size)
 
 
 def size(
     files: list[Path] = typer.Argument(
         ..., help="ELF, Mach-O or WebAssembly files.", show_default=False, metavar="FILE"
     ),
-    by: By = typer.Option(By.sections, "--by", help="Rows: see Views above."),
+    by: View = typer.Option(View.sections, "--by", help="Rows: see Views above."),
     top: int | None = typer.Option(
         None,
         "--top",
-        help="Show the N largest rows, the rest summed (default: all; 30 for symbols, "
-        "compileunits and files).",
+        help=f"Show the N largest rows, the rest summed (default: all; {_long_views()}).",
     ),
     gzip: bool = typer.Option(False, "--gzip", help="Add the gzip -9 size of each whole file."),
     diff: bool = typer.Option(False, "--diff", help="Compare two files: OLD NEW."),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
-    width: int = typer.Option(120, "--width", help="Width of the terminal table."),
+    fmt: str = typer.Option("table", "--format", "-f", help=format_help(Kind.SIZE)),
+    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
     output: Path | None = typer.Option(
         None,
         "--output",
@@ -95,8 +79,11 @@ def size(
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
 ) -> None:
+    from icount import export
+    from icount.cli.options import table_width
     from icount.errors import UsageError
 
+    export.check(fmt, Kind.SIZE_DIFF if diff else Kind.SIZE)
     if diff and len(files) != 2:
         raise UsageError(f"--diff takes exactly two files (OLD NEW), got {len(files)}")
     if top is not None and top < 0:
@@ -109,50 +96,28 @@ def size(
                 hint="drop --diff",
             )
         _check_output(output, force)
-    from icount.size import render, report
+    from icount.size import report
 
-    if report.needs_symbols(by.value):
+    spec = VIEWS[by]
+    if spec.symbols:
         _import_numpy_without_blas_threads()
-    limit = top if top is not None else (30 if by in _LONG_VIEWS else 0)
+    limit = top if top is not None else spec.top
     # Several files, a fat file or a diff match rows by label: every row is computed
     # first, and --top applies to all of them alike (report.select).
     each_top = limit if len(files) == 1 and not diff else 0
     loaded = [report.breakdowns(p, by.value, each_top, gzip) for p in files]
 
+    doc: export.Document
     if diff:
         old, new = loaded
-        pairs = _pair(old, new, str(files[0]), str(files[1]))
-        if fmt in (Format.json, Format.svg):
-            text = render.diff_json(pairs, by.value)
-            typer.echo(_svg(text) if fmt is Format.svg else text, nl=False)
-        elif fmt is Format.csv:
-            typer.echo(render.diff_csv(pairs, by.value), nl=False)
-        else:
-            tables = [render.diff_table(o, n, by.value, limit) for o, n in pairs]
-            typer.echo(render.text(tables, fmt.value, width), nl=False)
-        return
-
-    items = [b for bds in loaded for b in bds]
-    chosen = report.select(items, limit)
-    if output is not None:
-        _save(output, report.to_results(chosen, by.value), force)
-    if fmt in (Format.json, Format.svg):
-        text = render.to_json(chosen, by.value)
-        typer.echo(_svg(text) if fmt is Format.svg else text, nl=False)
-    elif fmt is Format.csv:
-        typer.echo(render.to_csv(chosen, by.value), nl=False)
+        doc = export.SizeDiffDoc(_pair(old, new, str(files[0]), str(files[1])), by.value, limit)
     else:
-        t = render.table(items, by.value, limit)
-        typer.echo(render.text([t], fmt.value, width), nl=False)
-
-
-def _svg(size_json: str) -> str:
-    """The chart of what --format json prints (icount.charts reads that document)."""
-    import json
-
-    from icount import charts
-
-    return charts.sizes_svg(charts.sizes_from_json(json.loads(size_json), "icount size"))
+        items = [b for bds in loaded for b in bds]
+        chosen = report.select(items, limit)
+        if output is not None:
+            _save(output, report.to_results(chosen, by.value), force)
+        doc = export.SizeDoc(items, chosen, by.value, limit)
+    typer.echo(export.render(doc, fmt, table_width(width)), nl=False)
 
 
 def _check_output(path: Path, force: bool) -> None:

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from icount.cli.options import WIDTH_HELP, format_help
+from icount.export import Kind
+
 HELP = """Re-render saved results files as one table.
 
 \b
@@ -19,11 +22,12 @@ Files are merged when their cells do not collide (same name, path and backend)
 and their environment fingerprints agree on what moves counts. A folder stands
 for every results file in it. Rows come in the order each file holds them (the order
 its commands or targets were given), file after file; --sort name sorts them by
-name. The shard files of one session (--shard I/N) merge into exactly what the
-session run unsharded gives (the same table, CSV and JSON bytes), and only when they
-are all there, each once, of one plan, one environment and one icount version;
-otherwise icount names what differs. One shard file alone shows its own cells (and
-keeps its shard record in --format json).
+name (fib-2 before fib-10). The shard files of one session (--shard I/N) merge
+into exactly what the session run unsharded gives (the same table, CSV and JSON
+bytes), and only when they are all there, each once, of one plan, one
+environment and one icount version; otherwise icount names what differs. One
+shard file alone shows its own cells (and keeps its shard record in --format
+json).
 """
 
 
@@ -33,17 +37,19 @@ def register(app: typer.Typer) -> None:
 
 def table_command(
     files: list[Path] = typer.Argument(..., help="Results JSON files, or folders of them."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv, json or svg."),
+    fmt: str = typer.Option("table", "--format", "-f", help=format_help(Kind.RESULTS)),
     sort: str = typer.Option(
-        "order", "--sort", help="Rows as each file holds them, file after file (order), or by name."
+        "order",
+        "--sort",
+        help="Rows as each file holds them, file after file (order), or by name "
+        "(fib-2 before fib-10).",
     ),
-    width: int = typer.Option(120, "--width", help="Table width in characters."),
+    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
 ) -> None:
-    from icount import report, results
-    from icount.cli.options import check_format, check_sort
-    from icount.tables import FORMATS
+    from icount import export, results
+    from icount.cli.options import check_sort, table_width
 
-    check_format(fmt, (*FORMATS, "svg"))
+    export.check(fmt, Kind.RESULTS)
     check_sort(sort)
     loaded = results.load_inputs(files)
     merged = results.merge_inputs(loaded, one_shard=True)
@@ -53,9 +59,4 @@ def table_command(
             f"only its cells (give all {merged.shard.total} shard files to merge the session)",
             err=True,
         )
-    if fmt == "svg":
-        from icount import charts
-
-        typer.echo(charts.results_svg(merged), nl=False)
-        return
-    typer.echo(report.render_results(merged, fmt, width, sort=sort), nl=False)
+    typer.echo(export.render_results(merged, fmt, table_width(width), sort=sort), nl=False)

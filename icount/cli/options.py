@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from icount.errors import UsageError
-from icount.numfmt import parse_percent
+from icount.numfmt import parse_percent, plural
 
 __all__ = [
     "check_format",
@@ -18,13 +18,29 @@ __all__ = [
     "parse_percent",
     "print_results",
 ]
-from icount.tables import FORMATS
+from icount.export import Kind
 
 
-def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
-    if fmt not in allowed:
-        raise UsageError(f"unknown format {fmt!r}", hint=f"use --format {'|'.join(allowed)}")
-    return fmt
+def check_format(fmt: str, kind: Kind = Kind.RESULTS) -> str:
+    """`fmt` when it prints `kind` (icount.export's registry), else a one-line error
+    naming the formats that do."""
+    from icount import export
+
+    return export.check(fmt, kind)
+
+
+def format_help(kind: Kind = Kind.RESULTS) -> str:
+    from icount import export
+
+    return export.help_text(kind)
+
+
+def table_width(width: int | None) -> int:
+    """--width, or the terminal's: $COLUMNS, else the width of the terminal on stdout,
+    else 120 (output to a file or a pipe is as wide whatever ran it)."""
+    import shutil
+
+    return width if width is not None else shutil.get_terminal_size((120, 24)).columns
 
 
 def parse_exit_codes(text: str) -> frozenset[int] | None:
@@ -74,31 +90,34 @@ def argv_tail() -> list[str]:
     return sys.argv[2:]
 
 
-SORT_HELP = "Rows as the commands/targets were given (order) or by name."
+SORT_HELP = "Rows as the commands/targets were given (order) or by name (fib-2 before fib-10)."
+WIDTH_HELP = "Table width in characters [default: $COLUMNS, else the terminal's, else 120]."
 BACKEND_HELP = "auto (perf where it counts instructions, else callgrind), callgrind or perf."
 FORCE_HELP = "Overwrite --output (and the provenance beside it) if it exists."
 
 
 def check_sort(sort: str) -> str:
-    from icount.report import SORTS
+    from icount.sorting import SORTS
 
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}", hint=f"use --sort {'|'.join(SORTS)}")
     return sort
 
 
-def print_results(res: Any, fmt: str, width: int, sort: str = "order") -> None:
-    """Print the results table; exit 5 after it when a cell is not valid."""
+def print_results(res: Any, fmt: str, width: int | None, sort: str = "order") -> None:
+    """Print the results table (`width` None: the terminal's); exit 5 after it when a
+    cell is not valid."""
     import typer
 
-    from icount import report
+    from icount import export
     from icount.errors import ExitCode
 
-    typer.echo(report.render_results(res, fmt, width, sort=sort), nl=False)
+    typer.echo(export.render_results(res, fmt, table_width(width), sort=sort), nl=False)
     invalid = [c for c in res.cells if not c.valid]
     if invalid:
         typer.echo(
-            f"icount: error: {len(invalid)} of {len(res.cells)} cells are not valid "
+            f"icount: error: {len(invalid)} of {plural(len(res.cells), 'cell')} "
+            f"{'is' if len(res.cells) == 1 else 'are'} not valid "
             "(reasons under the table)",
             err=True,
         )

@@ -12,18 +12,19 @@ JSON format history (bump VERSION and add a line on every change to the layout):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 from icount import numfmt
 from icount.compare.model import VERDICT_ORDER, Comparison, Row, Verdict
-from icount.results import dumps
+from icount.results import Results
+from icount.sorting import Sort, by_name
 from icount.stats import Summary
-from icount.tables import Column, Table, render, render_csv, render_markdown
+from icount.tables import Column, Table, render_markdown
 
 FORMAT = "icount-compare"
 VERSION = 1
-FORMATS = ("table", "md", "json", "csv", "benchmark-json")
 
 CSV_HEADER = (
     "name",
@@ -43,6 +44,23 @@ CSV_HEADER = (
     "why",
     "forced",
 )
+
+
+def given_order(c: Comparison, new: Results, base: Results) -> Comparison:
+    """`c` with its rows as the cells were given: in the new file's order, then the
+    cells only the base holds, in its order."""
+    given = {cell.key: (1, cell.order) for cell in base.cells}
+    given |= {cell.key: (0, cell.order) for cell in new.cells}
+    rows = sorted(c.rows, key=lambda r: (given.get(r.key, (2, 0)), r.key))
+    return dataclasses.replace(c, rows=tuple(rows))
+
+
+def in_order(c: Comparison, sort: str) -> Comparison:
+    """`c` as it is (sort "order") or with its rows by name in natural order (fib-2
+    before fib-10), for every format."""
+    if sort != Sort.NAME:
+        return c
+    return dataclasses.replace(c, rows=tuple(by_name(c.rows, lambda r: r.label)))
 
 
 # ---------------------------------------------------------------- shared text
@@ -194,11 +212,10 @@ def build_pairs_table(c: Comparison) -> Table:
     return table
 
 
-def render_table(c: Comparison, width: int) -> str:
-    text = render(build_table(c), "table", width)
-    if c.pairs is not None:
-        text = render(build_pairs_table(c), "table", width) + "\n" + text
-    return text
+def tables(c: Comparison) -> list[Table]:
+    """The terminal tables: the interleaved pairs first, where there are any."""
+    main = build_table(c)
+    return [build_pairs_table(c), main] if c.pairs is not None else [main]
 
 
 def render_md(c: Comparison) -> str:
@@ -341,17 +358,3 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
             }
         )
     return entries
-
-
-def render_comparison(c: Comparison, fmt: str, width: int = 120) -> str:
-    if fmt == "table":
-        return render_table(c, width)
-    if fmt == "md":
-        return render_md(c)
-    if fmt == "json":
-        return dumps(to_json(c))
-    if fmt == "csv":
-        return render_csv(CSV_HEADER, csv_rows(c))
-    if fmt == "benchmark-json":
-        return dumps(benchmark_entries(c))
-    raise ValueError(f"unknown compare format {fmt!r}")

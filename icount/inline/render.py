@@ -1,4 +1,4 @@
-"""The `icount inline` report (report.py's dict) as terminal tables, Markdown or JSON.
+"""The `icount inline` report (report.py's dict) as tables (terminal, Markdown) or JSON.
 
 Only formatting: every figure comes from the dict, so the three formats agree.
 """
@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from icount import numfmt
-from icount.tables import Column, Table, render
+from icount.tables import Column, Table
 
 # How many "same in both builds" inlining facts the note under the table names.
 _SAME_NAMED = 5
@@ -17,10 +17,6 @@ _SAME_NAMED = 5
 
 def render_json(report: dict[str, Any]) -> str:
     return json.dumps(report, sort_keys=True, indent=2) + "\n"
-
-
-def render_text(report: dict[str, Any], fmt: str, width: int = 120) -> str:
-    return "\n".join(render(t, fmt, width) for t in tables(report))
 
 
 def _signed(value: int) -> str:

@@ -14,8 +14,6 @@ spelling) are `go` and `type`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from icount.size.demangle import is_rust
 
 OTHER = "[other symbols]"
@@ -181,10 +179,3 @@ def package(raw: str, shown: str) -> str:
     if dot <= 0 or name.startswith("$"):  # `$f64.3ff0...`: the compiler's constants
         return OTHER
     return name[:dot]
-
-
-GROUPS: dict[str, Callable[[str, str], str]] = {
-    "crates": crate,
-    "namespaces": namespace,
-    "packages": package,
-}

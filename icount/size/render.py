@@ -9,41 +9,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from icount.numfmt import human_bytes, share, signed_percent
 from icount.size.model import Breakdown, Row
 from icount.size.report import shown_labels
-from icount.size.terminal import Grid, Group
-from icount.tables import Column, Table, render_csv, render_markdown
+from icount.tables import Column, Table, render_csv
+from icount.terminal import Group
 
 FORMAT_NAME = "icount-size"
 # version 1: first format (images with rows; diff with old/new rows)
 FORMAT_VERSION = 1
 
-_LABEL_TITLE = {
-    "sections": "Section",
-    "segments": "Segment",
-    "symbols": "Symbol",
-    "compileunits": "Compile unit",
-    "files": "Source file",
-    "crates": "Crate",
-    "namespaces": "Namespace",
-    "packages": "Package",
-}
 TOTAL = "TOTAL"
 GZIP_ROW = "gzip -9 of the whole file"
 
 
-@dataclass
-class SizeTable(Table):
-    """A Table plus how the terminal lays it out: `groups` of columns after the label
-    column (kept together when the table is split to fit), and `heading`, one line per
-    file for tables of several files."""
+def _label_title(by: str) -> str:
+    from icount.size.views import VIEWS, View
 
-    groups: list[Group] = field(default_factory=list)
-    heading: list[str] = field(default_factory=list)
+    return VIEWS[View(by)].title if by in View.__members__ else "Part"
 
 
 def short_names(items: Sequence[Breakdown]) -> list[str]:
@@ -66,10 +51,10 @@ def _title(b: Breakdown, name: str) -> str:
 def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
     """One breakdown: label, file, file %, VM, VM %. Several: a file and VM column each."""
     names = short_names(items)
-    label_col = Column(_LABEL_TITLE.get(by, "Part"), "left")
+    label_col = Column(_label_title(by), "left")
     if len(items) == 1:
         b = items[0]
-        t = SizeTable(
+        t = Table(
             [label_col, Column("File size"), Column("File %"), Column("VM size"), Column("VM %")],
             title=_title(b, names[0]),
             groups=[Group("", 2), Group("", 2)],
@@ -104,7 +89,7 @@ def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
     for n in names:
         columns += [Column(f"{n} file"), Column(f"{n} VM")]
     heading = [_title(b, n) for b, n in zip(items, names, strict=True)]
-    t = SizeTable(
+    t = Table(
         columns, title="\n".join(heading), groups=[Group(n, 2) for n in names], heading=heading
     )
     cells = [{r.label: r for r in b.rows} for b in items]
@@ -210,9 +195,9 @@ def _change(old: int, new: int) -> str:
 
 def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
     on, nn = short_names([old, new])
-    t = SizeTable(
+    t = Table(
         [
-            Column(_LABEL_TITLE.get(by, "Part"), "left"),
+            Column(_label_title(by), "left"),
             Column("Old file"),
             Column("New file"),
             Column("Δ file"),
@@ -332,37 +317,3 @@ def diff_csv(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
         "delta_vm_bytes",
     ]
     return render_csv(header, rows)
-
-
-def grid(t: Table) -> Grid:
-    """What the terminal renderer draws for `t` (a plain Table: one group of columns)."""
-    groups = t.groups if isinstance(t, SizeTable) and t.groups else [Group("", len(t.columns) - 1)]
-    heading = t.heading if isinstance(t, SizeTable) else []
-    return Grid(
-        titles=[c.title for c in t.columns],
-        left=[c.align == "left" for c in t.columns],
-        rows=t.rows,
-        groups=groups,
-        title=None if heading else t.title,
-        notes=t.notes,
-        heading=heading,
-    )
-
-
-def markdown(t: Table) -> str:
-    """Markdown; a table of several files names each on a line of its own."""
-    if not isinstance(t, SizeTable) or not t.heading:
-        return render_markdown(t)
-    body = Table(t.columns, t.rows, None, t.notes)
-    lines = [f"**{h.replace('|', chr(92) + '|')}**" for h in t.heading]
-    return "  \n".join(lines) + "\n\n" + render_markdown(body)
-
-
-def text(tables: Sequence[Table], fmt: str, width: int) -> str:
-    """Terminal tables fit `width` (labels shortened, then columns wrapped; numbers are
-    never cut); Markdown keeps every label whole."""
-    from icount.size import terminal
-
-    if fmt == "table":
-        return "\n".join(terminal.render(grid(t), width) for t in tables)
-    return "\n".join(markdown(t) for t in tables)

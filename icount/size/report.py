@@ -21,11 +21,12 @@ if TYPE_CHECKING:
 
 BACKEND = "size"
 UNIT = "bytes"
-SYMBOL_VIEWS = ("symbols", "crates", "namespaces", "packages", "compileunits", "files")
 
 
 def needs_symbols(by: str) -> bool:
-    return by in SYMBOL_VIEWS
+    from icount.size.views import VIEWS, View
+
+    return VIEWS[View(by)].symbols
 
 
 def breakdowns(path: Path, by: str, top: int, gzip: bool) -> list[Breakdown]:
@@ -33,7 +34,7 @@ def breakdowns(path: Path, by: str, top: int, gzip: bool) -> list[Breakdown]:
     to a thin file only: the slices of a fat file match rows by label (select)."""
     from icount.size import load, views
 
-    dwarf = by if by in views.DWARF_VIEWS else None
+    dwarf = by if views.VIEWS[views.View(by)].dwarf else None
     images = load(path, symbols=needs_symbols(by), dwarf=dwarf)
     each = top if len(images) == 1 else 0
     out = [views.view(image, by, each) for image in images]

@@ -12,16 +12,98 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 from icount.size.model import PADDING, Breakdown, Container, Image, Region, Row
 
-VIEWS = ("sections", "segments", "symbols")
-# symbols grouped by their names (groups.py)
-NAME_VIEWS = ("crates", "namespaces", "packages")
-# from DWARF (units.py): load(path, dwarf=...) must have read it
-DWARF_VIEWS = ("compileunits", "files")
-ALL_VIEWS = VIEWS + NAME_VIEWS + DWARF_VIEWS
+
+class View(StrEnum):
+    """`icount size --by`: the one place the views are named."""
+
+    sections = "sections"
+    segments = "segments"
+    symbols = "symbols"
+    compileunits = "compileunits"
+    files = "files"
+    crates = "crates"
+    namespaces = "namespaces"
+    packages = "packages"
+
+
+class ViewSpec(NamedTuple):
+    title: str  # the label column's title
+    compute: Callable[[Image, int], Breakdown]  # (image, top) -> rows
+    what: str  # --help: what its rows are (views of one `what` are listed together)
+    symbols: bool = False  # needs the symbol tables (and numpy)
+    dwarf: bool = False  # needs the DWARF: load(path, dwarf=view) reads it
+    top: int = 0  # rows shown unless --top says otherwise (0: all)
+
+
+def _crates(image: Image, top: int) -> Breakdown:
+    from icount.size.groups import crate
+
+    return by_symbols(image, top, crate)
+
+
+def _namespaces(image: Image, top: int) -> Breakdown:
+    from icount.size.groups import namespace
+
+    return by_symbols(image, top, namespace)
+
+
+def _packages(image: Image, top: int) -> Breakdown:
+    from icount.size.groups import package
+
+    return by_symbols(image, top, package)
+
+
+def _units(view: View) -> Callable[[Image, int], Breakdown]:
+    """Bytes by what the DWARF attributes them to (units.py)."""
+
+    def compute(image: Image, top: int) -> Breakdown:
+        from icount.size.units import by_units
+
+        return by_units(image, view, top)
+
+    return compute
+
+
+def _sections(image: Image, top: int) -> Breakdown:
+    return by_sections(image, top)
+
+
+def _segments(image: Image, top: int) -> Breakdown:
+    return by_segments(image, top)
+
+
+def _symbols(image: Image, top: int) -> Breakdown:
+    return by_symbols(image, top)
+
+
+_LAYOUT = "the file's own layout (Wasm: its sections; segments groups them)"
+_SYMBOLS = "functions and data (Wasm: the name section)"
+_DWARF = (
+    "what the DWARF (-g) of an ELF file attributes to each compile unit / source file; "
+    "[no debug info] for the rest"
+)
+_GROUPED = "symbols grouped by Rust crate, C++ namespace, Go package"
+
+VIEWS: dict[View, ViewSpec] = {
+    View.sections: ViewSpec("Section", _sections, _LAYOUT),
+    View.segments: ViewSpec("Segment", _segments, _LAYOUT),
+    View.symbols: ViewSpec("Symbol", _symbols, _SYMBOLS, symbols=True, top=30),
+    View.compileunits: ViewSpec(
+        "Compile unit", _units(View.compileunits), _DWARF, symbols=True, dwarf=True, top=30
+    ),
+    View.files: ViewSpec(
+        "Source file", _units(View.files), _DWARF, symbols=True, dwarf=True, top=30
+    ),
+    # symbols grouped by their names (groups.py)
+    View.crates: ViewSpec("Crate", _crates, _GROUPED, symbols=True),
+    View.namespaces: ViewSpec("Namespace", _namespaces, _GROUPED, symbols=True),
+    View.packages: ViewSpec("Package", _packages, _GROUPED, symbols=True),
+}
 
 
 def exclusive_bytes(
@@ -275,17 +357,25 @@ def _largest(values: Any, tie: Any, k: int) -> Any:
     return np.concatenate([above, at])
 
 
+def help_lines() -> list[str]:
+    """The views as --help lists them: the views of one `what` on a line, then it."""
+    import textwrap
+
+    groups: dict[str, list[str]] = {}
+    for v, spec in VIEWS.items():
+        groups.setdefault(spec.what, []).append(v.value)
+    lines = []
+    for what, names in groups.items():
+        head = ", ".join(names)
+        text = textwrap.wrap(what, 64)
+        if len(head) < 20:
+            lines.append(f"  {head:<20}{text[0]}")
+            text = text[1:]
+        else:
+            lines.append(f"  {head}")
+        lines += [f"  {'':<20}{t}" for t in text]
+    return lines
+
+
 def view(image: Image, by: str, top: int) -> Breakdown:
-    if by == "sections":
-        return by_sections(image, top)
-    if by == "segments":
-        return by_segments(image, top)
-    if by in NAME_VIEWS:
-        from icount.size.groups import GROUPS
-
-        return by_symbols(image, top, GROUPS[by])
-    if by in DWARF_VIEWS:
-        from icount.size.units import by_units
-
-        return by_units(image, by, top)
-    return by_symbols(image, top)
+    return VIEWS[View(by)].compute(image, top)

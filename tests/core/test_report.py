@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from icount import report, results
+from icount import export, report, results
 from icount.results import Cell, Results, Run
 from icount.results.details import WINDOW_DUMPS, CommandDetail, Rep, ServeDetail
 from tests.support.golden import assert_golden
@@ -73,11 +73,11 @@ def test_golden(name: str, fmt: str) -> None:
     extra = (
         [report.ExtraColumn("binary size", lambda n: f"{len(n)} KiB")] if name == "serve" else []
     )
-    text = report.render_results(res, fmt, 100, extra)
+    text = export.render_results(res, fmt, 100, extra)
     assert_golden(GOLDEN / f"{name}.{fmt}", text)
     # Same input in another order renders the same bytes.
     shuffled = Results(res.fingerprint, tuple(reversed(res.cells)))
-    assert report.render_results(shuffled, fmt, 100, extra) == text
+    assert export.render_results(shuffled, fmt, 100, extra) == text
 
 
 def test_notes_say_what_each_figure_sums() -> None:
@@ -113,7 +113,7 @@ def test_notes_say_what_each_figure_sums() -> None:
 @pytest.mark.parametrize("fmt", ["table", "md", "csv"])
 @pytest.mark.parametrize("sort", report.SORTS)
 def test_rows_come_in_the_order_given_or_by_name(fmt: str, sort: str) -> None:
-    text = report.render_results(commands(), fmt, 100, sort=sort)
+    text = export.render_results(commands(), fmt, 100, sort=sort)
     assert_golden(GOLDEN / f"commands-by-{sort}.{fmt}", text)
     rows = [re.split(r"[\s,|]+", line.strip("| "))[0] for line in text.splitlines()]
     want = ["c", "go", "rust", "python"] if sort == "order" else ["c", "go", "python", "rust"]
@@ -123,8 +123,8 @@ def test_rows_come_in_the_order_given_or_by_name(fmt: str, sort: str) -> None:
 def test_rows_of_version_1_files_keep_their_order_by_name() -> None:
     """Version-1 files have no order (0 everywhere): rows by name, as that icount printed."""
     cells = tuple(replace(c, order=0) for c in commands().cells)
-    text = report.render_results(Results(FP, cells), "table", 100)
-    assert text == report.render_results(commands(), "table", 100, sort="name")
+    text = export.render_results(Results(FP, cells), "table", 100)
+    assert text == export.render_results(commands(), "table", 100, sort="name")
 
 
 def _idle_cell(name: str, idle: list[tuple[float, float | None]]) -> Cell:

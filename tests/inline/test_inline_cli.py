@@ -45,7 +45,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         ((str(good), str(text_file)), 6, "notes.txt: not a callgrind profile"),
         ((str(bad), str(good)), 6, "bad.callgrind: truncated"),
         ((str(good), str(good), "--", "20"), 2, "arguments after -- apply to programs only"),
-        ((str(good), str(good), "--format", "csv"), 2, "unknown format"),
+        ((str(good), str(good), "--format", "csv"), 2, "--format csv does not print an inline"),
         ((str(good), str(good), "--event", "Dr"), 2, "has no event Dr (Ir)"),
         ((str(many), str(good), "--event", "Dr"), 2, "has no event Dr (e0 e1 e2"),
         ((str(good), str(good), "--min-share", "x"), 2, "--min-share takes a percentage"),

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import platform
 import re
+from collections.abc import Callable
+from pathlib import Path
 
-from icount.inline import measure, render
+import pytest
+
+from icount import export
+from icount.callgrind.parser import parse_file
+from icount.export import InlineDoc
+from icount.inline import measure
 
 from .common import DATA
 
@@ -23,7 +31,7 @@ def test_missing_binary_is_a_note_not_a_failure() -> None:
     mix = next(r for r in data["only_in_b"] if r["name"] == "mix")
     assert mix["inlined_into_other"] is None and mix["size"] is None
     assert data["inline_sites"] == []
-    text = render.render_text(data, "table")
+    text = export.render(InlineDoc(data), "table")
     assert "fib -> fib" in text
     assert re.search(r"^mix .* - +\?$", text, re.MULTILINE)  # size "-", DWARF "?"
 
@@ -46,3 +54,45 @@ def test_is_callgrind_file() -> None:
     assert measure.is_callgrind_file(DATA / "O2.callgrind")
     assert not measure.is_callgrind_file(DATA / "inline-O2")
     assert not measure.is_callgrind_file(DATA / "missing")
+
+
+# The parent runs K iterations of a two-instruction loop and forks; in build B the child
+# runs K more, in build A it exits at once. Every process counted, B runs 2K instructions
+# more than A; with only the last process to exit counted (the parent, which waits for its
+# child) both would read the parent's alone.
+FORKING_C = r"""
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void loop(long k) { if (k > 0) __asm__ volatile("1: sub $1, %0\n\tjnz 1b" : "+r"(k)); }
+int main(int argc, char **argv) {
+    long k = argc > 1 ? atol(argv[1]) : 0;
+    loop(k);
+    pid_t pid = fork();
+    if (pid == 0) { if (CHILD_LOOPS) loop(k); _exit(0); }
+    waitpid(pid, 0, 0);
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the loop is x86-64 assembly")
+def test_every_process_of_a_forking_build_is_counted(
+    need_valgrind: None, compile_c: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    a = compile_c("fork-idle-child", "#define CHILD_LOOPS 0\n" + FORKING_C)
+    b = compile_c("fork-busy-child", "#define CHILD_LOOPS 1\n" + FORKING_C)
+    k = 200_000
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    opts = measure.Options(top=0, min_share=0.0, keep_dir=kept, dwarf=False)
+    data = measure.compare_builds(str(a), str(b), [str(k)], opts)
+    totals = {side: data["builds"][side]["total"] for side in ("a", "b")}
+    assert abs(totals["b"] - totals["a"] - 2 * k) <= 0.001 * 2 * k, totals
+    for side in ("a", "b"):
+        assert data["builds"][side]["notes"][0] == "2 processes ran: their profiles are summed"
+        # the kept profiles (the parent's dumps at fork, its own and the child's): the total
+        profiles = [parse_file(f) for f in kept.glob(f"{side}.callgrind.*")]
+        assert len({p.pid for p in profiles}) == 2 and not (kept / f"{side}.callgrind").exists()
+        assert sum(p.totals["Ir"] for p in profiles) == totals[side]

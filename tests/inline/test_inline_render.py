@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from icount import export
+from icount.export import InlineDoc
 from icount.inline import render
 
 from .common import check_golden, fixture_report
@@ -18,7 +20,7 @@ FORMATS = {"table": "txt", "md": "md", "json": "json"}
 
 
 def rendered(data: dict[str, object], fmt: str) -> str:
-    return render.render_json(data) if fmt == "json" else render.render_text(data, fmt, 120)
+    return export.render(InlineDoc(data), fmt, 120)
 
 
 @pytest.mark.parametrize("pair", ["inline", "gcc-clang"])
@@ -37,7 +39,7 @@ def test_json_is_sorted_and_round_trips() -> None:
 
 
 def test_the_table_lists_the_differences_and_names_what_stayed_the_same() -> None:
-    text = render.render_text(small_report(), "table")
+    text = export.render(InlineDoc(small_report()), "table")
     assert "in A, main holds no inlined copy of helper; in B, 5 inlined copies (x.c:3)" in text
     # memcpy is inlined alike in both builds: named in the note, not a row.
     assert "Same in both builds: main holds 2 inlined copies of memcpy" in text
@@ -46,7 +48,7 @@ def test_the_table_lists_the_differences_and_names_what_stayed_the_same() -> Non
 
 def test_per_call_table_and_the_note_on_left_out_rows() -> None:
     data = fixture_report(pair="gcc-clang")
-    text = render.render_text(data, "table")
+    text = export.render(InlineDoc(data), "table")
     fib = next(f for f in data["functions"] if f["name"] == "fib")
     rows = [x.split() for x in text.splitlines() if x.startswith("fib ")]
     # fib -> fib (calls), fib per call (calls, then self and incl per call), fib's costs.
@@ -67,5 +69,7 @@ def test_per_call_table_and_the_note_on_left_out_rows() -> None:
         "left out (--min-share 0 lists them)"
     ) in text
     assert "_dl_" not in text
-    everything = render.render_text(fixture_report(top=0, pair="gcc-clang", min_share=0), "table")
+    everything = export.render(
+        InlineDoc(fixture_report(top=0, pair="gcc-clang", min_share=0)), "table"
+    )
     assert "left out" not in everything and "_dl_map_object_deps" in everything

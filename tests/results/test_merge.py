@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from icount import report, results, shards
+from icount import export, results, shards
 from icount.errors import ResultsFileError, UsageError
 from icount.results import Cell, Results, Run
 from icount.results.details import CommandDetail
@@ -72,7 +72,7 @@ def test_merged_shards_render_the_bytes_of_the_whole_session(tmp_path: Path) -> 
     for merged in (_merge(parts), _merge([folder])):
         assert merged.shard is None
         for fmt in ("table", "md", "csv", "json"):
-            assert report.render_results(merged, fmt) == report.render_results(
+            assert export.render_results(merged, fmt) == export.render_results(
                 results.load(whole), fmt
             )
     assert results.results_json(_merge(parts)) == whole.read_text()

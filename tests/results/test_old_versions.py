@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from icount import report, results
+from icount import export, results
 from icount.results.details import WINDOW_DUMPS, CommandDetail, ServeDetail
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "results"
@@ -24,11 +24,11 @@ def test_there_are_old_files_to_read() -> None:
 @pytest.mark.parametrize("path", OLD, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_old_files_render_as_they_did(path: Path, fmt: str) -> None:
     res = results.load(path)
-    assert report.render_results(res, fmt, 100) == path.with_suffix(f".{fmt}").read_text()
+    assert export.render_results(res, fmt, 100) == path.with_suffix(f".{fmt}").read_text()
 
 
 def test_the_bundled_session_keeps_its_binary_sizes() -> None:
-    text = report.render_results(results.load(FIXTURES / "v1" / "serve-bundled.json"), "table", 100)
+    text = export.render_results(results.load(FIXTURES / "v1" / "serve-bundled.json"), "table", 100)
     assert "17.66 KiB" in text  # c-epoll's binary, from the cell's extra
 
 
@@ -72,4 +72,4 @@ def test_old_files_are_rewritten_in_the_new_layout_without_loss(path: Path, tmp_
     assert results.to_json(again)["version"] == results.VERSION
     assert again.sorted() == old.sorted()
     for fmt in ("table", "md", "csv"):
-        assert report.render_results(again, fmt, 100) == report.render_results(old, fmt, 100)
+        assert export.render_results(again, fmt, 100) == export.render_results(old, fmt, 100)

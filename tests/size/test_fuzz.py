@@ -113,7 +113,7 @@ def _check(data: bytes, dwarf: bool) -> None:
     try:
         images = load_bytes("fuzzed", data, dwarf="compileunits" if dwarf else None)
         for image in images:
-            bds = [views.view(image, by, 10) for by in views.ALL_VIEWS]
+            bds = [views.view(image, by, 10) for by in views.View]
             for b in bds:
                 assert b.file_total == len(data)
                 render.to_json([b], "sections")

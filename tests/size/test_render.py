@@ -8,13 +8,13 @@ import pytest
 
 from icount.size import render
 from icount.size.model import Breakdown, Row
-from icount.tables import Table
+from icount.tables import Table, render_markdown, render_terminal
 from tests.support.golden import assert_golden
 
 
 def render_table(t: Table, fmt: str, width: int) -> str:
     """What `icount size` prints for the table in this format at this width."""
-    return render.text([t], fmt, width)
+    return render_terminal(t, width) if fmt == "table" else render_markdown(t)
 
 
 GOLDEN = Path(__file__).parent / "golden"

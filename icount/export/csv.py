@@ -1,0 +1,27 @@
+"""CSV for scripts: raw values (exact counts and bytes), one row per cell or label."""
+
+from __future__ import annotations
+
+from icount.export import documents as d
+from icount.tables import render_csv
+
+
+def render(doc: d.Document, width: int) -> str:
+    del width
+    if isinstance(doc, d.ResultsDoc):
+        from icount import report
+
+        return render_csv(report.CSV_HEADER, report.csv_rows(doc.results, doc.sort))
+    if isinstance(doc, d.ComparisonDoc):
+        from icount.compare import render as compare
+
+        return render_csv(compare.CSV_HEADER, compare.csv_rows(doc.comparison))
+    if isinstance(doc, d.SizeDoc):
+        from icount.size import render as size
+
+        return size.to_csv(doc.chosen, doc.view)
+    if isinstance(doc, d.SizeDiffDoc):
+        from icount.size import render as size
+
+        return size.diff_csv(doc.pairs, doc.view)
+    raise TypeError(f"no CSV of {type(doc).__name__}")
