@@ -125,3 +125,22 @@ def test_split_spans_counts_lines_with_trailing_blanks() -> None:
         words = [data[a:b] for a, b in zip(ts.tolist(), te.tolist(), strict=True)]
         assert words == [b"1", b"2", b"3", b"+4", b"5", b"6"]
         assert counts.tolist() == [2, 1, 3]
+
+
+def test_split_cost_lines_counts_lines_that_start_with_a_blank() -> None:
+    # Counting by "the token right after a '\n'" needs every selected line to start
+    # with a token, as cost lines do; a leading blank or an empty line takes the
+    # search by line ends, which must give the same counts.
+    cases = [
+        (b"1 2\nfn=x\n3\n+4 5 6\n", [True, False, True, True], [2, 1, 3]),
+        (b" 1 2\nfn=x\n3\n\t+4 5 6\n", [True, False, True, True], [2, 1, 3]),
+        (b"1 2\n\n3\n+4 5 6\n", [True, True, True, True], [2, 0, 1, 3]),
+    ]
+    for data, selected, counts in cases:
+        arr = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(arr == 10).astype(np.int64)
+        tok = tokens.split_cost_lines(arr, ends, np.array(selected), 1)
+        words = [data[a:b] for a, b in zip(tok.start.tolist(), tok.end.tolist(), strict=True)]
+        assert words == [b"1", b"2", b"3", b"+4", b"5", b"6"]
+        assert tok.counts.tolist() == counts
+        assert tok.first.tolist() == (np.cumsum(counts) - counts).tolist()
