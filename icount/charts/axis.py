@@ -6,7 +6,7 @@ change many times larger."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from icount.charts import svg
@@ -119,6 +119,36 @@ def symlog(limit: float, knee: float, x0: float, x1: float, min_px: float = 34.0
     positive = [*kept, m]
     ticks = (*(-t for t in reversed(positive)), 0.0, *positive)
     return Scale(-m, m, x0, x1, ticks, SYMLOG, knee)
+
+
+GROUP_RATIO = 20.0  # a size this many times smaller than a group's largest starts another
+GROUP_GAP = 24.0  # above a group after the first: room for its own tick labels
+
+
+def magnitude_groups(values: Sequence[float], ratio: float = GROUP_RATIO) -> list[list[int]]:
+    """Indices of `values` in groups of like size, for charts that draw each group on
+    its own axis (where one axis would leave the small ones no visible bar, and a log
+    axis would break what a bar's length means: stacked or nested bars). Largest
+    first, each joins the first group whose largest is under `ratio` times it; groups
+    come in the order of their first index, indices in order within a group."""
+    groups: list[list[int]] = []
+    for i in sorted(range(len(values)), key=lambda i: (-values[i], i)):
+        home = next((g for g in groups if values[g[0]] < ratio * values[i]), None)
+        if home is None:
+            groups.append([i])
+        else:
+            home.append(i)
+    return sorted((sorted(g) for g in groups), key=lambda g: g[0])
+
+
+def groups_note(groups: Sequence[Sequence[int]], what: str) -> str | None:
+    """What a chart of several axes says: None for one."""
+    if len(groups) < 2:
+        return None
+    return (
+        f"{len(groups)} axes: the {what} differ in size by more than {GROUP_RATIO:.0f}x, "
+        "so each group of like size has its own"
+    )
 
 
 def bytes_scale(hi: float, x0: float, x1: float, target: int = 4) -> Scale:

@@ -264,8 +264,12 @@ FILE_RIGHT, TEXT_RIGHT = 238.0, 318.0  # "765.09 KiB" needs more room than a cou
 
 
 def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
-    height = TOP + ROW * len(sizes) + 8
-    scale = axis.bytes_scale(max(s.file_bytes for s in sizes), BAR_X0, BAR_X1)
+    """Each target's binary, whole file and text inside it; binaries of very different
+    sizes in groups of like size, each on its own axis (axis.magnitude_groups)."""
+    groups = axis.magnitude_groups([float(s.file_bytes) for s in sizes])
+    note = axis.groups_note(groups, "binaries")
+    top = TOP + (NOTE if note else 0.0)
+    height = top + ROW * len(sizes) + axis.GROUP_GAP * (len(groups) - 1) + 8
     out = [svg.text(LABEL_X, 15, "binary size: each target's binary, in bytes of the file", "t")]
     key = [
         svg.rect(LABEL_X, 25, 14, 10, "bar2", None),
@@ -274,24 +278,34 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
         svg.text(LABEL_X + 115, 34, "of which text (code)", "m"),
     ]
     out.append(svg.legend(key))
-    out.append(svg.text(FILE_RIGHT, TOP - 10, "file", "m b", "end"))
-    out.append(svg.text(TEXT_RIGHT, TOP - 10, "text", "m b", "end"))
-    out += axis.vertical_grid(scale, TOP - 6, height - 8, axis.bytes_labels(scale), WIDTH)
-    y = TOP
-    for s in sizes:
-        mid = y + ROW / 2
-        out.append(svg.label(LABEL_X, mid + 4, s.name, FILE_RIGHT - 80))
-        of = f" ({s.binary})" if s.binary else ""
-        tip = f"{s.name}{of}: {svg.exact(s.file_bytes)} bytes"
-        w = max(scale(s.file_bytes) - BAR_X0, 1.0)
-        out.append(svg.rect(BAR_X0, mid - BAR_H / 2, w, BAR_H, "bar2", tip))
-        out.append(svg.text(FILE_RIGHT, mid + 4, numfmt.human_bytes(s.file_bytes), "", "end"))
-        if s.text_bytes is not None:
-            text_tip = f"{s.name}: text {svg.exact(s.text_bytes)} bytes"
-            w = max(scale(s.text_bytes) - BAR_X0, 1.0)
-            out.append(svg.rect(BAR_X0, mid - 3, w, 6, "bar", text_tip))
-            text = numfmt.human_bytes(s.text_bytes)
-            out.append(svg.text(TEXT_RIGHT, mid + 4, text, "m", "end"))
-        y += ROW
+    if note:
+        out.append(svg.text(LABEL_X, 34 + NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
+    out.append(svg.text(FILE_RIGHT, top - 10, "file", "m b", "end"))
+    out.append(svg.text(TEXT_RIGHT, top - 10, "text", "m b", "end"))
+    y = top
+    for k, group in enumerate(groups):
+        y += axis.GROUP_GAP if k else 0.0
+        scale = axis.bytes_scale(max(sizes[i].file_bytes for i in group), BAR_X0, BAR_X1)
+        bottom = y + ROW * len(group)
+        out += axis.vertical_grid(scale, y - 6, bottom, axis.bytes_labels(scale), WIDTH)
+        for i in group:
+            out += _binary_size_row(sizes[i], scale, y + ROW / 2)
+            y += ROW
     label = f"binary size of {len(sizes)} targets, whole file and text"
-    return Figure("".join(out), WIDTH, height, label, prefix)
+    return Figure("".join(out), WIDTH, height, label + (f"; {note}" if note else ""), prefix)
+
+
+def _binary_size_row(s: BinarySize, scale: axis.Scale, mid: float) -> list[str]:
+    out = [svg.label(LABEL_X, mid + 4, s.name, FILE_RIGHT - 80)]
+    of = f" ({s.binary})" if s.binary else ""
+    tip = f"{s.name}{of}: {svg.exact(s.file_bytes)} bytes"
+    w = max(scale(s.file_bytes) - BAR_X0, 1.0)
+    out.append(svg.rect(BAR_X0, mid - BAR_H / 2, w, BAR_H, "bar2", tip))
+    out.append(svg.text(FILE_RIGHT, mid + 4, numfmt.human_bytes(s.file_bytes), "", "end"))
+    if s.text_bytes is not None:
+        text_tip = f"{s.name}: text {svg.exact(s.text_bytes)} bytes"
+        w = max(scale(s.text_bytes) - BAR_X0, 1.0)
+        out.append(svg.rect(BAR_X0, mid - 3, w, 6, "bar", text_tip))
+        text = numfmt.human_bytes(s.text_bytes)
+        out.append(svg.text(TEXT_RIGHT, mid + 4, text, "m", "end"))
+    return out

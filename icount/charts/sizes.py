@@ -30,8 +30,6 @@ ROW = 30.0
 BAR_H = 18.0
 TOP = 58.0
 NOTE = 14.0  # the line saying the bars are on several axes
-GROUP_RATIO = 20.0  # a binary this many times smaller than a group's largest starts another
-GROUP_GAP = 24.0  # above a group after the first: its own tick labels
 NAMED = 9  # labels with a colour of their own; the rest are summed as "others"
 LEGEND_COL = 186.0
 TILES = 40  # treemap tiles per binary; the rest is one tile
@@ -56,36 +54,20 @@ def _categories(images: Sequence[SizeImage], by_share: bool = False) -> tuple[li
 
 
 def size_groups(images: Sequence[SizeImage]) -> list[list[int]]:
-    """Indices of `images` in groups of like size: largest first, each joins the first
-    group whose largest is under GROUP_RATIO times its size. Groups come in the order
-    of their first image, and images in their given order within a group."""
-    groups: list[list[int]] = []
-    for i in sorted(range(len(images)), key=lambda i: (-images[i].file_bytes, i)):
-        size = images[i].file_bytes
-        home = next((g for g in groups if images[g[0]].file_bytes < GROUP_RATIO * size), None)
-        if home is None:
-            groups.append([i])
-        else:
-            home.append(i)
-    return sorted((sorted(g) for g in groups), key=lambda g: g[0])
+    return axis.magnitude_groups([float(i.file_bytes) for i in images])
 
 
 def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
     images = doc.images
     groups = size_groups(images)
+    note = axis.groups_note(groups, "binaries")
     named, others = _categories(images, by_share=len(groups) > 1)
     what = {"sections": "section", "segments": "segment"}.get(doc.view, doc.view)
     per_row = int((WIDTH - LABEL_X) // LEGEND_COL)
     entries = len(named) + (1 if others else 0)
     legend_rows = -(-entries // per_row)
-    note = (
-        f"{len(groups)} axes: the binaries differ in size by more than {GROUP_RATIO:.0f}x, "
-        "so each group of like size has its own"
-        if len(groups) > 1
-        else None
-    )
     top = TOP + (NOTE if note else 0.0)
-    bars_bottom = top + ROW * len(images) + GROUP_GAP * (len(groups) - 1)
+    bars_bottom = top + ROW * len(images) + axis.GROUP_GAP * (len(groups) - 1)
     height = bars_bottom + 14 + 20 * legend_rows + 8
     heading = f"file bytes by {what}"
     out = [svg.text(LABEL_X, 15, heading + (" (old and new)" if doc.diff else ""), "t")]
@@ -94,7 +76,7 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
     out.append(svg.text(TOTAL_RIGHT, top - 10, "file", "m b", "end"))
     y = top
     for k, group in enumerate(groups):
-        y += GROUP_GAP if k else 0.0
+        y += axis.GROUP_GAP if k else 0.0
         largest = max(images[i].file_bytes for i in group)
         scale = axis.bytes_scale(max(largest, 1), BAR_X0, BAR_X1)
         bottom = y + ROW * len(group)

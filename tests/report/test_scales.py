@@ -23,7 +23,7 @@ from icount.compare.thresholds import parse_thresholds
 from icount.names import function_name
 from icount.results import Results
 
-from .conftest import COMPARE_FIXTURES, FP, cell
+from .conftest import COMPARE_FIXTURES, FIXTURES, FP, cell
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -348,3 +348,17 @@ def test_log_ticks_and_labels() -> None:
     assert s(10_000) == pytest.approx(100) and s(100_000) == pytest.approx(200)
     narrow = axis.logarithmic(2000, 90_000, 0, 300)
     assert 20_000 in narrow.ticks and 50_000 in narrow.ticks  # two decades: 2x and 5x too
+
+
+def test_binary_sizes_of_very_different_sizes_each_have_a_visible_bar() -> None:
+    """serve.json's targets: c-epoll 18,088 and python 17,584 bytes beside nginx's
+    1,264,552 (c-epoll's bar was 6 px of 410)."""
+    root = parse(charts.results_svg(results.load(FIXTURES / "serve.json")))
+    whole = {tip(b).split(" ")[0]: width(b) for b in rects(root, "bar2")}
+    axis_px = bars.BAR_X1 - bars.BAR_X0
+    assert set(whole) == {"c-epoll", "nginx", "python-asyncio"}
+    assert min(whole.values()) >= 0.5 * axis_px
+    assert any(
+        t.startswith("2 axes: the binaries differ in size by more than 20x") for t in texts(root)
+    )
+    assert {"0", "20 KiB", "1.5 MiB"} <= set(texts(root))
