@@ -91,15 +91,30 @@ def check_writable(path: Path) -> None:
     """What can be known before a long measurement: `path` can be created or replaced
     (its folder made, a file created in it: a read-only or immutable folder, /proc, a
     parent that is a file all fail here), and is not a directory, FIFO or device
-    (the rename would replace /dev/null itself)."""
+    (the rename would replace /dev/null itself). The folders it makes are removed
+    again by `release_unused` if nothing was written into them."""
     _check_target(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_folders(path.parent)
         fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
         raise _cannot_write(path, e) from None
+
+
+_MADE: list[Path] = []  # folders check_writable made, deepest last
+
+
+def _make_folders(folder: Path) -> None:
+    missing = []
+    for p in (folder, *folder.parents):
+        if p.exists():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        p.mkdir(exist_ok=True)
+        _MADE.append(p)
 
 
 def _check_target(path: Path) -> None:
@@ -194,11 +209,74 @@ def next_free_path(directory: Path, stem: str) -> Path:
 
 
 def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount-results")) -> Path:
-    """The results file to write, made absolute (measured programs run elsewhere), and
-    checked to be writable before anything is measured."""
-    path = explicit if explicit is not None else next_free_path(directory, stem)
+    """The results file to write, made absolute (measured programs run elsewhere) and
+    normalised (`sub/../up.json` makes no `sub/`), checked to be writable and claimed
+    before anything is measured: a second icount writing the same file is refused at
+    once instead of both measuring and one replacing the other's cells."""
+    if explicit is not None:
+        path = Path(os.path.normpath(explicit.absolute()))
+        if path.suffix == ".artifacts":  # the run's outputs go to a folder of that name
+            raise OutputError(
+                f"{path} is the name icount gives the folder of a run's outputs",
+                path=str(path),
+                hint="give --output a name ending in .json",
+            )
+        if path.with_suffix(".artifacts").exists() and not path.with_suffix(".artifacts").is_dir():
+            raise OutputError(
+                f"{path.with_suffix('.artifacts')} is a file; the outputs of each run go to "
+                "a folder of that name",
+                path=str(path),
+                hint=_OUTPUT_HINT,
+            )
+    else:
+        path = next_free_path(directory, stem).absolute()
     check_writable(path)
-    return path.absolute()
+    _claim(path)
+    return path
+
+
+_CLAIMS: dict[Path, int] = {}  # results file -> the descriptor holding its lock
+
+
+def claim_path(path: Path) -> Path:
+    """The file whose lock says that an icount is writing `path`."""
+    return path.with_name(f".{path.name}.icount-lock")
+
+
+def _claim(path: Path) -> None:
+    """Hold an exclusive lock beside `path` until this icount exits (the kernel drops it
+    however icount ends); UsageError when another icount holds it."""
+    import fcntl
+
+    if path in _CLAIMS:  # this icount's own (a resumed plan prepared again)
+        return
+    lock = claim_path(path)
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError as e:
+            raise _cannot_write(path, e) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise UsageError(
+                f"another icount is writing {path} now",
+                hint="wait for it to finish or choose another --output",
+            ) from None
+        try:  # the lock file of an icount that finished meanwhile was removed: retry
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except FileNotFoundError:
+            same = False
+        if same:
+            if not _CLAIMS:
+                import atexit
+
+                atexit.register(_release_claims)  # an icount refused or failing later
+            _CLAIMS[path] = fd
+            return
+        os.close(fd)
+    raise UsageError(f"another icount is writing {path} now", hint=_OUTPUT_HINT)
 
 
 def refuse_to_replace(path: Path) -> None:
@@ -219,11 +297,27 @@ def holds_measurements(path: Path) -> bool:
     return isinstance(doc, dict) and doc.get("format") in (FORMAT, PROVENANCE_FORMAT)
 
 
+def _release_claims() -> None:
+    for path in list(_CLAIMS):
+        release_unused(path)
+
+
 def release_unused(path: Path) -> None:
     """Remove the artifacts folder `next_free_path` reserved for `path` if nothing was
-    written into it (icount stopped before measuring), so the number is free again."""
+    written into it (icount stopped before measuring), so the number is free again,
+    the folders `check_writable` made that stayed empty, and the claim on `path`."""
     with contextlib.suppress(OSError):
         path.with_suffix(".artifacts").rmdir()
+    fd = _CLAIMS.pop(path, None)
+    if fd is not None:
+        # unlinked while still locked, so no icount starting now can lock the old file
+        with contextlib.suppress(OSError):
+            claim_path(path).unlink()
+        os.close(fd)
+    while _MADE:
+        with contextlib.suppress(OSError):
+            _MADE[-1].rmdir()
+        _MADE.pop()
 
 
 # ---------------------------------------------------------------- loading
@@ -346,3 +440,35 @@ def from_json(doc: Any, src: str) -> Results:
             raise ResultsFileError(f"cell {cell.key_text} appears twice", source=src)
         seen.add(cell.key)
     return results
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append `text` to `path` (a CI job's step summary) without ever blocking: a FIFO
+    nobody reads, a socket or a device is refused before anything is written (opened
+    non-blocking, so a FIFO without a reader fails at once); OutputError naming the
+    file when it cannot be appended to (a full disk: /dev/full)."""
+    not_regular = OutputError(
+        f"cannot append to {path}: not a regular file (a FIFO, socket or device)", path=str(path)
+    )
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise not_regular
+    try:
+        fd = os.open(
+            path,
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+            0o666,
+        )
+    except OSError as e:
+        raise OutputError(f"cannot append to {path}: {e.strerror or e}", path=str(path)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise not_regular
+        data = text.encode("utf-8")
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
+    except OSError as e:
+        raise OutputError(f"cannot append to {path}: {e.strerror or e}", path=str(path)) from None
+    finally:
+        os.close(fd)

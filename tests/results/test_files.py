@@ -130,3 +130,61 @@ def test_results_files_are_readable_by_others(tmp_path: Path) -> None:
     assert out.stat().st_mode & 0o777 == 0o644
     with pytest.raises(UsageError, match="is a directory"):
         results.write_atomic(tmp_path, "{}", overwrite=True)
+
+
+def test_a_results_file_is_claimed_by_one_icount_at_a_time(tmp_path: Path) -> None:
+    """Two `icount run -o same.json` started together both measured and exited 0, the
+    file holding one run's cells: the second is refused before it measures."""
+    out = tmp_path / "same.json"
+    claimed = results.output_path(out, "run")
+    assert results.output_path(out, "run") == claimed  # its own claim: a plan made again
+    results.release_unused(claimed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_second_icount_run_on_one_output_is_refused_at_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.support.cli import run_icount
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from pathlib import Path; from icount import results; "
+         "results.output_path(Path('same.json'), 'run'); print('held', flush=True); "
+         "sys.stdin.read()"],
+        cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        done = run_icount(["run", "-o", "same.json", "--", "true"], tmp_path, timeout=60)
+    finally:
+        holder.communicate("")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"icount: error: another icount is writing {tmp_path / 'same.json'} now "
+        "(wait for it to finish or choose another --output)\n"
+    )
+    assert not (tmp_path / "same.json").exists()
+    assert [p.name for p in tmp_path.iterdir()] == []  # the holder's claim went with it
+
+
+def test_an_output_named_like_an_artifacts_folder_is_refused_early(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"X\.artifacts is the name icount gives the folder"):
+        results.output_path(tmp_path / "X.artifacts", "run")
+    (tmp_path / "Y.artifacts").write_text("")
+    with pytest.raises(UsageError, match=r"Y\.artifacts is a file"):
+        results.output_path(tmp_path / "Y.json", "run")
+
+
+def test_an_output_through_a_missing_folder_leaves_no_folder(tmp_path: Path) -> None:
+    """`-o sub/../up.json` made `sub/`; folders made for an output that is never
+    written are removed again."""
+    up = results.output_path(tmp_path / "sub" / ".." / "up.json", "run")
+    assert up == tmp_path / "up.json"
+    results.release_unused(up)
+    assert not (tmp_path / "sub").exists()
+    deep = results.output_path(tmp_path / "a" / "b" / "r.json", "run")
+    assert (tmp_path / "a" / "b").is_dir()
+    results.release_unused(deep)
+    assert not (tmp_path / "a").exists()
