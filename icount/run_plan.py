@@ -237,6 +237,9 @@ def run_session(
     """Measure the plan's commands (of its shard) missing from `plan.start`, saving the
     results file and its provenance after each; returns all cells."""
     save = floor.Saver(plan.out, recorder, plan.provenance)
-    return measure(
-        plan.request.commands, plan.opts, plan.artifacts, progress, save, start=plan.start
-    )
+    try:
+        return measure(
+            plan.request.commands, plan.opts, plan.artifacts, progress, save, start=plan.start
+        )
+    finally:
+        results.release_unused(plan.out)  # written: another icount may write it now

@@ -367,13 +367,6 @@ def prepare(
         },
     )
     load_kind, load_why = _load_kind(request.load, backend)
-    out = results.output_path(output if output is not None else resume, "serve")
-    if out.exists() and not force and out != resume:
-        raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
-    artifacts = out.with_suffix(".artifacts")
-    targets = tuple(
-        Target(a, artifacts / "build" / environment.safe_name(a.name)) for a in chosen.adapters
-    )
     fp = backends.fingerprint(backend, "server")
     job_cpus = cpus_mod.split_jobs(
         split,
@@ -382,20 +375,37 @@ def prepare(
         load_independent=backend.serve_defaults.instrumented,
         backend=backend.name,
     )
-    plan = Plan(
-        request=request,
-        targets=targets,
-        skipped=chosen.skipped,
-        backend=backend,
-        backend_why=choice.why,
-        load_kind=load_kind,
-        load_why=load_why,
-        cpus=split,
-        fingerprint=fp,
-        out=out,
-        start=Results(fp, ()),
-        jobs=job_cpus,
-    )
+    out = results.output_path(output if output is not None else resume, "serve")
+    try:
+        if out.exists() and not force and out != resume:
+            raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
+        artifacts = out.with_suffix(".artifacts")
+        targets = tuple(
+            Target(a, artifacts / "build" / environment.safe_name(a.name)) for a in chosen.adapters
+        )
+        plan = Plan(
+            request=request,
+            targets=targets,
+            skipped=chosen.skipped,
+            backend=backend,
+            backend_why=choice.why,
+            load_kind=load_kind,
+            load_why=load_why,
+            cpus=split,
+            fingerprint=fp,
+            out=out,
+            start=Results(fp, ()),
+            jobs=job_cpus,
+        )
+        return _resumed(plan, resume, shard)
+    except BaseException:
+        results.release_unused(out)  # the number reserved, the claim on the file
+        raise
+
+
+def _resumed(plan: Plan, resume: Path | None, shard: shards.ShardSpec | None) -> Plan:
+    """The plan of this shard (--shard, or the file's), starting from the file to resume."""
+    fp = plan.fingerprint
     previous = None
     if resume is not None:
         previous = resume_mod.load(resume, "serve", _ours)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icount import cpus as cpus_mod
-from icount import environment, jobs
+from icount import environment, jobs, results
 from icount.errors import RunFailedError
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
@@ -25,7 +25,7 @@ from icount.serve import spread
 from icount.serve.adapter import PathSpec
 from icount.serve.plan import Plan, cell_params
 from icount.serve.runs import WindowMethod, measure_cold_start, measure_run
-from icount.serve.server import Target
+from icount.serve.server import Target, launch_problem
 from icount.serve.targets import binary_sizes
 from icount.session import floor
 from icount.session.resume import TARGET_DIGESTS
@@ -124,6 +124,7 @@ def _measure_cell(
     windows: list[spread.Window] = []
     built = state.built.get(t.adapter.name, "")
     setup_error = built if built.startswith("build failed") else None
+    setup_error = setup_error or launch_problem(t, plan.backend)
     history = state.durations.setdefault(t.adapter.name, [])
 
     def note(head: str, eta: str, text: str) -> None:
@@ -205,6 +206,9 @@ def run_session(
                              progress, job)  # fmt: skip
 
     save = floor.Saver(plan.out, recorder, lambda: provenance(plan, state))
-    return floor.measure_cells(
-        todo, plan.start, measure, save, jobs_at_once=len(splits), progress=progress
-    )
+    try:
+        return floor.measure_cells(
+            todo, plan.start, measure, save, jobs_at_once=len(splits), progress=progress
+        )
+    finally:
+        results.release_unused(plan.out)  # written: another icount may write it now
