@@ -16,6 +16,7 @@ from icount.errors import ParseError, ToolMissingError, UsageError
 from icount.serve import adapter as adapter_mod
 from icount.serve.adapter import Adapter
 from icount.serve.server import Target
+from icount.session import options
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class CmdServer:
     body: str | None = None
     json_text: str | None = None
     headers: tuple[str, ...] = ()  # 'Name: value'
-    ready_timeout: float = 60.0
+    ready_timeout: float = options.READY_TIMEOUT_S
     env: tuple[str, ...] = ()  # KEY=VALUE
     # one path's own expected answer, NAME=BODY / NAME=JSON, over --expect-body/-json
     path_bodies: tuple[str, ...] = ()
