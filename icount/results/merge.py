@@ -160,7 +160,38 @@ def merge_shards(named: Sequence[tuple[str, Results]]) -> Results:
     for src, res in named:
         _holds_its_cells(src, res)
         cells += res.cells
+    _one_commit(named)
     return Results(first.fingerprint, tuple(cells))
+
+
+def _one_commit(named: Sequence[tuple[str, Results]]) -> None:
+    """The shards of one session were measured at one commit of the measured code: the
+    provenance beside each results file records it (`commit`, from git in the folder
+    icount ran in). Shards without a provenance, or outside git, cannot say; they pass."""
+    seen: list[tuple[str, str]] = []
+    for src, _ in named:
+        commit = _commit(src)
+        if commit is None:
+            continue
+        if seen and commit != seen[0][1]:
+            first_src, first = seen[0]
+            raise UsageError(
+                f"the shards were measured at two commits: {first} ({first_src}) and "
+                f"{commit} ({src}); merged, they would be a table no session produced",
+                hint="measure every shard at one commit (one pipeline run), then merge",
+            )
+        seen.append((src, commit))
+
+
+def _commit(src: str) -> str | None:
+    from icount.results.files import provenance_path, read_json
+
+    prov = provenance_path(Path(src))
+    if not prov.is_file():
+        return None
+    doc = read_json(prov, "provenance file")
+    commit = doc.get("commit") if isinstance(doc, dict) else None
+    return commit if isinstance(commit, str) else None
 
 
 def _same_session(first_src: str, first: Results, src: str, res: Results) -> None:

@@ -151,6 +151,29 @@ def test_shards_of_another_environment_or_icount_are_refused(tmp_path: Path) -> 
         _merge(paths)
 
 
+def test_shards_measured_at_two_commits_are_refused_naming_both(tmp_path: Path) -> None:
+    """They merged with exit 0 into a table no session produced. The commit is in the
+    provenance beside each shard's results file."""
+    paths = []
+    for i, commit in enumerate(["1111aaa", "1111aaa", "2222bbb"], 1):
+        p = tmp_path / f"s{i}.json"
+        results.save(p, _shard(i), {"format": "icount-provenance", "commit": commit},
+                     overwrite=True)  # fmt: skip
+        paths.append(p)
+    with pytest.raises(UsageError) as info:
+        _merge(paths)
+    assert str(info.value) == (
+        f"the shards were measured at two commits: 1111aaa ({paths[0]}) and 2222bbb "
+        f"({paths[2]}); merged, they would be a table no session produced (measure every "
+        "shard at one commit (one pipeline run), then merge)"
+    )
+    # at one commit, or where a shard's provenance cannot say, they merge
+    results.provenance_path(paths[2]).write_text('{"commit": "1111aaa"}')
+    assert len(_merge(paths).cells) == len(NAMES)
+    results.provenance_path(paths[2]).unlink()
+    assert len(_merge(paths).cells) == len(NAMES)
+
+
 def test_an_unfinished_shard_and_a_whole_session_among_shards_are_refused(
     tmp_path: Path,
 ) -> None:
