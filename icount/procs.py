@@ -27,6 +27,8 @@ import contextlib
 import ctypes
 import itertools
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -175,6 +177,79 @@ def resolve_command(name: str) -> str:
             f"command not found: {name}", program=name, hint="check the name and your PATH"
         )
     return found
+
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+# a version manager's shim: `exec "/root/.pyenv/libexec/pyenv" exec "$program" "$@"`
+_SHIM_EXEC = re.compile(r'exec\s+"?(\S*?\b(?:pyenv|rbenv|nodenv|goenv|asdf))"?\s+exec\b')
+SHIM_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A #! script as the kernel runs it: the interpreter's argv (`env NAME` resolved on
+    PATH), and the binary that in the end runs the script's work: the interpreter, or
+    for a version manager's shim (pyenv's `python3`) the binary the shim execs."""
+
+    interpreter: tuple[str, ...]
+    binary: str | None  # None: a shim whose binary its manager would not name
+    shim: bool = False
+
+
+def launcher(path: str) -> Launcher | None:
+    """What the #! script at `path` runs, or None when it is no script."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    line = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    interp, _, arg = line.partition(" ")  # the kernel passes the rest as one argument
+    argv = [interp, *([arg.strip()] if arg.strip() else [])]
+    if Path(interp).name == "env":  # `env [-S] [NAME=VALUE]... PROGRAM [ARG]...`
+        words = arg.split()
+        first = next((i for i, w in enumerate(words) if w[:1] != "-" and "=" not in w), None)
+        if first is not None:
+            argv = [shutil.which(words[first]) or words[first], *words[first + 1 :]]
+    text = head.decode("utf-8", "replace")
+    shim = _SHIM_EXEC.search(text)
+    if shim and Path(argv[0]).name in SHELLS:
+        tool = shim.group(1)
+        done = capture([tool, "which", Path(path).name], timeout=SHIM_TIMEOUT_S)
+        lines = (done or "").strip().splitlines()
+        found = lines[-1] if lines and Path(lines[-1]).is_absolute() else None
+        return Launcher(tuple(argv), found if found and Path(found).is_file() else None, True)
+    inner = launcher(argv[0]) if argv[0] != path and Path(argv[0]).is_absolute() else None
+    if inner is not None:  # `#!/usr/bin/env python3`, and python3 a shim
+        return Launcher(tuple(argv), inner.binary, inner.shim)
+    return Launcher(tuple(argv), argv[0])
+
+
+def launcher_problem(argv: Sequence[str]) -> str | None:
+    """Why `argv` does not start the binary that does its work (a #! script: a console
+    script such as gunicorn, a version manager's shim), naming that binary and the argv
+    that starts it; None for a binary."""
+    found = launcher(argv[0])
+    if found is None:
+        return None
+    rest = shlex.join(argv[1:])
+    if found.shim:
+        if found.binary is None:
+            return (
+                f"it is a version manager's shim (a #! {Path(found.interpreter[0]).name} "
+                "script), which runs the program it picks unmeasured; give that program's "
+                "path instead"
+            )
+        instead = f"{found.binary} {rest}".strip()
+        return f"it is a version manager's shim for {found.binary}; start that: {instead}"
+    binary = found.binary or found.interpreter[0]
+    instead = shlex.join([binary, *found.interpreter[1:], argv[0]]) + (f" {rest}" if rest else "")
+    return (
+        f"it is a #! script run by {binary}; start the interpreter with the script as "
+        f"its argument: {instead}"
+    )
 
 
 def signal_name(returncode: int) -> str | None:

@@ -198,14 +198,10 @@ class CallgrindBackend:
         return Counted(value, done.returncode, done.timed_out, problem, len(pids))
 
     def server_problem(self, argv: Sequence[str]) -> str | None:
-        if _is_script(argv[0]):
-            # valgrind runs the #! interpreter, and whatever that execs (env, a version
-            # manager's shim) runs on unmeasured: the windows would find no valgrind.
-            return (
-                f"cannot measure {argv[0]} under callgrind: it is a #! script; start the "
-                "server's binary itself (e.g. the interpreter with the script as argument)"
-            )
-        return None
+        # valgrind runs the #! interpreter, and whatever that execs (env, a version
+        # manager's shim) runs on unmeasured: the windows would find no valgrind.
+        why = procs.launcher_problem(argv)
+        return f"cannot measure {argv[0]} under callgrind: {why}" if why else None
 
     def start_server(
         self,
@@ -251,14 +247,6 @@ def _uncounted(run_dir: Path, profiles: Sequence[Path]) -> str | None:
             f"{', '.join(unprofiled)}) wrote no profile: their instructions are missing"
         )
     return None
-
-
-def _is_script(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(2) == b"#!"
-    except OSError:
-        return False
 
 
 def _pid_and_dump(profile: Path) -> tuple[int, int]:

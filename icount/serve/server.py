@@ -93,6 +93,23 @@ def _start(
     )
 
 
+def launch_problem(target: Target, backend: Backend) -> str | None:
+    """Why the backend cannot measure the target's server as its adapter starts it (a
+    launcher script under callgrind), asked once before any of its cells starts a
+    server: its cells are invalid with it, and no server is started in vain. None when
+    it can, or when only starting it will tell (a program not found is the run's to say)."""
+    from icount.serve import adapter as adapter_mod
+
+    a = target.adapter
+    try:
+        first = adapter_mod.expand(a.start[:1], port=0, build_dir=target.build_dir, adapter=a)
+        program = procs.resolve_command(first[0])
+    except (LaunchError, ParseError, OSError):
+        return None
+    # the rest as the adapter gives it: placeholders ({port}) read as what to write there
+    return backend.server_problem([program, *a.start[1:]])
+
+
 def gone(server: Server) -> str | None:
     """Why the server is gone ('exited with status 1; stderr: ...'), or None if alive:
     with the backend's own complaint when it has one, and what a server that

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -206,3 +208,53 @@ def test_kill_all_stops_adopted_orphans_too() -> None:
     assert procs.wait_until(lambda: _running("sleep 3015"), timeout=5)
     procs.kill_all()
     assert _running("sleep 3015") == []
+
+
+def _script(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_console_script_names_its_interpreter_and_how_to_start_it(tmp_path: Path) -> None:
+    """pip's console scripts (gunicorn) start with their interpreter's #! line."""
+    python = os.path.realpath("/bin/sh")  # any binary stands for the interpreter
+    gunicorn = _script(tmp_path / "gunicorn", f"#!{python}\nimport sys\n")
+    found = procs.launcher(str(gunicorn))
+    assert found == procs.Launcher((python,), python)
+    assert procs.launcher_problem([str(gunicorn), "app:app", "-b", "127.0.0.1:{port}"]) == (
+        f"it is a #! script run by {python}; start the interpreter with the script as its "
+        f"argument: {python} {gunicorn} app:app -b '127.0.0.1:{{port}}'"
+    )
+    assert procs.launcher("/bin/sh") is None and procs.launcher_problem(["/bin/sh"]) is None
+    assert procs.launcher(str(tmp_path / "missing")) is None
+
+
+def test_env_in_the_hash_bang_line_is_resolved_on_path(tmp_path: Path) -> None:
+    script = _script(tmp_path / "serve", "#!/usr/bin/env -S sh -e\necho hi\n")
+    sh = shutil.which("sh")
+    assert procs.launcher(str(script)) == procs.Launcher((str(sh), "-e"), sh)
+
+
+def test_a_version_managers_shim_names_the_binary_it_would_exec(tmp_path: Path) -> None:
+    """pyenv's python3 is a bash script that execs what `pyenv which python3` names."""
+    real = os.path.realpath(sys.executable)
+    tool = _script(tmp_path / "pyenv", f'#!/bin/sh\n[ "$1 $2" = "which python3" ] && echo {real}\n')
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = _script(shims / "python3",
+                   f'#!/usr/bin/env bash\nexec "{tool}" exec "$program" "$@"\n')  # fmt: skip
+    found = procs.launcher(str(shim))
+    assert found is not None and found.shim and found.binary == real
+    assert procs.launcher_problem([str(shim), "app.py"]) == (
+        f"it is a version manager's shim for {real}; start that: {real} app.py"
+    )
+    # a console script whose #! interpreter is the shim: the binary is the shim's
+    tool_script = _script(tmp_path / "uvicorn", f"#!{shim}\nimport sys\n")
+    inner = procs.launcher(str(tool_script))
+    assert inner is not None and inner.binary == real
+    lost = _script(shims / "python9", f'#!/usr/bin/env bash\nexec "{tool}" exec "$program"\n')
+    assert procs.launcher_problem([str(lost)]) == (
+        "it is a version manager's shim (a #! bash script), which runs the program it "
+        "picks unmeasured; give that program's path instead"
+    )

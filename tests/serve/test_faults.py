@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import socketserver
 import threading
 from collections.abc import Iterator
@@ -116,23 +117,35 @@ def test_a_failed_build_invalidates_its_cells_with_the_tool_output(
 
 
 @pytest.mark.slow
-def test_a_launcher_script_is_refused_under_callgrind(
-    need_valgrind: None, tmp_path: Path, c_epoll: Path
+def test_a_launcher_script_is_refused_up_front_and_the_others_measured(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
 ) -> None:
     """valgrind runs a #! script's interpreter; what that execs escapes measurement
-    (pyenv's python3 shim is such a script): the cell says so instead of failing oddly."""
+    (pyenv's python3 shim, console scripts such as gunicorn): the target's cells say
+    which binary to start and how, before any server of it starts; others go on."""
     script = tmp_path / "launch.sh"
     script.write_text(f'#!/bin/sh\nexec {c_epoll} --port "$1"\n')
     script.chmod(0o755)
+    launched = make_adapter("launched")
+    text = launched.read_text().replace(json.dumps(str(c_epoll)), json.dumps(str(script)), 1)
+    launched.write_text(text)
+    good = make_adapter("good")
     out = tmp_path / "r.json"
     done = run_icount(
-        ["serve", "--cmd", f"{script} {{port}}", "--path", "plaintext=/plaintext",
-         "--runs", "1", *FAST, "-o", str(out), "-q"],
+        ["serve", str(launched), str(good), "--runs", "2", *FAST, "-o", str(out), "-q"],
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     assert done.returncode == 5, done.stderr
-    (cell,) = cells(out).values()
-    assert "it is a #! script; start the server's binary itself" in cell["reason"]
+    got = cells(out)
+    cell = got[("launched", "plaintext")]
+    sh = str(Path("/bin/sh"))
+    assert cell["reason"] == (
+        f"cannot measure {script} under callgrind: it is a #! script run by {sh}; start "
+        f"the interpreter with the script as its argument: {sh} {script} --port '{{port}}'"
+    ), cell["reason"]
+    assert cell["runs"] == []  # refused before a server started
+    assert got[("good", "plaintext")]["valid"] is True
+    assert not (out.with_suffix(".artifacts") / "runs" / "launched").exists()
     assert leftovers(str(tmp_path)) == []
 
 
