@@ -329,8 +329,15 @@ def digit_values(arr: U8, start: I64, length: I64) -> I64:
     `odd` found none in them): costs without the checks."""
     value = _digits8(words8(arr, start), length)
     if len(length) and int(length.max()) > 8:
+        # The last 8 digits are one word, those before them the same problem again
+        # (twice at most: 18 digits); unsigned() would check them all again, in
+        # several times as many array passes, once per chunk with a long cost.
         longer = np.flatnonzero(length > 8)
-        value[longer] = unsigned(arr, start[longer], start[longer] + length[longer], 10)[0]
+        s, n = start[longer], length[longer]
+        high = digit_values(arr, s, n - 8).view(np.uint64)
+        high *= _U(10**8)
+        high += _digits8(words8(arr, s + n - 8), np.full(len(longer), 8, dtype=np.int64))
+        value[longer] = high
     out: I64 = value.view(np.int64)
     return out
 

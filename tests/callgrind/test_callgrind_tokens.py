@@ -60,6 +60,14 @@ def test_costs_are_python_ints(values: list[int]) -> None:
     assert got.tolist() == values
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text("0123456789", min_size=1, max_size=18), min_size=1, max_size=50))
+def test_digit_values_are_python_ints(words: list[str]) -> None:
+    # leading zeros included: a long cost splits into words of 8 digits and the rest
+    arr, s, e = spans([w.encode() for w in words])
+    assert tokens.digit_values(arr, s, e - s).tolist() == [int(w) for w in words]
+
+
 def test_bad_costs_are_flagged() -> None:
     arr, s, e = spans([b"12", b"1x", b"+3", b"9" * 19, b"007"])
     _, ok = tokens.costs(arr, s, e)
