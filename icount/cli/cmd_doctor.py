@@ -23,14 +23,17 @@ def register(app: typer.Typer) -> None:
 
 def doctor_command() -> None:
     from icount import doctor
+    from icount.cli.options import table_width
     from icount.errors import ExitCode
-    from icount.tables import Column, Table, render
+    from icount.tables import Column, Table, render_terminal
 
-    table = Table([Column("check", "left"), Column("ok", "left"), Column("detail", "left")])
+    # the detail is prose: wrapped to the terminal's width
+    detail = Column("detail", "left", wrap=True)
+    table = Table([Column("check", "left"), Column("ok", "left"), detail])
     for c in doctor.checks():
         table.add_row([c.name, "yes" if c.ok else "no", c.detail])
     auto = doctor.auto_backend()
     table.notes.append(f"--backend auto picks {auto}")
-    typer.echo(render(table, "table", width=160), nl=False)
+    typer.echo(render_terminal(table, table_width(None)), nl=False)
     if auto.startswith("none"):
         raise typer.Exit(int(ExitCode.MISSING_TOOL))

@@ -24,6 +24,7 @@ from icount.stats import Summary
 from icount.tables import Column, Table, render_markdown
 
 FORMAT = "icount-compare"
+UNIT_BYTES = "bytes"  # icount size -o
 VERSION = 1
 
 CSV_HEADER = (
@@ -110,14 +111,19 @@ def forced_line(c: Comparison) -> str | None:
     )
 
 
-def _median(s: Summary | None) -> str:
-    return numfmt.si(s.median) if s is not None else "-"
+def _figure(value: float, unit: str) -> str:
+    """Sizes as `icount size` prints them (KiB), counts with k/M/G."""
+    return numfmt.human_bytes(round(value)) if unit == UNIT_BYTES else numfmt.si(value)
+
+
+def _median(s: Summary | None, unit: str) -> str:
+    return _figure(s.median, unit) if s is not None else "-"
 
 
 def _delta(row: Row) -> str:
     if row.delta is None:
         return ""
-    return ("+" if row.delta > 0 else "") + numfmt.si(row.delta)
+    return ("+" if row.delta > 0 else "") + _figure(row.delta, row.unit)
 
 
 def _change(row: Row) -> str:
@@ -163,8 +169,8 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
             notes.append(f"[{len(notes) + 1}] {r.label}: {r.why}")
             verdict += f" [{len(notes)}]"
         cells += [
-            _median(r.base),
-            _median(r.new),
+            _median(r.base, r.unit),
+            _median(r.new, r.unit),
             _delta(r),
             _change(r),
             pct_text(r.threshold),
@@ -172,10 +178,10 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         ]
         table.add_row(cells)
     table.notes += notes
-    if units == ["bytes"]:  # icount size -o: one exact reading per file
+    if units == [UNIT_BYTES]:  # icount size -o: one exact reading per file
         table.notes.append(
             "sizes read from the files; change relative to the base; "
-            "k = thousand, M = million, G = billion bytes"
+            "KiB = 1024 bytes, MiB = 1024 KiB"
         )
     else:
         table.notes.append(

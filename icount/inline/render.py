@@ -11,6 +11,14 @@ from typing import Any
 from icount import numfmt
 from icount.tables import Column, Table
 
+# What callgrind's events count, for the note under the first table.
+_EVENTS = {
+    "Ir": "instructions executed",
+    "Dr": "memory reads",
+    "Dw": "memory writes",
+    "Bc": "conditional branches executed",
+    "Bcm": "conditional branches mispredicted",
+}
 # How many "same in both builds" inlining facts the note under the table names.
 _SAME_NAMED = 5
 
@@ -74,6 +82,8 @@ def _summary(report: dict[str, Any]) -> Table:
     )
     for side, entry in (("A", ba), ("B", bb)):
         summary.notes += [f"{side}: {n}" for n in entry["notes"]]
+    if ev in _EVENTS:  # said once: the tables below name the event as callgrind does
+        summary.notes.append(f"{ev}: {_EVENTS[ev]}, callgrind's name for them")
     return summary
 
 

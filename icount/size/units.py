@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
+from icount.numfmt import plural
 from icount.size.model import Breakdown, Image
 from icount.size.views import (
     _finish,
@@ -45,9 +46,14 @@ def by_units(image: Image, by: str, top: int = 0) -> Breakdown:
         split = attribute(image, by, sizes)
         unsized = sum(1 for addr, _, _ in att.variables if addr not in sizes)
         notes.append(
-            f"from the DWARF of {att.units} compile units "
-            f"({len(att.variables)} variables with an address)"
-            + (f"; {unsized} variables have no symbol to size them" if unsized else "")
+            f"from the DWARF of {plural(att.units, 'compile unit')} "
+            f"({plural(len(att.variables), 'variable')} with an address)"
+            + (
+                f"; {plural(unsized, 'variable')} {'has' if unsized == 1 else 'have'} "
+                "no symbol to size them"
+                if unsized
+                else ""
+            )
         )
     for i, r in enumerate(regions):
         parts = split.get(i)
