@@ -7,19 +7,21 @@ cell shows `-` with a numbered reason under the table.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from icount import numfmt
-from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, results_json
+from icount import numfmt, sorting
+from icount.explained import describe
+from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
 from icount.results.model import sort_key
-from icount.tables import Column, Table, render, render_csv
+from icount.tables import Column, Table
 
-SORT_ORDER = "order"  # rows in the order commands and targets were given
-SORT_NAME = "name"
-SORTS = (SORT_ORDER, SORT_NAME)
+SORT_ORDER = sorting.Sort.ORDER  # rows in the order commands and targets were given
+SORT_NAME = sorting.Sort.NAME  # by name, in natural order (fib-2 before fib-10)
+SORTS = sorting.SORTS
 
 CSV_HEADER = (
     "name",
@@ -88,7 +90,7 @@ def row_names(cells: Sequence[Cell], sort: str = SORT_ORDER) -> list[str]:
     """The rows' names: in the order the cells were asked for (the order commands and
     targets were given: `Cell.order`), ties by name; or by name alone."""
     if sort == SORT_NAME:
-        return sorted({c.name for c in cells})
+        return sorting.names(c.name for c in cells)
     first: dict[str, int] = {}
     for c in cells:
         first[c.name] = min(first.get(c.name, c.order), c.order)
@@ -96,7 +98,7 @@ def row_names(cells: Sequence[Cell], sort: str = SORT_ORDER) -> list[str]:
 
 
 def _cell_order(sort: str) -> Callable[[Cell], tuple[object, ...]]:
-    return (lambda c: c.key) if sort == SORT_NAME else sort_key
+    return (lambda c: (sorting.natural_key(c.name), c.key)) if sort == SORT_NAME else sort_key
 
 
 def build_table(
@@ -176,8 +178,6 @@ def counting_notes(cells: Sequence[Cell]) -> list[str]:
 def explaining_notes(cells: Sequence[Cell]) -> list[str]:
     """Why a cell's windows differ (the functions behind it), and how much of a window
     is work driven by the clock, where a run measured it."""
-    from icount.serve.spread import describe
-
     notes: list[str] = []
     for cell in cells:
         explained = cell.extra.get("spread_explained")
@@ -259,7 +259,7 @@ def csv_rows(results: Results, sort: str = SORT_ORDER) -> list[list[object]]:
                 numfmt.plain(s.median) if s else "",
                 numfmt.plain(s.min) if s else "",
                 numfmt.plain(s.max) if s else "",
-                f"{s.spread * 100:.4f}" if s else "",
+                f"{s.spread * 100:.4f}" if s and math.isfinite(s.spread) else "",
                 len(cell.values),
                 cell.runs_wanted,
                 "true" if cell.valid else "false",
@@ -267,18 +267,3 @@ def csv_rows(results: Results, sort: str = SORT_ORDER) -> list[list[object]]:
             ]
         )
     return rows
-
-
-def render_results(
-    results: Results,
-    fmt: str,
-    width: int = 120,
-    extra: Sequence[ExtraColumn] = (),
-    sort: str = SORT_ORDER,
-) -> str:
-    """`sort`: SORT_ORDER (rows as asked for) or SORT_NAME; JSON keeps the file's order."""
-    if fmt == "json":
-        return results_json(results)
-    if fmt == "csv":
-        return render_csv(CSV_HEADER, csv_rows(results, sort))
-    return render(build_table(results, extra, sort), fmt, width)

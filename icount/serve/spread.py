@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icount.names import display_name
 from icount.results.details import Rep
 from icount.stats import summarize
 
@@ -79,28 +78,3 @@ def _pooled(functions: Mapping[str, float]) -> dict[str, float]:
         key = UNNAMED if _HEX.fullmatch(base) else base
         out[key] = out.get(key, 0.0) + cost
     return out
-
-
-def describe(explained: Mapping[str, Any], max_spread: float, *, windows: bool = True) -> str:
-    """One line for the table's notes (the results file keeps the full names).
-    `windows`: the cell counts request windows (not cold starts), which can be longer."""
-    from icount import numfmt
-
-    low, high = explained["low"], explained["high"]
-    parts = ", ".join(
-        f"{display_name(name)} {delta:+.1f}" for name, delta in explained["functions"]
-    )
-    line = (
-        f"windows differ by {explained['spread'] * 100:.2f}% ({high['window']} "
-        f"{numfmt.si(high['per_request'])} vs {low['window']} {numfmt.si(low['per_request'])} "
-        f"per request); per request, the highest minus the lowest: {parts}"
-    )
-    if windows and explained["spread"] >= max_spread:
-        # Runs that repeat each other (a collector on the same schedule every run) pass
-        # the spread rule however much their windows differ; the median then depends on
-        # which windows the periodic work fell in.
-        line += (
-            "; the median depends on which windows that work fell in: longer windows "
-            "(--requests, or the adapter's `requests`) average it"
-        )
-    return line
