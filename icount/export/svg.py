@@ -7,21 +7,14 @@ from icount.export import documents as d
 
 def render(doc: d.Document, width: int) -> str:
     del width
-    import json
-
     from icount import charts
 
     if isinstance(doc, d.ResultsDoc):
         return charts.results_svg(doc.results)
     if isinstance(doc, d.ComparisonDoc):
-        from icount.compare import render as compare
-
-        return charts.comparison_svg(
-            charts.comparison_from_json(compare.to_json(doc.comparison), "comparison")
-        )
-    if isinstance(doc, d.SizeDoc | d.SizeDiffDoc):
-        from icount.export import json as size_json
-
-        text = size_json.render(doc, 0)
-        return charts.sizes_svg(charts.sizes_from_json(json.loads(text), "icount size"))
+        return charts.comparison_svg(doc.comparison)
+    if isinstance(doc, d.SizeDoc):  # what --format json prints: --top applied
+        return charts.sizes_svg(charts.size_doc(doc.chosen, doc.view))
+    if isinstance(doc, d.SizeDiffDoc):
+        return charts.sizes_svg(charts.size_diff_doc(doc.pairs, doc.view))
     raise TypeError(f"no SVG of {type(doc).__name__}")
