@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
+from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
 from icount.session import options as o
 
@@ -87,7 +87,7 @@ def run_command(
     timeout: float = typer.Option(
         None, "--timeout", min=0.001, help="Seconds per run before it is killed."
     ),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    fmt: str = typer.Option("table", "--format", "-f", help=format_help()),
     sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/run-NNN.json]."
@@ -95,7 +95,7 @@ def run_command(
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind profiles."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
-    width: int = typer.Option(120, "--width", help="Table width in characters."),
+    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
     shard: str = typer.Option(
         None, "--shard", help="I/N: measure shard I of N of the commands; none: all [from CI]."
     ),

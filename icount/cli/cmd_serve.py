@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP
+from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
 from icount.session import options as o
 
@@ -144,14 +144,14 @@ def serve_command(
     jobs: int = typer.Option(
         1, "--jobs", "-j", min=1, max=64, help="Cells at once, each on its own CPUs."
     ),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, md, csv or json."),
+    fmt: str = typer.Option("table", "--format", "-f", help=format_help()),
     sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     output: Path = typer.Option(
         None, "--output", "-o", help="Results file [icount-results/serve-NNN.json]."
     ),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
-    width: int = typer.Option(120, "--width", help="Table width in characters."),
+    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
 ) -> None:
     import os
 
