@@ -87,7 +87,26 @@ def parse_env_assignments(items: Sequence[str]) -> dict[str, str]:
         if not sep or not key:
             raise UsageError(f"--env takes KEY=VALUE, got {item!r}")
         env[key] = value
+    problem = exec_problem((), env)
+    if problem is not None:
+        raise UsageError(f"--env: {problem}")
     return env
+
+
+def exec_problem(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Why the kernel cannot be given this command line and environment (a NUL byte
+    ends a C string; an environment name holding '=' cannot be told from its value),
+    or None. Asked before launching, so the mistake is one line naming the item, not
+    a ValueError from exec."""
+    for i, arg in enumerate(argv):
+        if "\0" in arg:
+            return f"argument {i} {arg!r} holds a NUL byte"
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key:
+            return f"environment name {key!r} is empty or holds '=' or a NUL byte"
+        if "\0" in value:
+            return f"environment variable {key!r} has a value holding a NUL byte"
+    return None
 
 
 def absolute_file_args(args: Sequence[str], base: Path) -> list[str]:

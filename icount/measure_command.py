@@ -19,6 +19,7 @@ from pathlib import Path
 from icount import environment, jobs, procs
 from icount.backends import Backend, fingerprint
 from icount.cpus import pinned_self
+from icount.errors import UsageError
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
 from icount.results.details import CommandDetail, CommandParams
@@ -55,6 +56,9 @@ def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
     shell would have found is resolved here, before anything is measured. Raises
     ToolMissingError for a program that does not exist.
     """
+    problem = environment.exec_problem(spec.argv, spec.env)
+    if problem is not None:
+        raise UsageError(f"command {spec.name}: {problem}")
     exe = procs.resolve_command(spec.argv[0])
     args = environment.absolute_file_args(spec.argv[1:], base)
     return CommandSpec(spec.name, (exe, *args), spec.env)
