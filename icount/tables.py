@@ -97,12 +97,3 @@ def render_csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     for row in rows:
         writer.writerow(["" if v is None else v for v in row])
     return buf.getvalue()
-
-
-def render(table: Table, fmt: str, width: int = 120) -> str:
-    """Terminal or Markdown; CSV and JSON are built from the data, not from a Table."""
-    if fmt == "table":
-        return render_terminal(table, width)
-    if fmt == "md":
-        return render_markdown(table)
-    raise ValueError(f"render() handles table and md, not {fmt}")
