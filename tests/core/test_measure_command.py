@@ -212,3 +212,26 @@ def test_jobs_2_counts_exactly_what_jobs_1_counts_python(
         assert all(c["valid"] for c in cells), cells
         medians.append({c["name"]: c["median"] for c in cells})
     assert medians[0] == medians[1]
+
+
+def test_resume_measures_only_the_missing_commands_cli(
+    icount: Icount, need_valgrind: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    args = ["run", "--backend", "callgrind", "--runs", "1", "--cmd", "a=true", "--cmd", "b=true"]
+    first = icount(*args, "-q", "-o", str(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(out.read_text())
+    whole = doc["cells"]
+    doc["cells"] = whole[:1]  # an interrupted session: only the first command was saved
+    out.write_text(json.dumps(doc))
+    again = icount("run", "--resume", str(out), cwd=tmp_path)  # commands from the provenance
+    assert again.returncode == 0, again.stderr
+    assert "b: run 1/1" in again.stderr and "a: run 1/1" not in again.stderr
+    assert json.loads(out.read_text())["cells"] == whole
+    other = icount("run", "--resume", str(out), "--runs", "2", "-q", cwd=tmp_path)
+    assert other.returncode == 2
+    assert other.stderr.strip().splitlines() == [
+        "icount: error: a/callgrind in the file to resume was measured with other parameters "
+        "(runs 1 there, 2 now) (use the same options, or start a new results file with -o)"
+    ]
