@@ -7,13 +7,14 @@ Without --file it measures Debian's stripped libLLVM-15 (`.dynsym` only: both to
 that, `nm -D`) when it is installed, and the largest ELF shared library with a `.symtab`
 it finds under the usual library folders and ~/.rustup (rustup's libLLVM). Each tool runs
 --reps times, interleaved, with `python3 -c "import typer, numpy"` (what `icount size
---by symbols` cannot do without) as a third child: the floor. Medians of wall time and
-the peak resident memory of each child are printed with their ratios. The last lines
-split icount's run: its own work (load + symbols view + table) timed inside one process
-after the modules it needs are imported, those imports, and whether the CLI run
-imported pydantic (typer 0.2x converts option values through pydantic; ~0.1 s when it
-does). Children run with Python's bytecode cache on (PYTHONDONTWRITEBYTECODE removed),
-as an installed icount has it.
+--by symbols` cannot do without) as a third child: the floor, and `python3 -c "import
+numpy"` as a fourth. Medians of wall time and the peak resident memory of each child are
+printed with their ratios. The last lines split icount's run: its own work (load +
+symbols view + table: the command run a second time in one process, every module it
+needs imported by the first), those imports, and whether the CLI run imported pydantic
+(typer 0.2x converts option values through pydantic; ~0.1 s when it does). Children
+run with Python's bytecode cache on (PYTHONDONTWRITEBYTECODE removed), as an installed
+icount has it.
 """
 
 from __future__ import annotations
@@ -83,18 +84,19 @@ def timed(argv: list[str]) -> tuple[float, int]:
 
 
 CORE = """
-import os, sys, time
+import contextlib, io, os, sys, time
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # as `icount size` imports numpy
 t = time.perf_counter()
 import numpy
-from icount.size import load, render, views, elf, symbols, demangle
-from icount.tables import render_terminal
-imports = time.perf_counter() - t
-t = time.perf_counter()
-images = load(sys.argv[1])
-b = views.by_symbols(images[0], 30)
-text = render_terminal(render.table([b], "symbols", 30), 120)
-print(f"{imports:.4f} {time.perf_counter() - t:.4f}")
+from icount.cli import app
+argv = ["size", "--by", "symbols", sys.argv[1]]
+with contextlib.redirect_stdout(io.StringIO()):
+    app(argv, standalone_mode=False)  # imports what the command imports, lazily
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    app(argv, standalone_mode=False)  # the same run again: its own work alone
+    work = time.perf_counter() - t
+print(f"{first - work:.4f} {work:.4f}")
 """
 
 # The CLI run once more, saying which of the slow optional imports it made.
@@ -117,15 +119,17 @@ def bench(path: Path, reps: int) -> None:
     nm_argv = [nm, "-S", "--size-sort", *(["-D"] if dynamic else []), str(path)]
     ic_argv = [sys.executable, "-m", "icount", "size", "--by", "symbols", str(path)]
     floor_argv = [sys.executable, "-c", "import typer, numpy"]
+    numpy_argv = [sys.executable, "-c", "import numpy"]
 
     # one untimed run each: the file in the page cache, the bytecode caches written
-    for argv in (nm_argv, ic_argv, floor_argv):
+    for argv in (nm_argv, ic_argv, floor_argv, numpy_argv):
         timed(argv)
-    nm_runs, ic_runs, floor_runs, core_runs = [], [], [], []
+    nm_runs, ic_runs, floor_runs, numpy_runs, core_runs = [], [], [], [], []
     for _ in range(reps):
         nm_runs.append(timed(nm_argv))
         ic_runs.append(timed(ic_argv))
         floor_runs.append(timed(floor_argv))
+        numpy_runs.append(timed(numpy_argv))
         out = subprocess.run(
             [sys.executable, "-c", CORE, str(path)],
             capture_output=True,
@@ -139,6 +143,7 @@ def bench(path: Path, reps: int) -> None:
     nm_wall = statistics.median(w for w, _ in nm_runs)
     ic_wall = statistics.median(w for w, _ in ic_runs)
     floor_wall = statistics.median(w for w, _ in floor_runs)
+    numpy_wall = statistics.median(w for w, _ in numpy_runs)
     nm_rss = max(m for _, m in nm_runs)
     ic_rss = max(m for _, m in ic_runs)
     core = statistics.median(c for _, c in core_runs)
@@ -152,11 +157,13 @@ def bench(path: Path, reps: int) -> None:
     print(f"  ratio icount/nm: wall {ic_wall / nm_wall:.2f}x, peak memory {ic_rss / nm_rss:.2f}x")
     print(
         f"  floor: python3 -c 'import typer, numpy' {floor_wall:.3f} s = "
-        f"{floor_wall / nm_wall:.2f}x nm"
+        f"{floor_wall / nm_wall:.2f}x nm; python3 -c 'import numpy' {numpy_wall:.3f} s = "
+        f"{numpy_wall / nm_wall:.2f}x nm"
     )
     print(
-        f"  icount core work (load + view + table, in-process): {core:.3f} s = "
-        f"{core / nm_wall:.2f}x nm; imports of numpy and icount.size {imports:.3f} s"
+        f"  icount's own work (a second run of the command in one process): {core:.3f} s = "
+        f"{core / nm_wall:.2f}x nm; the imports of the first run (numpy, icount's CLI and "
+        f"size modules) {imports:.3f} s"
     )
     slow = subprocess.run(
         [sys.executable, "-c", IMPORTED, str(path)],
