@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from icount import environment, report, results
+from icount import environment, export, results
 from icount.errors import UsageError
 from icount.serve import plan as plan_mod
 from icount.serve import session
@@ -39,7 +39,15 @@ def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[str, ...]:
 
 
 def _request(targets: tuple[str, ...], **kw: Any) -> plan_mod.ServeRequest:
-    opts: dict[str, Any] = {"backend": "fake", "runs": 2, "reps": 2, "requests": 40, **kw}
+    # idle_seconds 0: the idle window sleeps, and no test here is about it
+    opts: dict[str, Any] = {
+        "backend": "fake",
+        "runs": 2,
+        "reps": 2,
+        "requests": 40,
+        "idle_seconds": 0,
+        **kw,
+    }
     return plan_mod.ServeRequest(targets=targets, **opts)
 
 
@@ -79,7 +87,7 @@ def test_three_shards_merged_are_the_unsharded_session_byte_for_byte(
     merged = results.merge_inputs(results.load_inputs([folder]))
     saved = results.load(whole)
     for fmt in ("table", "md", "csv", "json"):
-        assert report.render_results(merged, fmt) == report.render_results(saved, fmt)
+        assert export.render_results(merged, fmt) == export.render_results(saved, fmt)
     assert results.results_json(merged) == whole.read_text()
     prov = json.loads((folder / "shard-2.provenance.json").read_text())
     assert prov["shard"] == {"index": 2, "total": 3, "source": "--shard 2/3"}
@@ -129,7 +137,7 @@ def test_sharded_parallel_shards_still_merge(fakes: tuple[str, ...], tmp_path: P
         _session(request, tmp_path / "s" / f"{i}.json", ShardSpec(i, 2, "x"), jobs=2)
     merged = results.merge_inputs(results.load_inputs([tmp_path / "s"]))
     assert _counts(merged) == _counts(whole)
-    assert report.render_results(merged, "md") == report.render_results(whole, "md")
+    assert export.render_results(merged, "md") == export.render_results(whole, "md")
 
 
 def test_a_shard_resumes_as_itself_only(fakes: tuple[str, ...], tmp_path: Path) -> None:
