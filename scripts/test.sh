@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this): install what is
 # missing (scripts/setup.sh), then lint, type-check and run every test.
+#
+# scripts/test.sh --fast: only the fast tier (every test not marked slow: no valgrind,
+# no builds, no servers beyond the fake backend), in under 2 minutes, for the loop of
+# editing; no setup, lint or type-check. Other arguments go to pytest either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
 PY=${PYTHON:-python3}
+if [[ "${1:-}" == "--fast" ]]; then
+    shift
+    exec $PY -m pytest -p no:cacheprovider -q -m "not slow" --durations=10 "$@"
+fi
+bash scripts/setup.sh
 echo "test: ruff"
 $PY -m ruff check icount tests scripts
 $PY -m ruff format --check icount tests scripts
