@@ -4,6 +4,7 @@ otherwise is refused, and a cell's work dir does not depend on the job that ran 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -90,6 +91,13 @@ def test_resume_refuses_another_environment_and_other_files(
     moved.write_text(json.dumps(doc))
     with pytest.raises(UsageError, match=r"another environment \(differs in cpu_model\)"):
         _session(request, moved, resume=moved)
+    served = dataclasses.replace(results.load(out).cells[0], path="plaintext",
+                                 unit=results.UNIT_PER_REQUEST)  # fmt: skip
+    serve_file = tmp_path / "serve.json"
+    results.save(serve_file, results.Results(doc["fingerprint"], (served,)), None,
+                 overwrite=False)  # fmt: skip
+    with pytest.raises(UsageError, match=r"cells that are not from icount run \(cmd1/plaintext"):
+        _session(request, serve_file, resume=serve_file)
     recorded = json.loads(results.provenance_path(out).read_text())
     recorded["plan"]["runs"] = "three"
     results.provenance_path(out).write_text(json.dumps(recorded))
