@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from fractions import Fraction
 from typing import Any
 
 from icount.compare.thresholds import Thresholds
@@ -161,20 +162,33 @@ def refusal(diffs: Sequence[FieldDifference], base_src: str, new_src: str) -> st
 
 
 def _judge(
-    delta: float, delta_pct: float | None, overlap: str | None, threshold: float, min_delta: float
+    change: Fraction | None,
+    delta: Fraction,
+    overlap: str | None,
+    threshold: float,
+    min_delta: float,
 ) -> tuple[Verdict, str]:
-    """`overlap` describes how the two sides' observations overlap (None: separated)."""
-    # Rounding to 12 digits keeps e.g. 101/100 - 1 = 0.010000000000000009 at 1%.
-    if delta_pct is not None and round(abs(delta_pct), 12) <= threshold:
+    """`change` is the relative change (None where the base is 0), `delta` the medians'
+    difference, both exact, so that a change exactly at the threshold is unchanged for
+    every threshold (in floats, 0.7/100 put a change of exactly 0.7% above 0.7%).
+    `overlap` describes how the two sides' observations overlap (None: separated)."""
+    if change is not None and abs(change) <= exact(threshold):
         return Verdict.UNCHANGED, ""
-    if abs(delta) < min_delta:
+    if abs(delta) < exact(min_delta):
         return (
             Verdict.UNCHANGED,
-            f"|delta| {plain(abs(delta))} is below --min-delta {plain(min_delta)}",
+            f"|delta| {plain(float(abs(delta)))} is below --min-delta {plain(min_delta)}",
         )
     if overlap is not None:
         return Verdict.UNCHANGED, overlap
     return (Verdict.REGRESSED if delta > 0 else Verdict.IMPROVED), ""
+
+
+def exact(x: float) -> Fraction:
+    """The decimal a figure is written as (in results files, on the command line):
+    the shortest that reads back as the same float, so 0.007 is 7/1000, not the
+    binary fraction nearest to it."""
+    return Fraction(repr(float(x)))
 
 
 def _pct(delta: float, base: float) -> float | None:
@@ -226,7 +240,10 @@ def _row(base: Cell | None, new: Cell | None, thresholds: Thresholds) -> Row:
             f"new {plain(ns.min)}-{plain(ns.max)})"
         )
     )
-    verdict, why = _judge(delta, pct, overlap, threshold, thresholds.min_delta)
+    base_median = exact(bs.median)
+    exact_delta = exact(ns.median) - base_median
+    change = exact_delta / abs(base_median) if pct is not None else None
+    verdict, why = _judge(change, exact_delta, overlap, threshold, thresholds.min_delta)
     return Row(
         some.name, some.path, some.backend, some.unit,
         bs, ns, delta, pct, threshold, rule, verdict, why,
@@ -264,11 +281,15 @@ def compare_pairs(
         row = Row(name, "", backend, unit, bs, ns, None, None, threshold, rule, verdict, why)
         return Comparison((row,), thresholds, pairs=pairs)
     assert bs is not None and ns is not None  # every ratio has both sides
-    ratio = float(statistics.median(ratios))
+    exact_ratio: Fraction = statistics.median(
+        [exact(p.new) / exact(p.base) for p in pairs if p.new is not None and p.base]
+    )
+    ratio = float(exact_ratio)
     delta = ns.median - bs.median
     separated = min(ratios) > 1 if ratio > 1 else max(ratios) < 1
     overlap = None if separated else f"pair ratios {min(ratios):.4f}-{max(ratios):.4f} straddle 1"
-    verdict, why = _judge(delta, ratio - 1, overlap, threshold, thresholds.min_delta)
+    exact_delta = exact(ns.median) - exact(bs.median)
+    verdict, why = _judge(exact_ratio - 1, exact_delta, overlap, threshold, thresholds.min_delta)
     row = Row(name, "", backend, unit, bs, ns, delta, ratio - 1, threshold, rule, verdict, why)
     return Comparison((row,), thresholds, pairs=pairs)
 

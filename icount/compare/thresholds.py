@@ -8,6 +8,7 @@ globs before the general ones.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -61,8 +62,8 @@ def parse_thresholds(items: Sequence[str], min_delta: float) -> Thresholds:
             )
         else:
             default = parse_percent(item, "--threshold")
-    if min_delta < 0:
-        raise UsageError(f"--min-delta must be 0 or more, got {min_delta:g}")
+    if not math.isfinite(min_delta) or min_delta < 0:
+        raise UsageError(f"--min-delta must be 0 or more and finite, got {min_delta:g}")
     return Thresholds(
         DEFAULT_THRESHOLD if default is None else default, tuple(overrides), min_delta
     )

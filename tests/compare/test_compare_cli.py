@@ -203,6 +203,32 @@ def test_step_summary_gets_the_markdown_appended(
     assert summary.read_text() == "# earlier step\n" + (md.out + "\n") * 2
 
 
+@pytest.mark.parametrize("target", ["fifo", "/dev/full", "dir"])
+def test_a_step_summary_that_cannot_be_appended_to_is_a_warning_and_never_blocks(
+    cli: Cli,
+    regression: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+) -> None:
+    """A FIFO nobody reads blocked compare forever; /dev/full turned a regression's
+    exit 3 into 2. The verdict's exit code wins; the summary is one warning line."""
+    import os
+
+    if target == "fifo":
+        target = str(tmp_path / "fifo")
+        os.mkfifo(target)
+    elif target == "dir":
+        target = str(tmp_path)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", target)
+    done = cli("compare", *regression)
+    assert done.code == 3, done.err
+    warning, error = done.err.splitlines()
+    assert warning.startswith(f"icount: warning: cannot append to {target}: ")
+    assert warning.endswith("; the summary is not in it")
+    assert error.startswith("icount: error: 1 of 3 cells regressed")
+
+
 def test_output_file_gets_the_format_and_stdout_the_table(
     cli: Cli, regression: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -226,3 +226,48 @@ def test_thresholds_default_when_none_given() -> None:
     t = parse_thresholds([], 10)
     assert t == Thresholds(0.01, (), 10)
     assert parse_thresholds(["a=b=2%"], 0).overrides == (Override("a=b", 0.02),)
+
+
+SWEEP = [f"{i / 10:g}" for i in range(1, 100)] + ["0.7", "1.4", "2.9", "12.5", "33.3", "0.05"]
+
+
+@pytest.mark.parametrize("pct", SWEEP)
+def test_a_change_exactly_at_any_threshold_is_unchanged(pct: str) -> None:
+    """In floats 0.7/100 is above 0.007, so a change of exactly 0.7% was 'regressed'
+    (at 1% it was unchanged): the README promises unchanged at the threshold."""
+    from fractions import Fraction
+
+    limits = parse_thresholds([pct], 0)
+    base = 10**6
+    at = base + int(Fraction(pct) * 10**4)  # exactly pct% more
+    assert one([base] * 3, [at] * 3, limits) is Verdict.UNCHANGED
+    assert one([base] * 3, [at + 1] * 3, limits) is Verdict.REGRESSED
+    assert one([at] * 3, [base] * 3, parse_thresholds([f"{pct}"], 0)) in (
+        Verdict.UNCHANGED,
+        Verdict.IMPROVED,
+    )
+    below = base - int(Fraction(pct) * 10**4)
+    assert one([base] * 3, [below] * 3, limits) is Verdict.UNCHANGED
+    assert one([base] * 3, [below - 1] * 3, limits) is Verdict.IMPROVED
+    # a per-request figure as written in the file: 100 -> 100 + pct
+    per_request = float(Fraction(100) + Fraction(pct))
+    assert one([100.0] * 3, [per_request] * 3, limits) is Verdict.UNCHANGED
+
+
+@pytest.mark.parametrize("pct", ["0.7", "1.4", "2.9", "1"])
+def test_interleaved_pairs_exactly_at_the_threshold_are_unchanged(pct: str) -> None:
+    from fractions import Fraction
+
+    new = float(1000 + Fraction(pct) * 10)
+    pairs = [Pair(1000.0, new)] * 3
+    c = compare_pairs("a", "callgrind", "instructions", pairs, None, parse_thresholds([pct], 0))
+    assert c.rows[0].verdict is Verdict.UNCHANGED
+    above = [Pair(1000.0, new + 0.01)] * 3
+    c = compare_pairs("a", "callgrind", "instructions", above, None, parse_thresholds([pct], 0))
+    assert c.rows[0].verdict is Verdict.REGRESSED
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0])
+def test_min_delta_must_be_finite_and_not_negative(bad: float) -> None:
+    with pytest.raises(UsageError, match="--min-delta must be 0 or more and finite"):
+        parse_thresholds([], bad)
