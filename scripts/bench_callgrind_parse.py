@@ -3,6 +3,7 @@
 
     python3 scripts/bench_callgrind_parse.py [--rounds 5] [FILE ...]
     python3 scripts/bench_callgrind_parse.py --record cc1plus --keep DIR
+    python3 scripts/bench_callgrind_parse.py --record cc1plus-small --keep DIR
 
 Without files it records profiles first, into DIR with --keep (else a temporary
 folder): `--record numpy` (the default, ~10 s each under valgrind) runs
@@ -12,7 +13,10 @@ compiles a C++ file using most of the standard library (fixtures/callgrind/src/
 bench-stdlib.cpp) with `g++ -std=c++17 -O2 -g -c` under
 `valgrind --tool=callgrind --trace-children=yes`, once with --cache-sim=yes
 --branch-sim=yes (13 events) and once with --dump-instr=yes, and keeps the profiles
-of cc1plus (the largest file of each run).
+of cc1plus (the largest file of each run). `--record cc1plus-small` (2-4 minutes)
+makes the 13-event profile only, of cc1plus compiling a 12-line file that uses
+std::map, std::string and std::ostringstream (SMALL_CPP below): a 7 MB profile of about
+11,600 functions, for a quick check of the 13-event case.
 
 Each round runs `callgrind_annotate FILE` (output discarded) and then
 `icount.callgrind.parser.parse_file(FILE)` in this process. It prints the median and
@@ -46,6 +50,20 @@ from icount.callgrind.parser import parse_file
 
 # Most of the C++ standard library in one file (see its first lines).
 CPP_SOURCE = Path(__file__).resolve().parents[1] / "fixtures/callgrind/src/bench-stdlib.cpp"
+SMALL_CPP = """#include <map>
+#include <string>
+#include <vector>
+#include <algorithm>
+#include <sstream>
+std::string f(const std::vector<int>& v) {
+  std::map<int, std::string> m;
+  for (int x : v) m[x] = std::to_string(x);
+  std::ostringstream os;
+  for (auto& [k, s] : m) os << k << s;
+  return os.str();
+}
+"""
+CACHE_SIM = ["--cache-sim=yes", "--branch-sim=yes"]  # 13 events
 
 
 def callgrind(out: str, extra: list[str], argv: list[str]) -> None:
@@ -67,14 +85,18 @@ def record_numpy(out_dir: Path) -> list[Path]:
     return files
 
 
-def record_cc1plus(out_dir: Path) -> list[Path]:
-    source = CPP_SOURCE
+def record_cc1plus(out_dir: Path, small: bool = False) -> list[Path]:
+    if small:
+        source = out_dir / "bench-small.cpp"
+        source.write_text(SMALL_CPP)
+        variants = [("cc1plus-small-cache", CACHE_SIM)]
+    else:
+        source = CPP_SOURCE
+        variants = [("cc1plus-cache", CACHE_SIM), ("cc1plus-instr", ["--dump-instr=yes"])]
     files = []
-    for name, extra in (
-        ("cc1plus-cache", ["--cache-sim=yes", "--branch-sim=yes"]),
-        ("cc1plus-instr", ["--dump-instr=yes"]),
-    ):
-        print(f"recording {name} (valgrind on g++, 10 to 60 min)...", flush=True)
+    for name, extra in variants:
+        took = "2 to 4 min" if small else "10 to 60 min"
+        print(f"recording {name} (valgrind on g++, {took})...", flush=True)
         pattern = out_dir / f"{name}.%p.out"
         argv = ["g++", "-std=c++17", "-O2", "-g", "-c", str(source), "-o", os.devnull]
         callgrind(str(pattern), ["--trace-children=yes", *extra], argv)
@@ -181,7 +203,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--record", choices=("numpy", "cc1plus"), default="numpy")
+    ap.add_argument("--record", choices=("numpy", "cc1plus", "cc1plus-small"), default="numpy")
     ap.add_argument("--keep", type=Path, help="folder to record the profiles into and keep")
     args = ap.parse_args()
     for tool in ("valgrind", "callgrind_annotate"):
@@ -193,7 +215,10 @@ def main() -> int:
         if not files:
             out = args.keep or Path(tmp)
             out.mkdir(parents=True, exist_ok=True)
-            files = record_numpy(out) if args.record == "numpy" else record_cc1plus(out)
+            if args.record == "numpy":
+                files = record_numpy(out)
+            else:
+                files = record_cc1plus(out, small=args.record == "cc1plus-small")
         ok = [bench(f, args.rounds) for f in files]
     return 0 if all(ok) else 1
 
