@@ -55,6 +55,7 @@ SMALL_SERVE = {"--requests": "100", "--warmup": "20"}
 SMALL_RUN = {"--runs": "1"}
 SMALL_PAIRS = {"--pairs": "2"}
 TIMEOUT_FAST = 60.0
+COMMANDS = ("run", "serve", "compare", "table", "report", "size", "inline", "doctor")
 TIMEOUT_SLOW = 900.0
 
 FENCE = re.compile(r"^```(\w*)\s*$")
@@ -263,7 +264,7 @@ def test_measuring_example_runs(block: Block, tmp_path: Path) -> None:
 def test_the_examples_are_found() -> None:
     """A change to the fences that hid every block would pass the tests above vacuously."""
     shown = {bare(x.text) for b in BLOCKS for x in b.lines}
-    for sub in ("run", "serve", "compare", "table", "report", "size", "inline", "doctor"):
+    for sub in COMMANDS:
         readme = [x for b in BLOCKS if b.page.name == "README.md" for x in b.lines]
         assert any(f"icount {sub}" in x.text for x in readme), f"README shows no `icount {sub}`"
     for line in EXCLUDED:
@@ -316,3 +317,26 @@ def test_links_between_pages_resolve(page: Path) -> None:
         assert linked.exists(), f"{page.name}: a link to {target}, which does not exist"
         if anchor and linked.suffix == ".md":
             assert anchor in _anchors(linked), f"{page.name}: no heading #{anchor} in {path}"
+
+
+def test_every_option_is_documented() -> None:
+    """A flag added to a command and to no page: the reference is missing a line."""
+    pages = "\n".join(p.read_text() for p in PAGES)
+    missing = []
+    for sub in COMMANDS:
+        done = subprocess.run(
+            [sys.executable, "-m", "icount", sub, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_FAST,
+            env={**os.environ, "COLUMNS": "200"},
+            check=True,
+        )
+        flags = re.findall(r"^\s+(?:-\w, )?(--[a-z][\w-]*)", done.stdout, flags=re.M)
+        assert flags, f"icount {sub} --help lists no option: its layout changed"
+        missing += [
+            f"icount {sub} {f}"
+            for f in flags
+            if f != "--help" and not re.search(rf"{re.escape(f)}(?![\w-])", pages)
+        ]
+    assert not missing, f"options no page mentions (docs/reference.md): {missing}"
