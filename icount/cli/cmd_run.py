@@ -8,7 +8,14 @@ from typing import Any
 
 import typer
 
-from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP, WIDTH_HELP, format_help
+from icount.cli.options import (
+    BACKEND_HELP,
+    FORCE_HELP,
+    MIN_WIDTH,
+    SORT_HELP,
+    WIDTH_HELP,
+    format_help,
+)
 from icount.errors import UsageError
 from icount.session import options as o
 
@@ -95,7 +102,9 @@ def run_command(
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind profiles."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
-    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
+    width: int | None = typer.Option(
+        None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
+    ),
     shard: str = typer.Option(
         None, "--shard", help="I/N: measure shard I of N of the commands; none: all [from CI]."
     ),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from icount.cli.fastargs import PlainCommand
-from icount.cli.options import WIDTH_HELP, format_help
+from icount.cli.options import MIN_WIDTH, WIDTH_HELP, format_help
 from icount.export import Kind
 from icount.size.views import VIEWS, View, help_lines
 
@@ -69,7 +69,9 @@ def size(
     gzip: bool = typer.Option(False, "--gzip", help="Add the gzip -9 size of each whole file."),
     diff: bool = typer.Option(False, "--diff", help="Compare two files: OLD NEW."),
     fmt: str = typer.Option("table", "--format", "-f", help=format_help(Kind.SIZE)),
-    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
+    width: int | None = typer.Option(
+        None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
+    ),
     output: Path | None = typer.Option(
         None,
         "--output",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from icount.cli.options import WIDTH_HELP, format_help
+from icount.cli.options import MIN_WIDTH, WIDTH_HELP, format_help
 from icount.export import Kind
 
 HELP = """Re-render saved results files as one table.
@@ -44,7 +44,9 @@ def table_command(
         help="Rows as each file holds them, file after file (order), or by name "
         "(fib-2 before fib-10).",
     ),
-    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
+    width: int | None = typer.Option(
+        None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
+    ),
 ) -> None:
     from icount import export, results
     from icount.cli.options import check_sort, table_width

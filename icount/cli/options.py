@@ -91,6 +91,8 @@ def argv_tail() -> list[str]:
 
 
 SORT_HELP = "Rows as the commands/targets were given (order) or by name (fib-2 before fib-10)."
+# No table fits in fewer columns (0 or a negative width printed an empty table)
+MIN_WIDTH = 20
 WIDTH_HELP = "Table width in characters [default: $COLUMNS, else the terminal's, else 120]."
 BACKEND_HELP = "auto (perf where it counts instructions, else callgrind), callgrind or perf."
 FORCE_HELP = "Overwrite --output (and the provenance beside it) if it exists."

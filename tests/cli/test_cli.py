@@ -338,3 +338,17 @@ def test_the_option_edges_the_red_team_found_are_usage_errors(
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("icount: error: ") and done.stderr.count("\n") == 1
     assert flag in done.stderr
+
+
+WIDTHS = [(c, f) for c, f, _ in NUMERIC if f == "--width"]
+
+
+@pytest.mark.parametrize(("command", "flag"), WIDTHS)
+def test_a_width_no_table_fits_in_is_refused(command: str, flag: str) -> None:
+    """`--width 0` or a negative width printed an empty table with exit 0."""
+    from typer._click.exceptions import BadParameter
+
+    assert len(WIDTHS) >= 5
+    for text in ("0", "-5", "19"):
+        with pytest.raises(BadParameter, match="must be at least"):
+            build_command(command).main([flag, text, "x"], standalone_mode=False)
