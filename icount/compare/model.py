@@ -28,7 +28,7 @@ from typing import Any
 
 from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
-from icount.numfmt import plain
+from icount.numfmt import plain, plural
 from icount.results import Cell, Results, Run
 from icount.stats import Summary, summarize
 
@@ -310,13 +310,15 @@ def gate(comparison: Comparison, fail_on_invalid: bool) -> GateFailed | None:
     regressed = comparison.count(Verdict.REGRESSED)
     if regressed:
         return GateFailed(
-            f"{regressed} of {len(comparison.rows)} cells regressed beyond their threshold",
+            f"{regressed} of {plural(len(comparison.rows), 'cell')} regressed beyond "
+            f"{'its' if len(comparison.rows) == 1 else 'their'} threshold",
             ExitCode.REGRESSION,
         )
     bad = [r for r in comparison.rows if r.verdict in FAILING_WITH_INVALID]
     if fail_on_invalid and bad:
         return GateFailed(
-            f"{len(bad)} of {len(comparison.rows)} cells are invalid or missing "
+            f"{len(bad)} of {plural(len(comparison.rows), 'cell')} "
+            f"{'is' if len(comparison.rows) == 1 else 'are'} invalid or missing "
             f"(--fail-on-invalid); first: {bad[0].label}: {bad[0].verdict}",
             ExitCode.INVALID,
         )

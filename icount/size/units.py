@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from icount.numfmt import plural
 from icount.size.model import Breakdown, Image
 from icount.size.views import (
+    View,
     _finish,
     _overlap_note,
     _Rows,
@@ -34,7 +35,7 @@ Claim = tuple[int, int, str]  # [lo, hi), label
 
 
 def by_units(image: Image, by: str, top: int = 0) -> Breakdown:
-    """`by` is "compileunits" or "files"."""
+    """`by` is View.compileunits or View.files."""
     regions = image.sections
     owned, gaps = exclusive_bytes(image.file_size, regions)
     acc = _Rows()
@@ -81,13 +82,13 @@ def attribute(image: Image, by: str, sizes: dict[int, int]) -> dict[int, dict[st
     att = image.dwarf
     if att is None:
         return {}
-    if by == "files":
+    if by == View.files:
         levels: list[list[Claim]] = [att.line_ranges, [(a, b, f) for a, b, _, f in att.unit_ranges]]
     else:
         levels = [[(a, b, u) for a, b, u, _ in att.unit_ranges]]
     levels.append(
         [
-            (addr, addr + sizes[addr], file if by == "files" else unit)
+            (addr, addr + sizes[addr], file if by == View.files else unit)
             for addr, unit, file in att.variables
             if sizes.get(addr)
         ]

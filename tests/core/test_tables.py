@@ -198,3 +198,13 @@ def test_size_comparisons_print_sizes_as_icount_size_does(tmp_path: Path) -> Non
         export.render_comparison(model.compare(res, res, parse_thresholds([], 10)), "json")
     )
     assert doc["cells"][0]["unit"] == "bytes"  # machine formats keep exact bytes
+
+
+def test_one_cell_is_said_in_the_singular() -> None:
+    base = Results(FP, (_cell("a", [1000, 1000]),))
+    new = Results(FP, (_cell("a", [2000, 2000]),))
+    failed = model.gate(model.compare(base, new, parse_thresholds([], 10)), False)
+    assert failed is not None and str(failed) == "1 of 1 cell regressed beyond its threshold"
+    missing = model.compare(base, Results(FP, ()), parse_thresholds([], 10))
+    failed = model.gate(missing, True)
+    assert failed is not None and str(failed).startswith("1 of 1 cell is invalid or missing")
