@@ -12,6 +12,7 @@ from icount import backends, doctor
 from icount.backends import callgrind, perf
 from icount.errors import UsageError
 from icount.results import details
+from icount.session.options import Processes
 
 # every setting `icount serve` passes, at its default
 SERVE_DEFAULTS = {
@@ -38,6 +39,9 @@ def test_settings_reach_the_backend_typed() -> None:
     pf = backends.create("perf", {"processes": "root", "event": "task-clock"})
     assert isinstance(pf, perf.PerfBackend)
     assert (pf.event, pf.inherit, pf.instruction_floor) == ("task-clock", False, None)
+    # the commands' typed --processes (a StrEnum) is one of the declared literals
+    rooted = backends.create("callgrind", {"processes": Processes.ROOT})
+    assert isinstance(rooted, callgrind.CallgrindBackend) and rooted.root_only
 
 
 @pytest.mark.parametrize(
