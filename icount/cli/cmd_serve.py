@@ -79,6 +79,9 @@ def serve_command(
         o.READY_TIMEOUT_S, "--ready-timeout", help="--cmd: seconds to wait for the first answer."
     ),
     env: list[str] = typer.Option([], "--env", help="--cmd: KEY=VALUE for the server."),
+    cwd: str = typer.Option(
+        None, "--cwd", help="--cmd: the server's working directory [an empty work dir]."
+    ),
     runs: int = typer.Option(
         o.RUNS, "--runs", min=1, max=100, help="Fresh server processes per cell."
     ),
@@ -171,9 +174,9 @@ def serve_command(
 
     check_format(fmt)
     check_sort(sort)
-    given = (name, path, path_body, path_json, expect_body, expect_json, expect_header, env)
+    given = (name, path, path_body, path_json, expect_body, expect_json, expect_header, env, cwd)
     if cmd is None and any(given):
-        raise UsageError("--name, --path, --path-*, --expect-* and --env go with --cmd")
+        raise UsageError("--name, --path, --path-*, --expect-*, --env and --cwd go with --cmd")
     server = None
     if cmd is not None:
         server = CmdServer(
@@ -188,6 +191,7 @@ def serve_command(
             env=tuple(env),
             path_bodies=tuple(path_body),
             path_jsons=tuple(path_json),
+            cwd=cwd,
         )
     request = plan_mod.ServeRequest(
         targets=tuple(targets or ()),

@@ -13,6 +13,8 @@ each must give. Schema (every key but `start` and `paths` optional):
     binary = "{build}/c-epoll"          # a path, or a program name looked up on PATH
     warmup_hint = 10000                 # a larger default warm-up (JIT servers)
     requests = 10000                    # requests per window (servers with periodic work)
+    cwd = "{src}/app"                   # where it starts (relative: to the adapter's
+                                        # folder); default: an empty work dir
     [env]
     PYTHONHASHSEED = "0"
     [ready]
@@ -109,6 +111,9 @@ class Adapter:
     # the status that says the server is ready; None: any below 500 (a proxy answers 502
     # or 503 until its upstream is up)
     ready_status: int | None = None
+    # the server's working directory ({src}, {build}; relative to `directory`); None: an
+    # empty work dir of a fixed-length name (the path is in its memory, so in its count)
+    cwd: str | None = None
 
 
 # ---------------------------------------------------------------------------- loading
@@ -239,7 +244,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
     """Validate an adapter's table (from a TOML file, or built from `--cmd` flags)."""
     s = _Schema(doc, "", source)
     s.check_keys({"name", "requires", "build", "start", "binary", "warmup_hint", "requests",
-                  "env", "ready", "paths"})  # fmt: skip
+                  "env", "ready", "paths", "cwd"})  # fmt: skip
     name = s.get("name", str, directory.name)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
         raise s.fail(f"adapter name {name!r} may use only letters, digits, '_', '.', '+', '-'")
@@ -272,6 +277,11 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
         raise s.fail("'requests' (per window) must be between 1 and 10,000,000")
     env = s.str_table("env")
     _check_placeholders(s, "env", list(env.values()), {"build", "src", "port"})
+    cwd = s.get("cwd", str)
+    if cwd is not None:
+        if not cwd or "\0" in cwd:
+            raise s.fail("'cwd' must name a directory")
+        _check_placeholders(s, "cwd", [cwd], {"build", "src"})
 
     paths_raw = s.require("paths", list)
     if not paths_raw:
@@ -309,6 +319,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
         warmup_hint=warmup_hint,
         requests=requests,
         ready_status=ready_status,
+        cwd=cwd,
     )
 
 
@@ -407,6 +418,14 @@ def expand_env(adapter: Adapter, *, port: int, build_dir: Path) -> dict[str, str
     """The adapter's env values with placeholders replaced (to add to a base environment)."""
     values = _values(adapter, build_dir, port)
     return {k: _substitute(v, values) for k, v in adapter.env.items()}
+
+
+def working_dir(adapter: Adapter, build_dir: Path) -> Path | None:
+    """The directory the adapter starts its server in (placeholders expanded, relative
+    to the adapter's folder), or None for the default, a fresh empty work dir."""
+    if adapter.cwd is None:
+        return None
+    return adapter.directory / _substitute(adapter.cwd, _values(adapter, build_dir, None))
 
 
 def binary_path(adapter: Adapter, build_dir: Path) -> Path | None:

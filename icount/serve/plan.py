@@ -144,6 +144,7 @@ def _cmd_from_json(doc: Mapping[str, Any], resume: Path) -> CmdServer:
             env=tuple(doc.get("env", ())),
             path_bodies=tuple(doc.get("path_bodies", ())),
             path_jsons=tuple(doc.get("path_jsons", ())),
+            cwd=None if doc.get("cwd") is None else str(doc["cwd"]),
         )
     except (KeyError, TypeError, ValueError):
         raise UsageError(f"{resume}: the recorded --cmd is not readable") from None
@@ -275,8 +276,11 @@ def target_digest(adapter: Adapter) -> str:
     """sha256 of how a target is built, started and checked: not of where its adapter
     file lies, which differs between machines."""
     a = adapter
-    what = (a.build, a.start, sorted(a.env.items()), a.ready_target, a.ready_timeout_s,
-            a.binary, a.paths, a.requires, a.warmup_hint)  # fmt: skip
+    what: tuple[object, ...] = (a.build, a.start, sorted(a.env.items()), a.ready_target,
+                                a.ready_timeout_s, a.binary, a.paths, a.requires,
+                                a.warmup_hint)  # fmt: skip
+    if a.cwd is not None:  # only when given: digests of targets without one stay
+        what += (a.cwd,)
     return hashlib.sha256(repr(what).encode()).hexdigest()
 
 

@@ -68,6 +68,7 @@ def _start(
     cpus: tuple[int, ...],
     run_dir: Path,
     workdir: Path,
+    cwd: Path,
     port: int,
     whole_life: bool,
 ) -> Server:
@@ -88,8 +89,19 @@ def _start(
         workdir,
         {"LD_BIND_NOW": "1", **adapter_mod.expand_env(a, port=port, build_dir=target.build_dir)},
     )
-    return backend.start_server(
-        argv, run_dir, env=env, cwd=workdir, cpus=cpus, whole_life=whole_life
+    if not cwd.is_dir():
+        raise RunInvalid(f"cannot start the server: its working directory {cwd} is not a directory")
+    return backend.start_server(argv, run_dir, env=env, cwd=cwd, cpus=cpus, whole_life=whole_life)
+
+
+def ran_in(cwd: Path, given: bool) -> str:
+    """Where the server ran, for the reason of a server that ended before it was ready
+    (a server that reads its files from where it starts fails in an empty directory)."""
+    if given:
+        return f"it ran in {cwd}"
+    return (
+        f"it ran in {cwd}, an empty directory (give --cwd DIR, or cwd in its adapter, "
+        "for a server that reads files from where it starts)"
     )
 
 
@@ -152,7 +164,7 @@ def with_server_state(server: Server | None, what: str) -> str:
     return f"{what} ({why})" if why else what
 
 
-def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> None:
+def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note, where: str) -> None:
     """Until the ready target answers with the status that says the server is up (a
     proxy answers 502 until its upstream listens), within the adapter's ready timeout."""
     from icount.serve.http_client import fetch
@@ -165,7 +177,7 @@ def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note) -> None
     while True:
         why = gone(server)
         if why:
-            raise RunInvalid(f"{why} before it was ready")
+            raise RunInvalid(f"{why} before it was ready; {where}")
         now = time.monotonic()
         left = deadline - now
         if left <= 0:
@@ -259,13 +271,28 @@ def started_server(
 ) -> Iterator[tuple[Server, int]]:
     """A started server, not waited for: yields (server, port); stops it and removes its
     working directory whatever happens."""
+    with _started(target, backend, cpus, run_dir, whole_life) as (server, port, _):
+        yield server, port
+
+
+@contextlib.contextmanager
+def _started(
+    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, whole_life: bool
+) -> Iterator[tuple[Server, int, str]]:
+    """started_server's work, yielding where the server runs too (`ran_in`)."""
+    from icount.serve.adapter import working_dir
+
+    # HOME is the work dir wherever the server starts: its name is fixed, and so is
+    # the count of a server that reads it
     workdir = environment.make_workdir()
+    given = working_dir(target.adapter, target.build_dir)
+    cwd = given if given is not None else workdir
     port = free_port()
     server: Server | None = None
     interrupted = False
     try:
-        server = _start(target, backend, cpus, run_dir, workdir, port, whole_life)
-        yield server, port
+        server = _start(target, backend, cpus, run_dir, workdir, cwd, port, whole_life)
+        yield server, port, ran_in(cwd, given is not None)
     except RunFailedError as e:
         raise RunInvalid(with_server_state(server, str(e))) from None
     except BaseException as e:
@@ -310,6 +337,6 @@ def running_server(
     directory whatever happens; a RunFailedError inside (a window that failed, a client
     that could not connect) ends the run with the server's state. The caller checks
     that the server is still alive at the end of its work."""
-    with started_server(target, backend, cpus, run_dir, whole_life) as (server, port):
-        _wait_ready(server, port, target.adapter, note)
+    with _started(target, backend, cpus, run_dir, whole_life) as (server, port, where):
+        _wait_ready(server, port, target.adapter, note, where)
         yield server, port

@@ -35,6 +35,7 @@ class CmdServer:
     # one path's own expected answer, NAME=BODY / NAME=JSON, over --expect-body/-json
     path_bodies: tuple[str, ...] = ()
     path_jsons: tuple[str, ...] = ()
+    cwd: str | None = None  # --cwd, as given (relative: to where icount started)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,8 @@ class CmdServer:
             "env": list(self.env),
             "path_bodies": list(self.path_bodies),
             "path_jsons": list(self.path_jsons),
+            # only when given: plans recorded before --cwd existed read the same
+            **({"cwd": self.cwd} if self.cwd is not None else {}),
         }
 
 
@@ -154,11 +157,21 @@ def cmd_adapter(cmd: CmdServer) -> Adapter:
         "env": environment.parse_env_assignments(cmd.env),
         "ready": {"target": paths[0]["target"], "timeout_s": cmd.ready_timeout},
         "paths": paths,
+        **({"cwd": _cmd_cwd(cmd.cwd)} if cmd.cwd is not None else {}),
     }
     try:
         return adapter_mod.adapter_from_table(table, Path.cwd(), "--cmd")
     except ParseError as e:  # the same rules as an adapter.toml, reported as flags
         raise UsageError(str(e)) from None
+
+
+def _cmd_cwd(given: str) -> str:
+    """--cwd DIR as an absolute path (relative to where icount started), checked now:
+    a directory that is not there fails the session, not each of its cells."""
+    path = Path(given).absolute()
+    if not path.is_dir():
+        raise UsageError(f"--cwd {given}: not a directory")
+    return str(path)
 
 
 def _own_answers(cmd: CmdServer) -> dict[str, dict[str, Any]]:

@@ -289,3 +289,35 @@ def test_build_and_binary_path(c_epoll_adapter: tuple[Adapter, Path]) -> None:
     nginx_like = _with(target, binary="sh")
     found = adapters.binary_path(nginx_like, build)
     assert found is not None and found.name in ("sh", "dash", "bash")  # sh may be a link
+
+
+def test_cwd_is_relative_to_the_adapters_folder_and_takes_src_and_build(tmp_path: Path) -> None:
+    paths = '[[paths]]\nname = "a"\ntarget = "/a"\n'
+    a = load_adapter(write(tmp_path, 'start = ["x"]\ncwd = "site"\n' + paths))
+    build = tmp_path / "build"
+    assert a.cwd == "site"
+    assert adapters.working_dir(a, build) == (tmp_path / "demo").resolve() / "site"
+    b = load_adapter(write(tmp_path, 'start = ["x"]\ncwd = "{build}/www"\n' + paths, "b"))
+    assert adapters.working_dir(b, build) == build / "www"
+    none = load_adapter(write(tmp_path, 'start = ["x"]\n' + paths, "c"))
+    assert none.cwd is None and adapters.working_dir(none, build) is None
+    with pytest.raises(ParseError, match=r"'cwd' uses placeholder '\{port\}'"):
+        load_adapter(write(tmp_path, 'start = ["x"]\ncwd = "{port}"\n' + paths, "d"))
+    with pytest.raises(ParseError, match="'cwd' must name a directory"):
+        load_adapter(write(tmp_path, 'start = ["x"]\ncwd = ""\n' + paths, "e"))
+
+
+def test_cmd_cwd_is_made_absolute_from_where_icount_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icount.errors import UsageError
+    from icount.serve.targets import CmdServer, cmd_adapter
+
+    (tmp_path / "app").mkdir()
+    monkeypatch.chdir(tmp_path)
+    cmd = CmdServer("sh -c 'exec x' {port}", cwd="app")
+    assert cmd_adapter(cmd).cwd == str(tmp_path / "app")
+    assert cmd.to_json()["cwd"] == "app"
+    assert "cwd" not in CmdServer("sh {port}").to_json()  # plans before --cwd read the same
+    with pytest.raises(UsageError, match="--cwd nowhere: not a directory"):
+        cmd_adapter(CmdServer("sh {port}", cwd="nowhere"))

@@ -205,7 +205,7 @@ def test_readiness_waits_past_a_proxys_502_for_the_expected_status(
     statuses.statuses = [502, 502, 503, 200]
     adapter = _ready_adapter(make_adapter, 30.0)
     port = statuses.server_address[1]
-    server_mod._wait_ready(_Alive(), port, adapter, lambda text: None)  # type: ignore[arg-type]
+    server_mod._wait_ready(_Alive(), port, adapter, lambda text: None, "")  # type: ignore[arg-type]
     assert statuses.asked == 4
 
 
@@ -217,7 +217,7 @@ def test_a_ready_timeout_names_the_status_that_kept_coming(
     adapter = _ready_adapter(make_adapter, 0.2)
     port = statuses.server_address[1]
     with pytest.raises(RunInvalid) as e:
-        server_mod._wait_ready(_Alive(), port, adapter, lambda text: None)  # type: ignore[arg-type]
+        server_mod._wait_ready(_Alive(), port, adapter, lambda text: None, "")  # type: ignore[arg-type]
     assert str(e.value).startswith(
         "ready timeout: /plaintext answered 502 for 0 s of the 0.2 s (expected 200; raise "
         "[ready] timeout_s in the adapter, or --ready-timeout with --cmd)"
@@ -231,7 +231,7 @@ def test_a_ready_target_of_no_path_is_ready_at_any_status_below_500(
     monkeypatch.setattr(server_mod, "READY_POLL_S", 0.001)
     statuses.statuses = [503, 404]
     adapter = dataclasses.replace(_ready_adapter(make_adapter, 30.0), ready_status=None)
-    server_mod._wait_ready(_Alive(), statuses.server_address[1], adapter, lambda text: None)  # type: ignore[arg-type]
+    server_mod._wait_ready(_Alive(), statuses.server_address[1], adapter, lambda text: None, "")  # type: ignore[arg-type]
     assert statuses.asked == 2
 
 
@@ -274,3 +274,32 @@ def test_an_interrupted_run_stops_its_server_in_a_hurry(tmp_path: Path) -> None:
     server.stops.append(False)  # no interruption in this one's stop
     server_mod._shut_down(server, workdir, interrupted=True)  # type: ignore[arg-type]
     assert server.stops == [False, True] and server.cleaned and not workdir.exists()
+
+
+@pytest.mark.slow
+def test_a_server_that_needs_its_directory_says_where_it_ran_and_runs_with_cwd(
+    need_valgrind: None, tmp_path: Path, c_epoll: Path
+) -> None:
+    """`gunicorn app:app` finds app.py where it starts: servers start in an empty work
+    dir, so the reason says which, and --cwd DIR starts them there instead."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "c-epoll").symlink_to(c_epoll)
+    cmd = ["--cmd", "/bin/sh -c 'exec ./c-epoll --port \"$0\"' {port}", "--path",
+           "plaintext=/plaintext", "--runs", "1", *FAST, "-q"]  # fmt: skip
+    out = tmp_path / "r.json"
+    done = run_icount(["serve", *cmd, "-o", str(out)], cwd=tmp_path)
+    assert done.returncode == 5, done.stderr
+    (cell,) = cells(out).values()
+    assert "before it was ready; it ran in /tmp/icount-" in cell["reason"], cell["reason"]
+    assert cell["reason"].endswith(
+        ", an empty directory (give --cwd DIR, or cwd in its adapter, for a server that "
+        "reads files from where it starts)"
+    ), cell["reason"]
+    assert "./c-epoll: not found" in cell["reason"]  # the shell's own last words
+    here = tmp_path / "here.json"
+    done = run_icount(["serve", *cmd, "--cwd", "site", "-o", str(here)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (cell,) = cells(here).values()
+    assert cell["valid"] is True and cell["median"] > 0
+    assert leftovers(str(tmp_path)) == []
