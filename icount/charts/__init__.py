@@ -31,6 +31,7 @@ from icount.charts.inputs import (
 from icount.charts.models import comparison_doc, size_diff_doc, size_doc
 from icount.charts.page import ComparisonInput, Input, ResultsInput, SizesInput, render
 from icount.compare.model import Comparison
+from icount.report import SORT_ORDER
 from icount.results import Results
 
 __all__ = [
@@ -58,8 +59,8 @@ def report_html(items: Sequence[Input]) -> str:
     return render(items)
 
 
-def results_svg(results: Results) -> str:
-    return standalone(bars.results_figures(results, "ic"), "ic")
+def results_svg(results: Results, sort: str = SORT_ORDER) -> str:
+    return standalone(bars.results_figures(results, "ic", sort), "ic")
 
 
 def comparison_svg(c: Comparison | ComparisonDoc) -> str:

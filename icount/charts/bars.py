@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure
-from icount.report import row_names
+from icount.report import SORT_NAME, SORT_ORDER, row_names
 from icount.results import UNIT_PER_REQUEST, Cell, Results
 from icount.results.model import sort_key
 
@@ -47,11 +47,14 @@ class _Row:
         return ROW + (REASON if self.cell is not None and not self.cell.valid else 0.0)
 
 
-def cell_key(c: Cell) -> tuple[int, str, str, str]:
-    """The order of the tables: as asked for, then name, path, backend. (Charts read
-    cells only through the fields results files promise to keep: name, path, backend,
-    unit, order, valid, reason, summary, values, runs, params, extra.)"""
-    return sort_key(c)
+def in_order(cells: Sequence[Cell], sort: str = SORT_ORDER) -> list[Cell]:
+    """The order of the tables (`--sort`): names as report.row_names gives them, and
+    a name's cells as asked for (SORT_ORDER) or by path and backend (SORT_NAME).
+    (Charts read cells only through the fields results files promise to keep: name,
+    path, backend, unit, order, valid, reason, summary, values, runs, params, extra.)"""
+    rank = {name: k for k, name in enumerate(row_names(cells, sort))}
+    within = (lambda c: c.key) if sort == SORT_NAME else sort_key
+    return sorted(cells, key=lambda c: (rank[c.name], within(c)))
 
 
 def cell_label(c: Cell) -> str:
@@ -65,11 +68,12 @@ def unit_title(unit: str, backends: Sequence[str]) -> str:
 
 
 def _rows(cells: Sequence[Cell]) -> list[_Row]:
+    """Rows of `cells`, which come in_order."""
     multi_backend = len({c.backend for c in cells}) > 1
     flat = all(not c.path for c in cells) and len({c.name for c in cells}) == len(cells)
     rows: list[_Row] = []
-    for name in row_names(cells):
-        own = sorted((c for c in cells if c.name == name), key=cell_key)
+    for name in dict.fromkeys(c.name for c in cells):
+        own = [c for c in cells if c.name == name]
         if flat:
             c = own[0]
             rows.append(_Row(f"{name} [{c.backend}]" if multi_backend else name, False, c))
@@ -223,14 +227,15 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     return Figure("".join(out), WIDTH, height, label, prefix)
 
 
-def results_figures(results: Results, prefix: str) -> list[Figure]:
-    """A bar chart per unit, then the binary sizes when the cells recorded them."""
-    cells = sorted(results.cells, key=cell_key)
+def results_figures(results: Results, prefix: str, sort: str = SORT_ORDER) -> list[Figure]:
+    """A bar chart per unit, then the binary sizes when the cells recorded them; rows
+    in the order of the tables for `sort`."""
+    cells = in_order(results.cells, sort)
     figs = [
         counts_figure([c for c in cells if c.unit == unit], f"{prefix}u{i}")
         for i, unit in enumerate(sorted({c.unit for c in cells}))
     ]
-    sizes = binary_sizes(results)
+    sizes = binary_sizes(cells)
     if sizes:
         figs.append(binary_size_figure(sizes, f"{prefix}b"))
     return figs
@@ -244,10 +249,11 @@ class BinarySize:
     text_bytes: int | None
 
 
-def binary_sizes(results: Results) -> list[BinarySize]:
-    """The binary size `icount serve` recorded per target (the first cell's, by key)."""
+def binary_sizes(cells: Sequence[Cell]) -> list[BinarySize]:
+    """The binary size `icount serve` recorded per target (its first cell's, of
+    `cells` in_order)."""
     out: dict[str, BinarySize] = {}
-    for c in sorted(results.cells, key=cell_key):
+    for c in cells:
         if c.name in out or not isinstance(c.extra.get("binary_bytes"), int):
             continue
         text = c.extra.get("binary_text_bytes")

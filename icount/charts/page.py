@@ -15,7 +15,8 @@ from icount import numfmt
 from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
 from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
-from icount.results import Results
+from icount.report import SORT_ORDER
+from icount.results import Cell, Results
 
 PAGE_STYLE = """\
 :root{color-scheme:light dark;--fg:#1f2328;--bg:#ffffff;--muted:#59636e;--line:#d1d9e0;\
@@ -62,6 +63,7 @@ class ResultsInput:
     name: str  # the file's base name
     results: Results
     provenance: Mapping[str, Any] | None  # the .provenance.json beside it, when asked for
+    sort: str = SORT_ORDER  # the rows' order, as --sort gives it to the tables
 
 
 @dataclass(frozen=True)
@@ -118,10 +120,10 @@ def _details(summary: str, body: str) -> str:
 # ---------------------------------------------------------------- results
 
 
-def _results_numbers(res: Results) -> str:
+def _results_numbers(cells: Sequence[Cell]) -> str:
     head = ["name", "path", "backend", "median", "min", "max", "spread", "valid runs", "valid"]
     rows = []
-    for c in sorted(res.cells, key=bars.cell_key):
+    for c in cells:
         s = c.summary
         figures = (
             [svg.exact(s.median), svg.exact(s.min), svg.exact(s.max), numfmt.percent(s.spread, 3)]
@@ -144,7 +146,7 @@ def _results_numbers(res: Results) -> str:
 
 def results_section(item: ResultsInput, sid: str) -> str:
     res = item.results
-    cells = res.cells
+    cells = bars.in_order(res.cells, item.sort)
     valid = sum(1 for c in cells if c.valid)
     fp = res.fingerprint
     tool = fp.get("tool_version")
@@ -158,9 +160,9 @@ def results_section(item: ResultsInput, sid: str) -> str:
     )
     if not cells:
         out.append("<p>No cells.</p>")
-    for fig in bars.results_figures(res, f"{sid}-"):
+    for fig in bars.results_figures(res, f"{sid}-", item.sort):
         out.append(_chart(fig))
-    curves = [(c, cs) for c in sorted(cells, key=bars.cell_key) if (cs := warmup.warmup_curves(c))]
+    curves = [(c, cs) for c in cells if (cs := warmup.warmup_curves(c))]
     if curves:
         out.append("<h3>Warm-up</h3>")
         out.append(
@@ -169,7 +171,7 @@ def results_section(item: ResultsInput, sid: str) -> str:
         )
         figs = [warmup.curve_figure(c, cs, f"{sid}-w{k}") for k, (c, cs) in enumerate(curves)]
         out.append(f'<div class="curves">{"".join(inline(f) for f in figs)}</div>')
-    out.append(_details("Numbers", _results_numbers(res)))
+    out.append(_details("Numbers", _results_numbers(cells)))
     out.append(_details("Environment fingerprint", _kv(fp)))
     if item.provenance is not None:
         out.append(_details("Provenance", _kv(item.provenance)))

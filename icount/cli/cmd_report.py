@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from icount.cli.options import SORT_HELP
+
 if TYPE_CHECKING:
     from icount.charts import Input
 
@@ -28,7 +30,9 @@ verdict, with its threshold), or `icount size --format json` (stacked bars of
 sections or segments, treemaps of symbols, the changes of a --diff).
 --compare BASE NEW compares two results files as `icount compare` does, with
 the same --threshold, --min-delta and --force. The report exits 0 whatever
-the verdicts: the gate is `icount compare`.
+the verdicts: the gate is `icount compare`. Rows come in the order cells were
+asked for, as `icount table` and `compare` print them; --sort name orders
+them by name (fib-2 before fib-10) in every section.
 
 \b
 The page has no scripts and loads nothing: charts are inline SVG, every mark
@@ -65,15 +69,18 @@ def report_command(
     force: bool = typer.Option(
         False, "--force", help="With --compare: compare despite environment differences."
     ),
+    sort: str = typer.Option("order", "--sort", help=SORT_HELP),
     no_provenance: bool = typer.Option(
         False, "--no-provenance", help="Leave out the results files' provenance."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
 ) -> None:
     from icount import charts
+    from icount.cli.options import check_sort
     from icount.errors import UsageError
     from icount.results import write_atomic
 
+    check_sort(sort)
     inputs = [*(compare or ()), *(files or [])]
     if not inputs:
         raise UsageError("report takes results, compare or size JSON files (or --compare BASE NEW)")
@@ -84,9 +91,9 @@ def report_command(
     names = _names(inputs)
     items: list[Input] = []
     if compare:
-        items.append(_comparison(compare, threshold, min_delta, force, names))
+        items.append(_comparison(compare, threshold, min_delta, force, names, sort))
     for path in files or []:
-        items.append(_load(path, names[path], not no_provenance))
+        items.append(_load(path, names[path], not no_provenance, sort))
     page = charts.report_html(items)
     if output == "-":
         typer.echo(page, nl=False)
@@ -119,8 +126,10 @@ def _names(paths: list[Path]) -> dict[Path, str]:
     return {p: p.name if bases.count(p.name) == 1 else str(p) for p in paths}
 
 
-def _load(path: Path, name: str, with_provenance: bool) -> Input:
-    from icount import charts, results
+def _load(path: Path, name: str, with_provenance: bool, sort: str) -> Input:
+    import dataclasses
+
+    from icount import charts, results, sorting
     from icount.errors import ParseError
 
     doc = results.read_json(path, "JSON file")
@@ -128,9 +137,13 @@ def _load(path: Path, name: str, with_provenance: bool) -> Input:
     if kind == results.FORMAT:
         res = results.load(path)
         provenance = _provenance(path) if with_provenance else None
-        return charts.ResultsInput(name, res, provenance)
+        return charts.ResultsInput(name, res, provenance, sort)
     if kind == charts.COMPARE_FORMAT:
-        return charts.ComparisonInput(name, charts.comparison_from_json(doc, str(path)))
+        comparison = charts.comparison_from_json(doc, str(path))
+        if sort == sorting.Sort.NAME:  # else the file's order: the order compare gave
+            rows = tuple(sorting.by_name(comparison.rows, lambda r: r.label))
+            comparison = dataclasses.replace(comparison, rows=rows)
+        return charts.ComparisonInput(name, comparison)
     if kind == charts.SIZE_FORMAT:
         return charts.SizesInput(name, charts.sizes_from_json(doc, str(path)))
     raise ParseError(
@@ -169,9 +182,10 @@ def _comparison(
     min_delta: float | None,
     force: bool,
     names: dict[Path, str],
+    sort: str,
 ) -> Input:
     from icount import charts, results
-    from icount.compare import model
+    from icount.compare import model, render
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
     from icount.errors import UsageError
 
@@ -181,6 +195,8 @@ def _comparison(
     diffs = model.fingerprint_differences(base.fingerprint, new.fingerprint)
     if diffs and not force:
         raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
-    comparison = model.compare(base, new, limits, diffs)
+    # the rows of `icount compare`: as the cells were given, or by name
+    given = render.given_order(model.compare(base, new, limits, diffs), new, base)
+    comparison = render.in_order(given, sort)
     name = f"{names[base_path]} → {names[new_path]}"
     return charts.ComparisonInput(name, charts.comparison_doc(comparison))

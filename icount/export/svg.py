@@ -10,7 +10,7 @@ def render(doc: d.Document, width: int) -> str:
     from icount import charts
 
     if isinstance(doc, d.ResultsDoc):
-        return charts.results_svg(doc.results)
+        return charts.results_svg(doc.results, doc.sort)
     if isinstance(doc, d.ComparisonDoc):
         return charts.comparison_svg(doc.comparison)
     if isinstance(doc, d.SizeDoc):  # what --format json prints: --top applied

@@ -4,6 +4,7 @@ commands on real files, and one-line errors for bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -18,6 +19,8 @@ from icount import charts, results
 from .conftest import (
     COMPARE_FIXTURES,
     FIXTURES,
+    FP,
+    cell,
     constructed_results,
     golden,
     many_cells,
@@ -154,6 +157,48 @@ def test_compare_option_matches_compare_json(tmp_path: Path) -> None:
     assert "unchanged" in a.read_text()  # +1.42% is within 2%
 
 
+def _fib_results(tmp: Path, name: str, scale: float) -> Path:
+    """fib-1, fib-2, fib-10 asked for in that order: a text sort gives fib-1, fib-10."""
+    cells = [
+        dataclasses.replace(cell(n, [scale * (1000 + k)] * 2), order=k)
+        for k, n in enumerate(["fib-1", "fib-2", "fib-10", "alpha"])
+    ]
+    return write_results(tmp / name, results.Results(FP, tuple(cells)))
+
+
+def _order_in(page: str, names: list[str]) -> list[str]:
+    """The names as the page's first chart lists them (its row labels)."""
+    chart = page[page.index('<div class="chart">') :]
+    chart = chart[: chart.index("</svg>")]
+    return sorted(names, key=lambda n: chart.index(f">{n}<"))
+
+
+@pytest.mark.parametrize(
+    ("sort", "expected"),
+    [
+        ("order", ["fib-1", "fib-2", "fib-10", "alpha"]),
+        ("name", ["alpha", "fib-1", "fib-2", "fib-10"]),
+    ],
+)
+def test_rows_in_one_order_in_every_section(tmp_path: Path, sort: str, expected: list[str]) -> None:
+    base = _fib_results(tmp_path, "base.json", 1.0)
+    new = _fib_results(tmp_path, "new.json", 1.5)
+    cmp_json = tmp_path / "cmp.json"
+    args = ["compare", str(base), str(new), "-f", "json", "-o", str(cmp_json), "--sort", sort]
+    assert run_cli(*args).returncode == 3  # +50% regressed
+    for inputs in (
+        [str(base)],
+        ["--compare", str(base), str(new)],
+        [str(cmp_json)],  # ordered by compare: --sort name of the report orders it too
+    ):
+        p = run_cli("report", *inputs, "--sort", sort, "-o", "-")
+        assert p.returncode == 0, p.stderr
+        assert _order_in(p.stdout, expected) == expected, inputs
+    numbers = run_cli("report", str(base), "--sort", sort, "-o", "-").stdout
+    numbers = numbers[numbers.index("<summary>Numbers</summary>") :]
+    assert sorted(expected, key=lambda n: numbers.index(f">{n}<")) == expected
+
+
 def test_stdout_output(tmp_path: Path) -> None:
     res = write_results(tmp_path / "r.json", constructed_results())
     p = run_cli("report", str(res), "-o", "-")
@@ -191,6 +236,7 @@ def test_500_cells_page_is_under_a_megabyte(tmp_path: Path) -> None:
             6,
         ),
         (lambda d: [], "report takes results, compare or size JSON files", 2),
+        (lambda d: [str(FIXTURES / "serve.json"), "--sort", "size"], "unknown sort 'size'", 2),
         (lambda d: [str(FIXTURES / "serve.json"), "-t", "2%"], "need --compare BASE NEW", 2),
         (
             lambda d: [str(FIXTURES / "serve.json"), "-o", str(FIXTURES / "serve.json")],

@@ -362,3 +362,12 @@ def test_binary_sizes_of_very_different_sizes_each_have_a_visible_bar() -> None:
         t.startswith("2 axes: the binaries differ in size by more than 20x") for t in texts(root)
     )
     assert {"0", "20 KiB", "1.5 MiB"} <= set(texts(root))
+
+
+def test_sort_name_orders_the_rows_by_name_in_natural_order() -> None:
+    names = ["fib-10", "fib-2", "alpha", "fib-1"]
+    res = Results(
+        FP, tuple(dataclasses.replace(cell(n, [100.0 + k]), order=k) for k, n in enumerate(names))
+    )
+    shown = [t for t in texts(parse(charts.results_svg(res, "name"))) if t in names]
+    assert shown == ["alpha", "fib-1", "fib-2", "fib-10"]
