@@ -34,6 +34,7 @@ ORIGINALS = sorted((ROOT / "fixtures" / "results").glob("v*/*.json")) + sorted(
 EDGES: list[Any] = [
     0, -1, 1, 2**63 - 1, -(2**63), 0.5, -0.5, 1e308, -1e308, 5e-324, "", "x", "a b",
     None, True, False, [], {}, [1], {"a": 1}, "-0", [[[[[]]]]], "\u00b2", 10**18,
+    -5, -5.5, "x\nicount: forged", "\x1b[2J", "\u0661",
 ]  # fmt: skip
 RAW_EDGES = ["-0", "-0.0", "0e0", "1e999", "-1e999", "NaN", "Infinity", "-Infinity",
              "1" * 30, "-" + "9" * 25, "[" * 100000 + "]" * 100000, "1.5e-400"]  # fmt: skip
