@@ -16,6 +16,7 @@ from icount import environment, results, run_plan
 from icount.errors import UsageError
 from icount.measure_command import CommandSpec
 from icount.session import floor
+from icount.shards import ShardSpec
 from tests.support import fake_backend
 
 from .test_run_shards import PinnedFake
@@ -77,6 +78,22 @@ def test_resume_measures_only_the_missing_commands(fake: list[PinnedFake], tmp_p
     results.save(bare, results.Results(res.fingerprint, res.cells[:1]), None, overwrite=False)
     with pytest.raises(UsageError, match="no record of what"):
         run_plan.resume_request(run_plan.RunRequest(), bare, frozenset())
+
+
+def test_a_shard_resumes_as_itself(fake: list[PinnedFake], tmp_path: Path) -> None:
+    request = run_plan.RunRequest(commands=SPECS, backend="fake", runs=1)
+    out = tmp_path / "s1.json"
+    plan = run_plan.prepare(request, output=out, resume=None, force=False,
+                            shard=ShardSpec(1, 2, "--shard 1/2"))  # fmt: skip
+    res = run_plan.run_session(plan, None, environment.ProvenanceRecorder(["icount", "run"]))
+    assert [c.name for c in res.cells] == ["cmd1", "cmd3"]
+    results.save(out, dataclasses.replace(res, cells=res.cells[:1]), None, overwrite=True)
+    again = _session(run_plan.resume_request(run_plan.RunRequest(), out, frozenset()), out, out)
+    assert fake[-1].seen == [SPECS[2].argv]  # the shard's missing command, nothing else
+    assert again.shard == res.shard and [c.name for c in again.cells] == ["cmd1", "cmd3"]
+    with pytest.raises(UsageError, match="the file to resume is shard 1/2 of its session"):
+        run_plan.prepare(request, output=out, resume=out, force=False,
+                         shard=ShardSpec(2, 2, "--shard 2/2"))  # fmt: skip
 
 
 def test_resume_refuses_another_environment_and_other_files(
