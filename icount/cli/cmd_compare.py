@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from icount.cli.options import SORT_HELP, WIDTH_HELP, format_help
+from icount.cli.options import MIN_WIDTH, SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
 from icount.export import Kind
 
@@ -101,7 +101,9 @@ def compare_command(
     output: Path = typer.Option(
         None, "--output", "-o", help="Write the --format output here; the table goes to stdout."
     ),
-    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
+    width: int | None = typer.Option(
+        None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
+    ),
     interleave: bool = typer.Option(False, "--interleave", help="Measure two commands A B A B."),
     base_cmd: str = typer.Option(None, "--base-cmd", help="With --interleave: the base command."),
     new_cmd: str = typer.Option(None, "--new-cmd", help="With --interleave: the new command."),

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import typer
 
-from icount.cli.options import BACKEND_HELP, FORCE_HELP, SORT_HELP, WIDTH_HELP, format_help
+from icount.cli.options import (
+    BACKEND_HELP,
+    FORCE_HELP,
+    MIN_WIDTH,
+    SORT_HELP,
+    WIDTH_HELP,
+    format_help,
+)
 from icount.errors import UsageError
 from icount.session import options as o
 
@@ -154,7 +161,9 @@ def serve_command(
     ),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
-    width: int | None = typer.Option(None, "--width", help=WIDTH_HELP, show_default=False),
+    width: int | None = typer.Option(
+        None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
+    ),
 ) -> None:
     import os
 

@@ -89,6 +89,9 @@ def _start(
         workdir,
         {"LD_BIND_NOW": "1", **adapter_mod.expand_env(a, port=port, build_dir=target.build_dir)},
     )
+    problem = environment.exec_problem(argv, env)
+    if problem is not None:  # this target's cells are invalid; the session goes on
+        raise RunInvalid(f"cannot start the server: {problem}")
     if not cwd.is_dir():
         raise RunInvalid(f"cannot start the server: its working directory {cwd} is not a directory")
     return backend.start_server(argv, run_dir, env=env, cwd=cwd, cpus=cpus, whole_life=whole_life)
