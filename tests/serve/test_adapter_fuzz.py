@@ -95,6 +95,7 @@ def _must_hold(path: Path, tmp_path: Path) -> None:
         pass  # the run's reason (serve/server.py): a template that does not render
     adapters.expand_env(a, port=8080, build_dir=build)
     adapters.binary_path(a, build)
+    adapters.working_dir(a, build)
     adapters.unavailable_reason(a)
     for p in a.paths:
         adapters.check_response(p.expect, 200, {"content-type": "text/plain"}, b"Hello, World!")
@@ -122,6 +123,8 @@ def test_every_edge_in_every_slot_of_nginx(tmp_path: Path, edge: Any) -> None:
     """Each edge value in each slot of the adapter that renders a config, in turn."""
     original = next(p for p in BUNDLED if p.parent.name == "nginx")
     doc = tomllib.loads(original.read_text())
+    doc["cwd"] = "{src}"  # keys no bundled adapter sets, mutated as well
+    doc["ready"]["status"] = 200
     folder = tmp_path / "adapter"
     shutil.copytree(original.parent, folder)
     path = folder / adapters.ADAPTER_FILE
