@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 
 LEGEND = "k = thousand, M = million, G = billion instructions"
+UNIT_BYTES = "bytes"  # the unit of the cells of `icount size -o`
+BYTES_LEGEND = "KiB = 1024 bytes, MiB = 1024 KiB"
 
 _SUFFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -40,6 +42,13 @@ def si(value: float, digits: int = 4) -> str:
 
 def median_range(median: float, lo: float, hi: float) -> str:
     return f"{si(median)} ({si(lo)}-{si(hi)})"
+
+
+def figure(value: float, unit: str) -> str:
+    """A figure in a table: sizes as `icount size` prints them (KiB), counts with k/M/G."""
+    if unit == UNIT_BYTES and math.isfinite(value):
+        return human_bytes(round(value))
+    return si(value)
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

@@ -133,7 +133,10 @@ def build_table(
         row += [e.value(name) for e in extra]
         table.add_row(row)
 
-    table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
+    if {c.unit for c in cells} == {numfmt.UNIT_BYTES}:  # icount size -o
+        table.notes.append(f"sizes read from the files; {numfmt.BYTES_LEGEND}")
+    else:
+        table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
     table.notes += counting_notes(cells)
     table.notes += explaining_notes(cells)
     differ = _runs_that_differ(cells)
@@ -240,6 +243,8 @@ def _cell_text(cell: Cell | None, reasons: list[str]) -> str:
     if cell is None:
         return ""
     s = cell.summary
+    if cell.valid and s is not None and cell.unit == numfmt.UNIT_BYTES and s.min == s.max:
+        return numfmt.figure(s.median, cell.unit)  # a size read from a file: one exact figure
     if cell.valid and s is not None:
         return numfmt.median_range(s.median, s.min, s.max)
     reasons.append(f"[{len(reasons) + 1}] {cell.key_text}: {cell.reason}")

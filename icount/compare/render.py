@@ -24,7 +24,6 @@ from icount.stats import Summary
 from icount.tables import Column, Table, render_markdown
 
 FORMAT = "icount-compare"
-UNIT_BYTES = "bytes"  # icount size -o
 VERSION = 1
 
 CSV_HEADER = (
@@ -111,19 +110,14 @@ def forced_line(c: Comparison) -> str | None:
     )
 
 
-def _figure(value: float, unit: str) -> str:
-    """Sizes as `icount size` prints them (KiB), counts with k/M/G."""
-    return numfmt.human_bytes(round(value)) if unit == UNIT_BYTES else numfmt.si(value)
-
-
 def _median(s: Summary | None, unit: str) -> str:
-    return _figure(s.median, unit) if s is not None else "-"
+    return numfmt.figure(s.median, unit) if s is not None else "-"
 
 
 def _delta(row: Row) -> str:
     if row.delta is None:
         return ""
-    return ("+" if row.delta > 0 else "") + _figure(row.delta, row.unit)
+    return ("+" if row.delta > 0 else "") + numfmt.figure(row.delta, row.unit)
 
 
 def _change(row: Row) -> str:
@@ -178,10 +172,9 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         ]
         table.add_row(cells)
     table.notes += notes
-    if units == [UNIT_BYTES]:  # icount size -o: one exact reading per file
+    if units == [numfmt.UNIT_BYTES]:  # icount size -o: one exact reading per file
         table.notes.append(
-            "sizes read from the files; change relative to the base; "
-            "KiB = 1024 bytes, MiB = 1024 KiB"
+            f"sizes read from the files; change relative to the base; {numfmt.BYTES_LEGEND}"
         )
     else:
         table.notes.append(

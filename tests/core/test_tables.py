@@ -16,7 +16,7 @@ from icount.compare import model
 from icount.compare import render as compare_render
 from icount.compare.thresholds import parse_thresholds
 from icount.errors import UsageError
-from icount.numfmt import median_range, si
+from icount.numfmt import human_bytes, median_range, si
 from icount.results import Cell, Results, Run
 from icount.results.details import CommandDetail
 from icount.size import report as size_report
@@ -66,9 +66,12 @@ def test_the_results_of_icount_size_stack_in_blocks_with_their_names(tmp_path: P
     for block in blocks:  # each block repeats the name column
         assert any(line.startswith("name ") for line in block.splitlines())
         assert any(line.startswith("true ") for line in block.splitlines())
-    for cell in res.cells:  # every figure whole
+    for cell in res.cells:  # every figure whole, in the units icount size prints
         s = cell.summary
-        assert s is not None and median_range(s.median, s.min, s.max) in text
+        assert s is not None and re.search(
+            rf"(^| ){re.escape(human_bytes(int(s.median)))}( |$)", text, re.M
+        )
+    assert "sizes read from the files" in text and "fresh processes" not in text
 
 
 def test_columns_stack_before_a_number_is_cut_at_any_width() -> None:
