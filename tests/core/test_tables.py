@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icount import export, results, sorting
 from icount.compare import model
@@ -211,3 +213,28 @@ def test_one_cell_is_said_in_the_singular() -> None:
     missing = model.compare(base, Results(FP, ()), parse_thresholds([], 10))
     failed = model.gate(missing, True)
     assert failed is not None and str(failed).startswith("1 of 1 cell is invalid or missing")
+
+
+_NAMES = st.text(min_size=1, max_size=120)  # any characters: controls, ESC, bidi, wide
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_NAMES, min_size=1, max_size=4, unique=True),
+    st.floats(0, 1e12, allow_nan=False),
+    st.integers(1, 200),
+)
+def test_any_names_at_any_width_keep_every_figure_and_no_control_character(
+    names: list[str], value: float, width: int
+) -> None:
+    res = Results(FP, tuple(_cell(n, [value] * 3, i) for i, n in enumerate(names)))
+    c = model.compare(res, res, parse_thresholds([], 10))
+    s = res.cells[0].summary
+    assert s is not None
+    for text in (
+        export.render_results(res, "table", width),
+        export.render_comparison(c, "table", width),
+    ):
+        assert all(ch == "\n" or ch.isprintable() for ch in text), text
+        assert si(s.median) in text
+    assert median_range(s.median, s.min, s.max) in export.render_results(res, "table", width)
