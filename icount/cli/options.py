@@ -40,7 +40,9 @@ def table_width(width: int | None) -> int:
     else 120 (output to a file or a pipe is as wide whatever ran it)."""
     import shutil
 
-    return width if width is not None else shutil.get_terminal_size((120, 24)).columns
+    if width is not None:
+        return width
+    return max(MIN_WIDTH, shutil.get_terminal_size((120, 24)).columns)
 
 
 def parse_exit_codes(text: str) -> frozenset[int] | None:
