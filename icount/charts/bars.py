@@ -134,7 +134,7 @@ def _legend(prefix: str, y: float, invalid: bool) -> list[str]:
 
 
 def _runs_text(cell: Cell) -> str:
-    return f"{len(cell.values)} valid of {len(cell.runs)} runs"
+    return f"{len(cell.values)} valid of {numfmt.plural(len(cell.runs), 'run')}"
 
 
 def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[str]:
@@ -221,7 +221,8 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
             out += _cell_marks(r.cell, scale, y, prefix)
         y += r.height
     valid = sum(1 for c in cells if c.valid)
-    label = f"{heading}: {len(cells)} cells, {valid} valid; median, min to max and each run"
+    cells_text = numfmt.plural(len(cells), "cell")
+    label = f"{heading}: {cells_text}, {valid} valid; median, min to max and each run"
     if note:
         label += f"; {note}"
     return Figure("".join(out), WIDTH, height, label, prefix)
@@ -297,7 +298,7 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
         for i in group:
             out += _binary_size_row(sizes[i], scale, y + ROW / 2)
             y += ROW
-    label = f"binary size of {len(sizes)} targets, whole file and text"
+    label = f"binary size of {numfmt.plural(len(sizes), 'target')}, whole file and text"
     return Figure("".join(out), WIDTH, height, label + (f"; {note}" if note else ""), prefix)
 
 

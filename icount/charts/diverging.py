@@ -79,9 +79,11 @@ def diverging_figure(
     base: Callable[[float], float] = lambda extent: 1.0,
     cols: Columns = COUNTS,
     symmetric: bool = True,
+    last_title: str = "verdict",
 ) -> Figure:
     """`ticks` makes the tick labeller of the scale; `base(extent)` the unit its ticks
-    are round in (1024**k for bytes). Long labels are shortened in the middle, where
+    are round in (1024**k for bytes); `last_title` heads the last column (a size
+    diff's holds the relative change, not a verdict). Long labels are shortened in the middle, where
     names that share a start (`server/sections/.dynsym`, `.dynstr`) still differ."""
     scale, note = _scale(rows, base, cols, symmetric)
     top = TOP + (NOTE if note else 0.0)
@@ -98,7 +100,7 @@ def diverging_figure(
     out.append(svg.text(cols.col_right[0], hy, col_titles[0], "m b", "end"))
     out.append(svg.text(cols.col_right[1], hy, col_titles[1], "m b", "end"))
     out.append(svg.text(cols.change_right, hy, "change", "m b", "end"))
-    out.append(svg.text(cols.verdict_x, hy, "verdict", "m b"))
+    out.append(svg.text(cols.verdict_x, hy, last_title, "m b"))
     out += axis.vertical_grid(scale, top - 6, grid_bottom, tick, WIDTH, below)
     x0 = scale(0.0)
     y = top

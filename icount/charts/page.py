@@ -151,7 +151,7 @@ def results_section(item: ResultsInput, sid: str) -> str:
     fp = res.fingerprint
     tool = fp.get("tool_version")
     out = [f'<h2 id="{sid}">Results: {e(item.name)}</h2>']
-    line = f"{len(cells)} cells, {valid} valid"
+    line = f"{numfmt.plural(len(cells), 'cell')}, {valid} valid"
     if isinstance(tool, str):
         line += f"; {tool}"
     out.append(
@@ -277,7 +277,8 @@ def _sizes_numbers(doc: SizeDoc) -> str:
         ["total"] + [svg.exact(v) for img in doc.images for v in (img.file_bytes, img.vm_bytes)]
     )
     more = len(ranked) - TABLE_ROWS
-    note = f'<p class="muted">{more} smaller rows are in the JSON file.</p>' if more > 0 else ""
+    rows_text = f"{numfmt.plural(more, 'smaller row')} {'is' if more == 1 else 'are'}"
+    note = f'<p class="muted">{rows_text} in the JSON file.</p>' if more > 0 else ""
     return _table(head, rows) + note
 
 

@@ -53,6 +53,14 @@ def _categories(images: Sequence[SizeImage], by_share: bool = False) -> tuple[li
     return ranked[:NAMED], ranked[NAMED:]
 
 
+# A view's rows, one of them: "1 section", "2 compile units".
+_ROW_WORDS = {"compileunits": "compile unit"}
+
+
+def row_word(view: str) -> str:
+    return _ROW_WORDS.get(view, view.removesuffix("s"))
+
+
 def size_groups(images: Sequence[SizeImage]) -> list[list[int]]:
     return axis.magnitude_groups([float(i.file_bytes) for i in images])
 
@@ -62,7 +70,7 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
     groups = size_groups(images)
     note = axis.groups_note(groups, "binaries")
     named, others = _categories(images, by_share=len(groups) > 1)
-    what = {"sections": "section", "segments": "segment"}.get(doc.view, doc.view)
+    what = row_word(doc.view)
     per_row = int((WIDTH - LABEL_X) // LEGEND_COL)
     entries = len(named) + (1 if others else 0)
     legend_rows = -(-entries // per_row)
@@ -94,7 +102,8 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
         key.append(svg.rect(lx, ly - 10, 14, 12, cls, None))
         key.append(svg.label(lx + 19, ly, f"{k + 1} {lb}", LEGEND_COL - 24, middle=True))
     out.append(svg.legend(key))
-    label = f"{heading} of {len(images)} binaries" + (f"; {note}" if note else "")
+    binaries = numfmt.plural(len(images), "binary", "binaries")
+    label = f"{heading} of {binaries}" + (f"; {note}" if note else "")
     return Figure("".join(out), WIDTH, height, label, prefix)
 
 
@@ -126,7 +135,8 @@ def _stacked_row(
     if rest:
         total = sum(r.file_bytes for r in rest)
         tip = (
-            f"{img.name}: {len(rest)} other {what}s: {svg.exact(total)} bytes in the file "
+            f"{img.name}: {numfmt.plural(len(rest), 'other ' + what)}: {svg.exact(total)} "
+            "bytes in the file "
             f"({numfmt.share(total, img.file_bytes)})"
         )
         out += _segment(x, mid, scale(total) - BAR_X0, "c9", tip, "others", str(NAMED + 1))
@@ -228,7 +238,8 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
     tiles: list[tuple[SizeRow, int]] = [(r, 0) for r in shown]
     if rest:
         count = sum(_merged(r) or 1 for r in rest)
-        tiles.append((SizeRow(f"{count} others", sum(r.file_bytes for r in rest), 0), count))
+        label = numfmt.plural(count, "other")
+        tiles.append((SizeRow(label, sum(r.file_bytes for r in rest), 0), count))
     top = 30.0
     height = top + TREE_H + 8
     name = f"{img.name} ({img.arch})" if img.arch else img.name
@@ -237,7 +248,7 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
     rects = squarify([float(r.file_bytes) for r, _ in tiles], LABEL_X, top, TREE_W, TREE_H)
     for k, ((r, merged), (x, y, w, h)) in enumerate(zip(tiles, rects, strict=True)):
         cls = "c9" if merged else f"c{k % (NAMED)}"
-        what = f"{merged} smaller rows, " if merged else ""
+        what = f"{numfmt.plural(merged, 'smaller row')}, " if merged else ""
         tip = (
             f"{img.name}: {r.label}: {what}{svg.exact(r.file_bytes)} bytes in the file "
             f"({numfmt.share(r.file_bytes, img.file_bytes)})"
@@ -253,7 +264,7 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
             if h >= 32 and svg.text_px(size) <= room:
                 out.append(svg.text(x + 4, y + 28, size, "in"))
     total = len(symbols) + sum(_merged(r) for r in rows)
-    label = f"{heading} ({len(shown)} largest of {total} rows)"
+    label = f"{heading} ({len(shown)} largest of {numfmt.plural(total, 'row')})"
     return Figure("".join(out), WIDTH, height, label, prefix)
 
 
@@ -303,7 +314,7 @@ def diff_figure(doc: SizeDoc, old: SizeImage, new: SizeImage, prefix: str) -> Fi
     total = new.file_bytes - old.file_bytes
     heading = (
         f"{old.name} to {new.name}: file bytes {_signed_bytes(total)}; "
-        f"{len(changed)} {doc.view} changed{more}"
+        f"{numfmt.plural(len(changed), row_word(doc.view))} changed{more}"
     )
     return diverging_figure(
         rows,
@@ -315,6 +326,7 @@ def diff_figure(doc: SizeDoc, old: SizeImage, new: SizeImage, prefix: str) -> Fi
         base=axis.binary_unit,
         cols=BYTES,
         symmetric=False,
+        last_title="relative",
     )
 
 

@@ -128,16 +128,42 @@ def clip_path(text: str, width_px: float, size: float = FONT_PX) -> str:
 
 
 def distinct_clips(texts: list[str], width_px: float) -> list[str]:
-    """Each of `texts` shortened to `width_px` (clip_path), two different texts not
-    shortened alike where a character middle ellipsis tells them apart."""
+    """Each of `texts` shortened to `width_px` (clip_path). Texts that would be
+    shortened alike (`.rela.data.rel.ro.local._ZTVN3geo6SquareE` and
+    `.rela.data.rel.ro._ZTIN3geo6SquareE`, both `.rela.data…o6SquareE`) keep their
+    start and show where they differ: `.rela.…local._ZTVN…`, `.rela.…_ZTIN3geo6S…`."""
     out = [clip_path(t, width_px) for t in texts]
-    seen: dict[str, set[str]] = {}
+    groups: dict[str, set[str]] = {}
     for t, short in zip(texts, out, strict=True):
-        seen.setdefault(short, set()).add(t)
-    return [
-        clip(t, width_px, middle=True) if len(seen[short]) > 1 else short
-        for t, short in zip(texts, out, strict=True)
-    ]
+        groups.setdefault(short, set()).add(t)
+    room = max(1, int(width_px / (FONT_PX * CHAR_EM)))
+    for k, t in enumerate(texts):
+        alike = groups[out[k]]
+        if len(alike) > 1:
+            out[k] = _from_difference(t, _shared_start(alike), room, width_px)
+    return out
+
+
+def _shared_start(texts: set[str]) -> int:
+    """How many leading characters all of `texts` share."""
+    first, last = min(texts), max(texts)  # the two that differ soonest
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return n
+
+
+HEAD = 6  # characters of a name's start kept before the part where names differ
+
+
+def _from_difference(text: str, shared: int, room: int, width_px: float) -> str:
+    if shared <= HEAD + 2 or room < HEAD + 8:  # a middle ellipsis keeps the difference
+        return clip(text, width_px, middle=True)
+    rest = text[shared - 1 :]  # one shared character, for context
+    budget = room - HEAD - 1
+    if len(rest) > budget:
+        rest = rest[: budget - 1] + "…"
+    return text[:HEAD] + "…" + rest
 
 
 def title(text: str) -> str:

@@ -75,7 +75,7 @@ def report_command(
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
 ) -> None:
-    from icount import charts
+    from icount import charts, numfmt
     from icount.cli.options import check_sort
     from icount.errors import UsageError
     from icount.results import write_atomic
@@ -101,7 +101,8 @@ def report_command(
     write_atomic(Path(output), page, overwrite=True)
     if not quiet:
         kib = len(page.encode()) / 1024
-        typer.echo(f"icount: report in {output} ({len(items)} sections, {kib:.0f} KiB)", err=True)
+        sections = numfmt.plural(len(items), "section")
+        typer.echo(f"icount: report in {output} ({sections}, {kib:.0f} KiB)", err=True)
 
 
 def _check_output(output: Path, inputs: list[Path]) -> None:

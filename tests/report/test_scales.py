@@ -371,3 +371,39 @@ def test_sort_name_orders_the_rows_by_name_in_natural_order() -> None:
     )
     shown = [t for t in texts(parse(charts.results_svg(res, "name"))) if t in names]
     assert shown == ["alpha", "fib-1", "fib-2", "fib-10"]
+
+
+def test_one_of_a_thing_is_said_in_the_singular() -> None:
+    res = Results(FP, (cell("only", [100.0, 100.0]),))
+    root = parse(charts.results_svg(res))
+    label = root.find(f"{NS}title")
+    assert label is not None and "1 cell, 1 valid" in (label.text or "")
+    page = charts.report_html([charts.ResultsInput("r.json", res, None)])
+    assert "1 cell, 1 valid" in page and "1 cells" not in page
+    assert sizes.row_word("compileunits") == "compile unit" and sizes.row_word("crates") == "crate"
+
+
+def test_a_size_diff_heads_its_percentages_relative_not_verdict() -> None:
+    old = image("srv", {".text": 1000, ".data": 100})
+    new = image("srv", {".text": 1100, ".data": 100, ".bss": 8})
+    root = parse(charts.sizes_svg(SizeDoc("sections", (old, new), True)))
+    assert "relative" in texts(root) and "verdict" not in texts(root)
+    assert {"+10.00%", "new"} <= set(texts(root))
+    assert any("2 sections changed" in t for t in texts(root))
+
+
+def test_section_names_that_clip_alike_are_shown_from_where_they_differ() -> None:
+    """shapes.o's sections (size-diff.json) once read `.rela.data…o6SquareE` twice
+    and `.rela.data…eo5ShapeE` twice; `.data.rel.ro.local…` differs at its start."""
+    names = [
+        ".rela.data.rel.ro.local._ZTVN3geo6SquareE",
+        ".rela.data.rel.ro._ZTIN3geo6SquareE",
+        ".data.rel.ro.local._ZTVN3geo6SquareE",
+        ".data.rel.ro._ZTIN3geo6SquareE",
+        ".rela.data.rel.ro._ZTIN3geo5ShapeE",
+        ".rela.data.rel.ro._ZTVN3geo5ShapeE",
+    ]
+    shown = svg.distinct_clips(names, diverging.BYTES.label_w)
+    assert len(set(shown)) == len(names)
+    assert all(svg.text_px(s) <= diverging.BYTES.label_w for s in shown)
+    assert shown[4:] == [".rela.…TIN3geo5Shap…", ".rela.…TVN3geo5Shap…"]
