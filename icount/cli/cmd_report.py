@@ -18,8 +18,11 @@ HELP = """Draw results, comparisons and sizes as one self-contained HTML page.
 Examples:
   icount report icount-results/serve-001.json -o report.html
   icount report --compare base.json new.json -o report.html
-  icount compare base.json new.json -f json -o cmp.json && icount report cmp.json
+  icount compare base.json new.json -f json -o cmp.json; icount report cmp.json
   icount size --format json ./server > size.json && icount report size.json new.json
+
+(`;` after compare, not `&&`: compare exits 3 when a cell regressed, the case a
+report is for.)
 
 \b
 Each FILE is recognised by its "format": results of `icount run` or `icount
@@ -33,6 +36,13 @@ the same --threshold, --min-delta and --force. The report exits 0 whatever
 the verdicts: the gate is `icount compare`. Rows come in the order cells were
 asked for, as `icount table` and `compare` print them; --sort name orders
 them by name (fib-2 before fib-10) in every section.
+
+\b
+Axes span the valid cells (an invalid cell's bar ends at the axis); where
+medians are 50x apart or more the axis is logarithmic, binaries more than 20x
+apart in size get an axis per group of like size, and a comparison whose
+largest change is 10x its threshold is linear within it and logarithmic
+beyond. Each chart that does so says it in a line under its title.
 
 \b
 The page has no scripts and loads nothing: charts are inline SVG, every mark
