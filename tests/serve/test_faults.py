@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from icount.serve import server as server_mod
-from icount.serve.adapter import Adapter, load_adapter
+from icount.serve.adapter import Adapter, adapter_from_table
 from icount.serve.server import RunInvalid
 
 from .conftest import AdapterMaker, cells, leftovers, run_icount
@@ -192,29 +192,30 @@ class _Alive:
         return True
 
 
-def _ready_adapter(make_adapter: AdapterMaker, timeout_s: float, ready: str = "") -> Adapter:
-    a = load_adapter(make_adapter("proxy", extra=ready))
-    return dataclasses.replace(a, ready_timeout_s=timeout_s)
+def _ready_adapter(tmp_path: Path, timeout_s: float) -> Adapter:
+    table = {"start": ["srv", "{port}"], "ready": {"timeout_s": timeout_s},
+             "paths": [{"name": "plaintext", "target": "/plaintext"}]}  # fmt: skip
+    return adapter_from_table(table, tmp_path, "test")
 
 
 def test_readiness_waits_past_a_proxys_502_for_the_expected_status(
-    statuses: _Statuses, make_adapter: AdapterMaker, monkeypatch: pytest.MonkeyPatch
+    statuses: _Statuses, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A proxy answers 502 until its upstream is up: not ready yet, whatever it says."""
     monkeypatch.setattr(server_mod, "READY_POLL_S", 0.001)
     statuses.statuses = [502, 502, 503, 200]
-    adapter = _ready_adapter(make_adapter, 30.0)
+    adapter = _ready_adapter(tmp_path, 30.0)
     port = statuses.server_address[1]
     server_mod._wait_ready(_Alive(), port, adapter, lambda text: None, "")  # type: ignore[arg-type]
     assert statuses.asked == 4
 
 
 def test_a_ready_timeout_names_the_status_that_kept_coming(
-    statuses: _Statuses, make_adapter: AdapterMaker, monkeypatch: pytest.MonkeyPatch
+    statuses: _Statuses, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(server_mod, "READY_POLL_S", 0.001)
     statuses.statuses = [502]
-    adapter = _ready_adapter(make_adapter, 0.2)
+    adapter = _ready_adapter(tmp_path, 0.2)
     port = statuses.server_address[1]
     with pytest.raises(RunInvalid) as e:
         server_mod._wait_ready(_Alive(), port, adapter, lambda text: None, "")  # type: ignore[arg-type]
@@ -226,11 +227,11 @@ def test_a_ready_timeout_names_the_status_that_kept_coming(
 
 
 def test_a_ready_target_of_no_path_is_ready_at_any_status_below_500(
-    statuses: _Statuses, make_adapter: AdapterMaker, monkeypatch: pytest.MonkeyPatch
+    statuses: _Statuses, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(server_mod, "READY_POLL_S", 0.001)
     statuses.statuses = [503, 404]
-    adapter = dataclasses.replace(_ready_adapter(make_adapter, 30.0), ready_status=None)
+    adapter = dataclasses.replace(_ready_adapter(tmp_path, 30.0), ready_status=None)
     server_mod._wait_ready(_Alive(), statuses.server_address[1], adapter, lambda text: None, "")  # type: ignore[arg-type]
     assert statuses.asked == 2
 
