@@ -96,6 +96,8 @@ class _Reader:
             return None
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             raise self.fail(f"{what}: {key!r} is not a number")
+        if not abs(v) < 2.0**63:  # as results files: no figure icount writes is 1e308
+            raise self.fail(f"{what}: {key!r} {v!r} is beyond any figure icount writes")
         return float(v)
 
     def count(self, doc: Mapping[str, Any], key: str, what: str) -> int:

@@ -214,7 +214,7 @@ def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount
     before anything is measured: a second icount writing the same file is refused at
     once instead of both measuring and one replacing the other's cells."""
     if explicit is not None:
-        path = Path(os.path.normpath(explicit.absolute()))
+        path = Path(os.path.normpath(explicit))  # as given, for the messages
         if path.suffix == ".artifacts":  # the run's outputs go to a folder of that name
             raise OutputError(
                 f"{path} is the name icount gives the folder of a run's outputs",
@@ -229,8 +229,9 @@ def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount
                 hint=_OUTPUT_HINT,
             )
     else:
-        path = next_free_path(directory, stem).absolute()
+        path = next_free_path(directory, stem)
     check_writable(path)
+    path = path.absolute()
     _claim(path)
     return path
 
