@@ -227,6 +227,7 @@ def _clean(v: float) -> float:
 # of a long chart is out of sight when its last rows are read.
 REPEAT_BELOW = 480.0
 BELOW = 16.0  # the height the repeated labels take under the grid
+BELOW_GAP = 12.0  # more room after them where another group's axis follows
 
 
 def vertical_grid(

@@ -276,7 +276,6 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
     groups = axis.magnitude_groups([float(s.file_bytes) for s in sizes])
     note = axis.groups_note(groups, "binaries")
     top = TOP + (NOTE if note else 0.0)
-    height = top + ROW * len(sizes) + axis.GROUP_GAP * (len(groups) - 1) + 8
     out = [svg.text(LABEL_X, 15, "binary size: each target's binary, in bytes of the file", "t")]
     key = [
         svg.rect(LABEL_X, 25, 14, 10, "bar2", None),
@@ -294,10 +293,15 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
         y += axis.GROUP_GAP if k else 0.0
         scale = axis.bytes_scale(max(sizes[i].file_bytes for i in group), BAR_X0, BAR_X1)
         bottom = y + ROW * len(group)
-        out += axis.vertical_grid(scale, y - 6, bottom, axis.bytes_labels(scale), WIDTH)
+        below = top + ROW * len(group) > axis.REPEAT_BELOW
+        tick = axis.bytes_labels(scale)
+        out += axis.vertical_grid(scale, y - 6, bottom, tick, WIDTH, below)
         for i in group:
             out += _binary_size_row(sizes[i], scale, y + ROW / 2)
             y += ROW
+        if below:  # and room between them and the next group's own labels
+            y += axis.BELOW + (axis.BELOW_GAP if k + 1 < len(groups) else 0.0)
+    height = y + 8
     label = f"binary size of {numfmt.plural(len(sizes), 'target')}, whole file and text"
     return Figure("".join(out), WIDTH, height, label + (f"; {note}" if note else ""), prefix)
 

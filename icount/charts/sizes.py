@@ -75,8 +75,6 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
     entries = len(named) + (1 if others else 0)
     legend_rows = -(-entries // per_row)
     top = TOP + (NOTE if note else 0.0)
-    bars_bottom = top + ROW * len(images) + axis.GROUP_GAP * (len(groups) - 1)
-    height = bars_bottom + 14 + 20 * legend_rows + 8
     heading = f"file bytes by {what}"
     out = [svg.text(LABEL_X, 15, heading + (" (old and new)" if doc.diff else ""), "t")]
     if note:
@@ -88,10 +86,16 @@ def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
         largest = max(images[i].file_bytes for i in group)
         scale = axis.bytes_scale(max(largest, 1), BAR_X0, BAR_X1)
         bottom = y + ROW * len(group)
-        out += axis.vertical_grid(scale, y - 6, bottom, axis.bytes_labels(scale), WIDTH)
+        below = top + ROW * len(group) > axis.REPEAT_BELOW
+        tick = axis.bytes_labels(scale)
+        out += axis.vertical_grid(scale, y - 6, bottom, tick, WIDTH, below)
         for i in group:
             out += _stacked_row(images[i], named, others, what, scale, y + ROW / 2)
             y += ROW
+        if below:  # and room between them and the next group's own labels
+            y += axis.BELOW + (axis.BELOW_GAP if k + 1 < len(groups) else 0.0)
+    bars_bottom = y
+    height = bars_bottom + 14 + 20 * legend_rows + 8
     labels = [*named, *([f"others ({len(others)})"] if others else [])]
     key: list[str] = []
     for k, lb in enumerate(labels):

@@ -407,3 +407,12 @@ def test_section_names_that_clip_alike_are_shown_from_where_they_differ() -> Non
     assert len(set(shown)) == len(names)
     assert all(svg.text_px(s) <= diverging.BYTES.label_w for s in shown)
     assert shown[4:] == [".rela.…TIN3geo5Shap…", ".rela.…TVN3geo5Shap…"]
+
+
+def test_a_tall_stack_of_binaries_repeats_its_axis_below() -> None:
+    images = tuple(image(f"lib{k}.so", {".text": 100_000 + k, ".data": 5000}) for k in range(20))
+    root = parse(charts.sizes_svg(SizeDoc("sections", images, False)))
+    ticks = ("50 KiB", "100 KiB", "150 KiB")
+    assert all(texts(root).count(t) == 2 for t in ticks)  # above and under the bars
+    few = parse(charts.sizes_svg(SizeDoc("sections", images[:3], False)))
+    assert all(texts(few).count(t) == 1 for t in ticks)
