@@ -82,7 +82,8 @@ def inline_command(
         top=top,
         min_share=share,
         timeout=timeout,
-        keep_dir=keep_profiles,
+        # the builds run in work dirs of their own: a relative folder would name one there
+        keep_dir=None if keep_profiles is None else keep_profiles.absolute(),
         exe_a=exe_a,
         exe_b=exe_b,
         dwarf=not no_dwarf,

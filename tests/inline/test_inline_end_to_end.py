@@ -45,7 +45,7 @@ def test_inline_report_of_two_fresh_builds(tmp_path: Path) -> None:
         "--format",
         "json",
         "--keep-profiles",
-        str(keep),
+        "profiles",  # relative to cwd: the builds run elsewhere, the folder must not move
         "--top",
         "0",
         "--min-share",
