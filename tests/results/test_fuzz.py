@@ -24,7 +24,7 @@ from icount import charts, export, report, results
 from icount.compare import model, render
 from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 from icount.errors import ResultsFileError
-from tests.support.mutate import replace, slots
+from tests.support.mutate import drop, mutated, replace, slots
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIGINALS = sorted((ROOT / "fixtures" / "results").glob("v*/*.json")) + sorted(
@@ -73,17 +73,6 @@ DOCS = _documents()
 DOCS += [(_explained(doc), res) for doc, res in DOCS[:2]]
 
 
-def _drop(doc: Any, where: tuple[Any, ...]) -> Any:
-    if len(where) == 1:
-        if isinstance(doc, dict):
-            return {k: v for k, v in doc.items() if k != where[0]}
-        return [v for i, v in enumerate(doc) if i != where[0]]
-    head = where[0]
-    if isinstance(doc, dict):
-        return {k: (_drop(v, where[1:]) if k == head else v) for k, v in doc.items()}
-    return [(_drop(v, where[1:]) if i == head else v) for i, v in enumerate(doc)]
-
-
 def _mutate(rng: random.Random) -> tuple[str, results.Results]:
     """(the text of the mutated file, the results of its original)."""
     doc, original = DOCS[rng.randrange(len(DOCS))]
@@ -91,7 +80,7 @@ def _mutate(rng: random.Random) -> tuple[str, results.Results]:
         where = rng.choice(slots(doc))
         roll = rng.random()
         if roll < 0.15 and where:
-            doc = _drop(doc, where)
+            doc = drop(doc, where)
             continue
         doc = replace(doc, where, MARK if roll < 0.45 else rng.choice(EDGES))
     if rng.random() < 0.5:  # the stored statistics left out, so odd values get past them
@@ -259,14 +248,7 @@ def test_mutated_comparison_files_load_or_are_refused(seed: int) -> None:
     from icount.errors import ParseError
 
     rng = random.Random(seed)
-    doc = COMPARISONS[rng.randrange(len(COMPARISONS))]
-    for _ in range(rng.randint(1, 3)):
-        where = rng.choice(slots(doc))
-        doc = (
-            _drop(doc, where)
-            if where and rng.random() < 0.15
-            else replace(doc, where, rng.choice(EDGES))
-        )
+    doc = mutated(COMPARISONS[rng.randrange(len(COMPARISONS))], rng, EDGES)
     try:
         drawn = charts.comparison_from_json(doc, "cmp.json")
     except ParseError as e:
