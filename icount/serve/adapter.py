@@ -56,7 +56,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from icount import procs
+from icount import environment, procs
 from icount.errors import ParseError, RunFailedError
 from icount.results.files import read_bounded
 
@@ -445,6 +445,9 @@ def build_adapter(adapter: Adapter, build_dir: Path) -> None:
     build_dir.mkdir(parents=True, exist_ok=True)
     for argv in adapter.build:
         cmd = expand(argv, port=0, build_dir=build_dir, adapter=adapter)
+        problem = environment.exec_problem(cmd, {})
+        if problem is not None:  # its cells are invalid with it; the session goes on
+            raise RunFailedError(f"{adapter.name}: build step: {problem}")
         done = procs.run(cmd, cwd=adapter.directory, timeout=BUILD_TIMEOUT_S)
         if done.ok:
             continue

@@ -49,6 +49,28 @@ def test_an_adapter_exec_cannot_take_invalidates_only_its_cells_fake(
         assert reasons[f"broken/{path}/fake"] == f"run 1 of 1: cannot start the server: {reason}"
 
 
+def test_a_build_step_exec_cannot_take_invalidates_only_its_cells_fake(
+    fake: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from icount.serve.plan import ServeRequest
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    text = FAKE_ADAPTER.replace('name = "fake"', 'name = "broken"\nbuild = [["true", "a\\u0000"]]')
+    (broken / "adapter.toml").write_text(text)
+    request = ServeRequest(
+        targets=(str(broken / "adapter.toml"), str(fake)),
+        backend="fake", runs=1, reps=1, requests=20, warmup=Warmup(0),
+    )  # fmt: skip
+    res = _session(request, tmp_path / "r.json")
+    reasons = {c.key_text: c.reason for c in res.cells}
+    assert reasons["fake/plaintext/fake"] is None
+    assert "broken: build step: argument 1 'a\\x00' holds a NUL byte" in str(
+        reasons["broken/plaintext/fake"]
+    )
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
