@@ -81,8 +81,9 @@ def logarithmic(lo: float, hi: float, x0: float, x1: float) -> Scale:
     lo_d = math.floor(math.log10(lo) + 1e-9)
     hi_d = max(math.ceil(math.log10(hi) - 1e-9), lo_d + 1)
     steps = (1.0, 2.0, 5.0) if hi_d - lo_d <= 2 else (1.0,)
-    ticks = [_clean(m * 10.0**d) for d in range(lo_d, hi_d) for m in steps]
-    ticks.append(_clean(10.0**hi_d))
+    # float dust removed, as _clean does, but never a tiny tick made 0: log10(0)
+    ticks = [float(f"{m * 10.0**d:.12g}") for d in range(lo_d, hi_d) for m in steps]
+    ticks.append(float(f"{10.0**hi_d:.12g}"))
     return Scale(ticks[0], ticks[-1], x0, x1, tuple(ticks), LOG)
 
 
@@ -99,10 +100,17 @@ def log_labels(scale: Scale) -> Callable[[float], str]:
 NICE = (1.0, 2.0, 2.5, 5.0)
 
 
-def symlog(limit: float, knee: float, x0: float, x1: float, min_px: float = 34.0) -> Scale:
-    """A symmetric log scale over [-m, m], m the first round value >= `limit`, linear
-    within about +-`knee`. Ticks are round values (1, 2, 2.5, 5 times a power of ten)
-    kept from 0 outwards where they are at least `min_px` from the last one kept."""
+def symlog_percent(v: float) -> str:
+    """A symlog tick's label, a fraction in percent: its ticks have no one step, so
+    each has the decimals it needs (+2.5%, +50%, +5e-05%)."""
+    return "0%" if v == 0 else f"{float(f'{v * 100:.4g}'):+g}%"
+
+
+def symlog(limit: float, knee: float, x0: float, x1: float, gap_px: float = 10.0) -> Scale:
+    """A symmetric log scale of fractions over [-m, m], m the first round value >=
+    `limit`, linear within about +-`knee`. Ticks are round values (1, 2, 2.5, 5 times
+    a power of ten) kept from 0 outwards where their labels (symlog_percent) stay
+    `gap_px` apart from the last one kept's."""
     candidates: list[float] = []
     power = 10.0 ** math.floor(math.log10(knee / 2))
     while not candidates or candidates[-1] < limit * (1 - 1e-9):
@@ -110,12 +118,16 @@ def symlog(limit: float, knee: float, x0: float, x1: float, min_px: float = 34.0
         power *= 10
     m = next(c for c in candidates if c >= limit * (1 - 1e-9))
     probe = Scale(-m, m, x0, x1, (), SYMLOG, knee)
+
+    def room(a: float, b: float) -> float:  # between the centres of two tick labels
+        return (svg.text_px(symlog_percent(a)) + svg.text_px(symlog_percent(b))) / 2 + gap_px
+
     kept: list[float] = []
-    last = probe(0.0)
+    last = 0.0
     for c in (c for c in candidates if c < m):
-        if probe(c) - last >= min_px and probe(m) - probe(c) >= min_px:
+        if probe(c) - probe(last) >= room(c, last) and probe(m) - probe(c) >= room(m, c):
             kept.append(c)
-            last = probe(c)
+            last = c
     positive = [*kept, m]
     ticks = (*(-t for t in reversed(positive)), 0.0, *positive)
     return Scale(-m, m, x0, x1, ticks, SYMLOG, knee)
@@ -202,7 +214,7 @@ def percent_labels(scale: Scale) -> Callable[[float], str]:
     """Signed percent tick labels for a scale of fractions: -10%, 0%, +2.5% (on a
     symlog scale, whose ticks have no one step, each with the decimals it needs)."""
     if scale.kind == SYMLOG:
-        return lambda v: "0%" if v == 0 else f"{float(f'{v * 100:.4g}'):+g}%"
+        return symlog_percent
     decimals = max(0, _decimals(scale, 0.01))
     return lambda v: "0%" if v == 0 else f"{v * 100:+.{decimals}f}%"
 

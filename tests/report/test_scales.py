@@ -416,3 +416,42 @@ def test_a_tall_stack_of_binaries_repeats_its_axis_below() -> None:
     assert all(texts(root).count(t) == 2 for t in ticks)  # above and under the bars
     few = parse(charts.sizes_svg(SizeDoc("sections", images[:3], False)))
     assert all(texts(few).count(t) == 1 for t in ticks)
+
+
+def _coordinates(root: ET.Element) -> list[float]:
+    return [float(e.get(k, 0)) for e in root.iter() for k in ("x", "y", "width") if e.get(k)]
+
+
+def test_any_changes_and_thresholds_draw_inside_the_chart() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    change = st.floats(-0.999, 1e9, allow_nan=False)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(change, min_size=1, max_size=8), st.floats(1e-9, 10))
+    def check(changes: list[float], threshold: float) -> None:
+        doc = comparison({f"c{k}": v for k, v in enumerate(changes)}, threshold)
+        root = parse(charts.comparison_svg(doc))
+        assert all(-1 <= x <= diverging.WIDTH + 1 for x in _coordinates(root) if x)
+        ticks = [t for t in texts(root) if t.endswith("%") and t[0] in "+-0"]
+        assert "0%" in ticks
+
+    check()
+
+
+def test_any_medians_draw_inside_the_chart() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.floats(0, 1e15, allow_nan=False), min_size=1, max_size=6), st.booleans())
+    def check(medians: list[float], with_invalid: bool) -> None:
+        cells = [cell(f"t{k}", [m, m]) for k, m in enumerate(medians)]
+        if with_invalid:
+            cells.append(cell("bad", [1e15, 1.0]))
+        root = parse(charts.results_svg(Results(FP, tuple(cells))))
+        xs = [float(b.get("x", 0)) + width(b) for b in rects(root, "bar")]
+        assert all(bars.BAR_X0 <= x <= bars.BAR_X1 + 1 for x in xs)
+
+    check()
