@@ -144,8 +144,9 @@ def magnitude_groups(values: Sequence[float], ratio: float = GROUP_RATIO) -> lis
     first, each joins the first group whose largest is under `ratio` times it; groups
     come in the order of their first index, indices in order within a group."""
     groups: list[list[int]] = []
-    for i in sorted(range(len(values)), key=lambda i: (-values[i], i)):
-        home = next((g for g in groups if values[g[0]] < ratio * values[i]), None)
+    size = [max(v, 1.0) for v in values]  # an empty file is of a 1-byte one's size
+    for i in sorted(range(len(values)), key=lambda i: (-size[i], i)):
+        home = next((g for g in groups if size[g[0]] < ratio * size[i]), None)
         if home is None:
             groups.append([i])
         else:

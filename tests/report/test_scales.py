@@ -265,6 +265,7 @@ def test_binaries_of_like_size_share_one_axis() -> None:
     assert not any("axes" in t for t in texts(root))
     groups = sizes.size_groups([a, b, image("c", {".text": 10}), image("d", {".text": 15})])
     assert groups == [[0, 1], [2, 3]]
+    assert axis.magnitude_groups([0.0, 0.0, 3.0]) == [[0, 1, 2]]  # empty files: one axis
 
 
 CXX = (
