@@ -17,6 +17,8 @@ def nice_step(span: float, target: int) -> float:
     if span <= 0 or not math.isfinite(span):
         return 1.0
     raw = span / max(1, target)
+    if raw <= 0:  # a span of a few denormals: 5e-324 / 5 is 0
+        return 1.0
     power = 10.0 ** math.floor(math.log10(raw))
     for m in (1, 2, 2.5, 5, 10):
         if raw <= m * power * (1 + 1e-9):
@@ -78,6 +80,8 @@ def linear(lo: float, hi: float, x0: float, x1: float, target: int = 5, base: fl
 def logarithmic(lo: float, hi: float, x0: float, x1: float) -> Scale:
     """A log scale over whole decades around [lo, hi] (both > 0); ticks at each decade,
     and at 2 and 5 times it where the scale spans at most two decades."""
+    lo = max(lo, 1e-300)  # 10**-324 is 0 in floats
+    hi = max(hi, lo)
     lo_d = math.floor(math.log10(lo) + 1e-9)
     hi_d = max(math.ceil(math.log10(hi) - 1e-9), lo_d + 1)
     steps = (1.0, 2.0, 5.0) if hi_d - lo_d <= 2 else (1.0,)
