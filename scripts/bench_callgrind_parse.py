@@ -19,10 +19,12 @@ std::map, std::string and std::ostringstream (SMALL_CPP below): a 7 MB profile o
 11,600 functions, for a quick check of the 13-event case.
 
 Each round runs `callgrind_annotate FILE` (output discarded) and then
-`icount.callgrind.parser.parse_file(FILE)` in this process. It prints the median and
-minimum wall time of each and the ratios annotate / icount of the medians and of the
-minima, and the same for CPU time (user + system), which a busy machine disturbs
-less. Then it checks that both read the same totals, part by part:
+`icount.callgrind.parser.parse_file(FILE)` in this process (the first round's parse
+is the process's first: its fresh memory costs page faults the later ones reuse). It
+prints the median and minimum wall time of each and the ratios annotate / icount of the
+medians, of the minima and the median of each round's ratio (the two of a round share
+the load of the moment), and the same for CPU time (user + system), which a busy machine
+disturbs less. Then it checks that both read the same totals, part by part:
 callgrind_annotate shows one part's `summary:` (the last one of a combined file), so
 each part is written to a file of its own, annotated, and compared with that part's
 summary: as the parser read it; and the parser's sums of cost lines must equal every
@@ -189,10 +191,13 @@ def bench(path: Path, rounds: int) -> bool:
     )
     med = statistics.median
     for what, ann, own in (("wall", ann_wall, own_wall), ("CPU", ann_cpu, own_cpu)):
+        # the two of one round ran next to each other, under the same load
+        per_round = med(a / o for a, o in zip(ann, own, strict=True))
         print(
             f"  {what:4s}  callgrind_annotate median {med(ann):7.3f} s  min {min(ann):7.3f} s;"
             f"  icount median {med(own):6.3f} s  min {min(own):6.3f} s;"
-            f"  ratio {med(ann) / med(own):5.1f}x (medians), {min(ann) / min(own):5.1f}x (minima)"
+            f"  ratio {med(ann) / med(own):5.1f}x (medians), {min(ann) / min(own):5.1f}x (minima),"
+            f" {per_round:5.1f}x (median of the rounds' ratios)"
         )
     same = same_totals(path, prof, ann_totals)
     print(f"  totals equal to callgrind_annotate's, part by part: {'yes' if same else 'NO'}")
