@@ -7,13 +7,12 @@ JSON carry the exact byte counts.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from icount.numfmt import human_bytes, share, signed_percent
 from icount.size.model import Breakdown, Row
-from icount.size.report import shown_labels
+from icount.size.report import short_names, shown_labels
 from icount.tables import Column, Table, render_csv
 from icount.terminal import Group
 
@@ -29,19 +28,6 @@ def _label_title(by: str) -> str:
     from icount.size.views import VIEWS, View
 
     return VIEWS[View(by)].title if by in View.__members__ else "Part"
-
-
-def short_names(items: Sequence[Breakdown]) -> list[str]:
-    """Column names: base names (plus arch for fat slices), full paths only when they clash."""
-
-    def short(b: Breakdown, full: bool) -> str:
-        base = b.path if full else os.path.basename(b.path) or b.path
-        return f"{base} [{b.arch}]" if b.fat else base
-
-    names = [short(b, False) for b in items]
-    if len(set(names)) < len(names):
-        names = [short(b, True) for b in items]
-    return names
 
 
 def _title(b: Breakdown, name: str) -> str:

@@ -10,6 +10,7 @@ bytes and the VM bytes, plus the totals and the gzip size, in unit "bytes".
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,6 +66,19 @@ def ranked(items: Sequence[Breakdown]) -> list[str]:
         {r.label for b in items for r in b.rows},
         key=lambda lb: (-max(max(c[lb].file, c[lb].vm) if lb in c else 0 for c in cells), lb),
     )
+
+
+def short_names(items: Sequence[Breakdown]) -> list[str]:
+    """Column names: base names (plus arch for fat slices), full paths only when they clash."""
+
+    def short(b: Breakdown, full: bool) -> str:
+        base = b.path if full else os.path.basename(b.path) or b.path
+        return f"{base} [{b.arch}]" if b.fat else base
+
+    names = [short(b, False) for b in items]
+    if len(set(names)) < len(names):
+        names = [short(b, True) for b in items]
+    return names
 
 
 def shown_labels(items: Sequence[Breakdown], top: int) -> tuple[list[str], list[str]]:
@@ -124,7 +138,6 @@ def to_results(items: Sequence[Breakdown], by: str) -> Results:
     disappears is `missing` in compare, and the totals hold its bytes."""
     from icount import __version__
     from icount.results import Cell, Results, Run
-    from icount.size.render import short_names
     from icount.stats import DEFAULT_MAX_SPREAD
 
     cells = []
