@@ -167,6 +167,7 @@ def test_live_exact_tools(kind: str, c_server: StartServer) -> None:
         assert bad.completed in (30, 31) and bad.first_error.startswith("ab: apr_socket_recv: ")
 
 
+@pytest.mark.slow  # wrk runs for a duration (1 s at the least), not a request count
 def test_live_wrk(c_server: StartServer) -> None:
     if procs.which("wrk") is None:
         pytest.skip("wrk is not installed (apt-get install wrk)")
