@@ -30,6 +30,9 @@
  *                    exit under valgrind does).
  *   --every N --every-loop K   every Nth request also runs periodic_work(): K loop
  *                    iterations (a collector's periodic work, under its own name).
+ *   --every-thread   with --every: the Nth request wakes a second thread instead, which
+ *                    runs background_work(): K loop iterations (a collector's helper
+ *                    thread); one process only.
  *   --tick-ms T --tick-loop K  every T ms, whatever the requests, tick_work() runs K loop
  *                    iterations (work driven by the clock), on an absolute schedule.
  * SIGTERM keeps its default action, so callgrind writes its profile when stopped.
@@ -98,6 +101,30 @@ static volatile long periodic_calls, ticks;
 __attribute__((noinline)) static void periodic_work(long k) {
     periodic_calls++;
     spin(k);
+}
+
+/* --every-thread: the Nth request writes a byte here; collector_thread() reads it and
+ * runs background_work() (as a runtime's helper thread collects apart from serving). */
+static int collector_pipe[2] = {-1, -1};
+static volatile long background_calls;
+
+__attribute__((noinline)) static void background_work(long k) {
+    background_calls++;
+    spin(k);
+}
+
+static void *collector_thread(void *arg) {
+    (void)arg;
+    char b;
+    while (read(collector_pipe[0], &b, 1) == 1)
+        background_work(every_loop);
+    return NULL;
+}
+
+static void wake_collector(void) {
+    char b = 0;
+    if (write(collector_pipe[1], &b, 1) != 1)
+        abort();
 }
 
 /* Work driven by the clock, not by requests (timers, heartbeats). */
@@ -232,8 +259,12 @@ static int handle_requests(int ep, struct conn *c) {
             abort();
         __atomic_add_fetch(&handled, 1, __ATOMIC_RELAXED);
         spin(loop_iterations);
-        if (every_n > 0 && __atomic_load_n(&handled, __ATOMIC_RELAXED) % every_n == 0)
-            periodic_work(every_loop);
+        if (every_n > 0 && __atomic_load_n(&handled, __ATOMIC_RELAXED) % every_n == 0) {
+            if (collector_pipe[1] >= 0)
+                wake_collector();
+            else
+                periodic_work(every_loop);
+        }
 
         const char *resp = resp_404;
         size_t resp_len = resp_404_len;
@@ -261,7 +292,7 @@ static void usage(void) {
     fprintf(stderr, "usage: c-epoll --port P [--loop K] [--crash-after N] [--status CODE] "
                     "[--body TEXT] [--vary FILE] [--workers N | --threads N | "
                     "--fork-per-connection] [--daemonize [--linger-ms MS]] [--every N --every-loop K] "
-                    "[--tick-ms T --tick-loop K]\n");
+                    "[--every-thread] [--tick-ms T --tick-loop K]\n");
     exit(2);
 }
 
@@ -384,7 +415,7 @@ static int fork_loop(int lfd) {
 int main(int argc, char **argv) {
     int port = -1;
     const char *vary_file = NULL;
-    int workers = 0, threads = 0, fork_per_connection = 0, daemonize = 0;
+    int workers = 0, threads = 0, fork_per_connection = 0, daemonize = 0, every_thread = 0;
     long linger_ms = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -394,6 +425,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(a, "--daemonize") == 0) {
             daemonize = 1;
+            continue;
+        }
+        if (strcmp(a, "--every-thread") == 0) {
+            every_thread = 1;
             continue;
         }
         if (i + 1 >= argc)
@@ -429,7 +464,8 @@ int main(int argc, char **argv) {
             usage();
     }
     if (port < 0 || port > 65535 || workers < 0 || threads < 0 ||
-        (workers > 0) + (threads > 1) + fork_per_connection > 1)
+        (workers > 0) + (threads > 1) + fork_per_connection > 1 ||
+        (every_thread && (workers > 0 || threads > 1 || fork_per_connection || daemonize)))
         usage();
     if (vary_file) {
         long n = 0;
@@ -456,6 +492,13 @@ int main(int argc, char **argv) {
                               &resp_json_len);
     resp_404 = make_response(404, "text/plain", "Not Found", &resp_404_len);
     signal(SIGPIPE, SIG_IGN);
+    if (every_thread) {
+        pthread_t helper;
+        if (pipe(collector_pipe) < 0 || pthread_create(&helper, NULL, collector_thread, NULL)) {
+            perror("c-epoll: --every-thread");
+            return 1;
+        }
+    }
 
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     int one = 1;

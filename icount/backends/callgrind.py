@@ -41,6 +41,7 @@ from icount.backends.valgrind import (
     valgrind_version,
 )
 from icount.errors import ParseError, RunFailedError, UsageError
+from icount.runtimes import check_pattern
 
 NAME = "callgrind"
 SERVE_DEFAULTS = ServeDefaults(
@@ -68,10 +69,21 @@ class CallgrindOptions:
     processes: ProcessMode = "all"
     keep_profiles: bool = False  # keep the profile files
     warmup_instrumented: bool = False  # warm up instrumented (the old, slow way)
+    # --collector: regular expressions of collector entry points (icount/runtimes.py),
+    # joined by newlines (a setting holds one value)
+    collector: str = ""
 
     def __post_init__(self) -> None:
         if self.thread is not None and self.thread < 1:
             raise UsageError(f"--thread takes a valgrind thread number from 1, got {self.thread}")
+        for pattern in self.patterns:
+            why = check_pattern(pattern)
+            if why:
+                raise UsageError(why)
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return tuple(p for p in self.collector.split("\n") if p)
 
 
 def create(options: CallgrindOptions) -> CallgrindBackend:
@@ -80,6 +92,7 @@ def create(options: CallgrindOptions) -> CallgrindBackend:
         root_only=options.processes == "root",
         keep_profiles=options.keep_profiles,
         warmup_instrumented=options.warmup_instrumented,
+        collectors=options.patterns,
     )
 
 
@@ -119,8 +132,10 @@ class CallgrindBackend:
         root_only: bool = False,
         keep_profiles: bool = False,
         warmup_instrumented: bool = False,
+        collectors: Sequence[str] = (),
     ) -> None:
         self.warmup_instrumented = warmup_instrumented
+        self.collectors = tuple(collectors)
         self.thread = thread
         self.root_only = root_only or thread is not None  # a thread of the started process
         self.keep_profiles = keep_profiles
@@ -148,7 +163,13 @@ class CallgrindBackend:
         return ["valgrind", *opts]
 
     def cell_params(self) -> dict[str, object]:
-        return {"thread": self.thread, "processes": "root" if self.root_only else "all"}
+        params: dict[str, object] = {
+            "thread": self.thread,
+            "processes": "root" if self.root_only else "all",
+        }
+        if self.collectors:  # absent otherwise: cells measured before read the same
+            params["collectors"] = list(self.collectors)
+        return params
 
     def count_command(
         self,
@@ -225,6 +246,7 @@ class CallgrindBackend:
             root_only=self.root_only,
             keep_profiles=self.keep_profiles,
             instrumented=whole_life or self.warmup_instrumented,
+            collectors=self.collectors,
         )
 
 

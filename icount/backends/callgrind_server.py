@@ -56,12 +56,12 @@ from icount import environment, procs
 from icount.backends.protocol import ProcessCount, WindowCount
 from icount.backends.valgrind import (
     INSTALL_HINT,
-    read_functions,
     require_valgrind,
     valgrind_options,
     valgrind_problem,
 )
 from icount.errors import ParseError, RunFailedError
+from icount.runtimes import RuntimeWork, read_window
 
 OUT_STEM = "callgrind.out"
 LOG_STEM = "valgrind.log"
@@ -135,6 +135,7 @@ class CallgrindServer:
         root_only: bool = False,
         keep_profiles: bool = False,
         instrumented: bool = False,
+        collectors: Sequence[str] = (),
     ) -> None:
         self.run_dir = run_dir
         # valgrind's own files go to a scratch folder under /tmp that any user can reach
@@ -180,6 +181,9 @@ class CallgrindServer:
         self._dumps = 0
         self._instrumented = instrumented
         self._functions: dict[str, float] = {}  # self Ir by function since the last window
+        self.collectors = tuple(collectors)  # --collector patterns (icount/runtimes.py)
+        # runtime -> [collector, compiler, calls] since the last window
+        self._runtime: dict[str | None, list[int]] = {}
         self._starts_instrumented = instrumented  # a process exec'd later does too
         self._at_open: set[int] = set()  # processes live when the current window opened
         self.opened_at = 0.0
@@ -310,7 +314,8 @@ class CallgrindServer:
             ir, by_function = 0, dict[str, int]()
             if read and self._counts(f):
                 try:
-                    ir, by_function = read_functions(self.out / f.name)
+                    ir, by_function, work = read_window(self.out / f.name, self.collectors)
+                    self._add_runtime(work)
                 except ParseError as e:
                     raise RunFailedError(f"unreadable callgrind profile: {e}") from None
             self._seen.add(f.name)
@@ -327,6 +332,13 @@ class CallgrindServer:
                 self._order.setdefault(f.pid, len(self._order))
                 counts[f.pid] = counts.get(f.pid, 0) + ir
         return counts, wrote
+
+    def _add_runtime(self, work: RuntimeWork) -> None:
+        if work.runtime is not None:
+            parts = self._runtime.setdefault(work.runtime, [0, 0, 0])
+            parts[0] += work.collector
+            parts[1] += work.compiler
+            parts[2] += work.calls
 
     def _counts(self, f: ProfileFile) -> bool:
         if self.root_only and f.pid != self.pid:
@@ -354,7 +366,13 @@ class CallgrindServer:
             for pid in ordered
         )
         functions, self._functions = self._functions, {}
-        return WindowCount(sum(counts.values()), parts, functions)
+        found, self._runtime = self._runtime, {}
+        named = sorted(k for k in found if k is not None)
+        runtime = None
+        if named:  # processes of one server run one runtime; several: their names joined
+            runtime = RuntimeWork("+".join(named), *(sum(found[k][i] for k in named)
+                                                     for i in (0, 1, 2)))  # fmt: skip
+        return WindowCount(sum(counts.values()), parts, functions, runtime)
 
     @property
     def close_latency_s(self) -> float:
@@ -381,6 +399,7 @@ class CallgrindServer:
         self.opened_at = time.monotonic()
         self._collect(read=False)  # start-up, readiness, warm-up, the opening dumps
         self._functions = {}
+        self._runtime = {}
         self._at_open = {p.pid for p in self.processes()}
 
     def close_window(self) -> WindowCount:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, Protocol, TypeVar
 
+from icount.runtimes import RuntimeWork
+
 ArgvKind = Literal["command", "server"]
 # "root": count only the started process; a setting every bundled backend takes
 ProcessMode = Literal["all", "root"]
@@ -82,6 +84,9 @@ class WindowCount:
     # self instructions by function name, summed over the window's processes, where the
     # backend sees functions (callgrind); explains why one window counted more than another
     functions: Mapping[str, float] | None = None
+    # the runtime's own work in the window (collector, background compiler: see
+    # icount/runtimes.py), where the backend sees the call graph (callgrind)
+    runtime: RuntimeWork | None = None
 
 
 @dataclass(frozen=True)

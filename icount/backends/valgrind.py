@@ -10,9 +10,13 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from icount import procs
 from icount.errors import ParseError
+
+if TYPE_CHECKING:
+    from icount.callgrind.model import Profile
 
 INSTALL_HINT = "run scripts/setup.sh or apt-get install valgrind"
 
@@ -78,9 +82,13 @@ def read_functions(path: Path) -> tuple[int, dict[str, int]]:
     """(total `Ir`, self `Ir` by function name) of one callgrind file."""
     from icount.callgrind.parser import parse_file
 
-    prof = parse_file(path)
+    return functions_of(parse_file(path))
+
+
+def functions_of(prof: Profile) -> tuple[int, dict[str, int]]:
+    """(total `Ir`, self `Ir` by function name) of a parsed profile."""
     if "Ir" not in prof.totals:
-        raise ParseError("callgrind profile has no Ir event", source=str(path))
+        raise ParseError("callgrind profile has no Ir event", source=prof.source)
     column = prof.self_cost[:, prof.event_index("Ir")]
     by_name: dict[str, int] = {}
     for fn, cost in zip(prof.functions, column.tolist(), strict=True):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from icount.results.fields import count, count_int, int_, list_, obj, str_
+from icount.results.fields import bool_, count, count_int, int_, list_, obj, str_
 
 # How a serve run's windows were taken (ServeDetail.window):
 WINDOW_DUMPS = "dump"  # callgrind: between two profile dumps through vgdb
@@ -81,15 +81,30 @@ class Rep:
     instructions: float
     requests: int
     processes: tuple[ProcessShare, ...] = ()
+    # A collected runtime's own work inside `instructions` (icount/runtimes.py), None
+    # where the backend found no runtime with a collector; and the window's wall time,
+    # which the clock's rate (the idle window) is subtracted for.
+    collector: float | None = None
+    compiler: float | None = None
+    seconds: float | None = None
+    runtime_calls: int | None = None  # calls into the runtime's entry points counted
 
     @property
     def per_request(self) -> float:
         return self.instructions / self.requests
 
+    @property
+    def runtime_work(self) -> float:
+        return (self.collector or 0.0) + (self.compiler or 0.0)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"instructions": self.instructions, "requests": self.requests}
         if self.processes:
             out["processes"] = [p.to_json() for p in self.processes]
+        # written only where measured: files of runtimes without a collector read as before
+        for key in ("collector", "compiler", "seconds", "runtime_calls"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
 
@@ -144,10 +159,30 @@ class ServeDetail:
     # the share of a window's count that its idle rate explains (time-driven work), to
     # two significant digits, where it is 0.1% or more
     time_share: float | None = None
+    runtime: str | None = None  # the collected runtime detected (icount/runtimes.py)
+    # the idle window's rate x each window's wall time was taken out of the mutator
+    clock_subtracted: bool = False
 
     @property
     def per_request(self) -> tuple[float, ...]:
         return tuple(r.per_request for r in self.reps)
+
+    @property
+    def clock_rate(self) -> float:
+        """Instructions a second driven by the clock, where they are subtracted."""
+        if not self.clock_subtracted or self.idle is None or not self.idle.seconds:
+            return 0.0
+        return self.idle.instructions / self.idle.seconds
+
+    def mutator(self, rep: Rep) -> float:
+        """`rep`'s instructions per request less the runtime's own work and, where
+        subtracted, the clock's: what serving the requests cost."""
+        clock = self.clock_rate * (rep.seconds or 0.0)
+        return (rep.instructions - rep.runtime_work - clock) / rep.requests
+
+    @property
+    def mutator_per_request(self) -> tuple[float, ...]:
+        return tuple(self.mutator(r) for r in self.reps)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -159,7 +194,15 @@ class ServeDetail:
             "lifetimes": self.lifetimes.to_json() if self.lifetimes else None,
             "idle": self.idle.to_json() if self.idle else None,
             "time_share": self.time_share,
-        }
+        } | self._runtime_json()
+
+    def _runtime_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.runtime is not None:
+            out["runtime"] = self.runtime
+        if self.clock_subtracted:
+            out["clock_subtracted"] = True
+        return out
 
 
 Detail = CommandDetail | ServeDetail | None
@@ -216,6 +259,8 @@ def detail_from_json(doc: Any) -> Detail:
             count(idle["seconds"], "idle.seconds"),
         ),
         time_share=None if share is None else count(share, "detail.time_share"),
+        runtime=None if d.get("runtime") is None else str_(d["runtime"], "detail.runtime"),
+        clock_subtracted=bool_(d.get("clock_subtracted", False), "detail.clock_subtracted"),
     )
 
 
@@ -235,7 +280,16 @@ def _rep(doc: Any) -> Rep:
             )
             for p in list_(d.get("processes", []), "rep.processes")
         ),
-    )
+        collector=_optional_count(d, "collector"),
+        compiler=_optional_count(d, "compiler"),
+        seconds=_optional_count(d, "seconds"),
+        runtime_calls=None if d.get("runtime_calls") is None
+        else count_int(d["runtime_calls"], "rep.runtime_calls"),
+    )  # fmt: skip
+
+
+def _optional_count(d: dict[str, Any], key: str) -> float | None:
+    return None if d.get(key) is None else count(d[key], f"rep.{key}")
 
 
 def _curve_point(doc: Any) -> tuple[int, float]:

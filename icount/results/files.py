@@ -12,6 +12,10 @@ Format history (bump VERSION and add a line on every change to the layout):
       `http_method` (were `target` and `method`); `setup_error` (was
       `invalid_reason`); a cell's `order` in what was asked for; `shard` (optional)
       in the file of one shard of a session: its index, the total and the whole plan.
+      Still 2, read by the same reader (additions that are absent where not measured,
+      so files written before read and render byte-identically): a rep's `collector`,
+      `compiler`, `runtime_calls` (a collected runtime's own work) and `seconds`, a
+      serve detail's `runtime` and `clock_subtracted`.
 """
 
 from __future__ import annotations

@@ -21,11 +21,19 @@ so), the run falls back to the differential method over two lifetimes of the sam
 server: warm-up + N and warm-up + 2N requests, per-request = (Ir(2N) - Ir(N)) / N (one
 rep per run). The first run's preflight decides for the session (`WindowMethod`).
 Time-driven work (nginx's once-a-second clock refresh, poll timeouts) grows with wall
-time, not with requests, and is counted in whatever window it falls.
+time, not with requests: where the idle window's rate explains TIME_SHARE_SHOWN of a
+window or more, rate x each window's wall time is taken out of the mutator (and the cell
+says so), so that neither its value nor its validity depends on how busy the machine was.
+
+A collected runtime's own work (icount/runtimes.py: its collector and background
+compiler, found by the backend from the profile's call graph) is kept apart in each rep:
+the run's value and every warm-up and refusal rule follow the mutator (the rest), and
+the cell's runtime figure is the mean over every window (icount/results/runtime.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import statistics
 import time
@@ -150,15 +158,21 @@ def _client(
 
 def _window(
     server: Server, client: LoadGenerator, n: int, what: str, floor: float | None
-) -> tuple[Rep, LoadResult, Mapping[str, float] | None]:
-    """One counted window of `n` requests: (its rep, the client's req/s). A window whose
+) -> tuple[Rep, LoadResult, Mapping[str, float] | None, str | None]:
+    """One counted window of `n` requests: (its rep, the client's result, self costs by
+    function, the collected runtime the backend found, if any). A window whose
     requests were answered by processes the backend does not count is refused: its
     figure would be a valid-looking part of the work, or zero."""
     server.open_window()
     result = _load(server, client, n, what)
     count = server.close_window()
     shares = tuple(ProcessShare(i, p.role, p.instructions) for i, p in enumerate(count.processes))
+    work = count.runtime
     rep = Rep(count.instructions, result.completed, shares)
+    if work is not None:
+        rep = dataclasses.replace(rep, collector=float(work.collector),
+                                  compiler=float(work.compiler),
+                                  runtime_calls=work.calls)  # fmt: skip
     outside = server.uncounted()
     if outside:
         raise RunInvalid(
@@ -178,7 +192,7 @@ def _window(
             f"process{'es' if counted != 1 else ''}, below the floor of {floor:g} that any "
             "real request path exceeds (a server whose workers escaped counting?)"
         )
-    return rep, result, count.functions
+    return rep, result, count.functions, None if work is None else work.runtime
 
 
 def _auto_warmup(
@@ -189,8 +203,9 @@ def _auto_warmup(
     floor = opts.backend.instruction_floor
 
     def probe(n: int) -> float:
-        rep, _, _ = _window(server, client, n, "warm-up probe", floor)
-        return rep.per_request
+        # the mutator's curve: a collection that falls in a probe holds nothing back
+        rep, _, _, _ = _window(server, client, n, "warm-up probe", floor)
+        return (rep.instructions - rep.runtime_work) / rep.requests
 
     def cheap(n: int) -> None:
         server.instrument(False)
@@ -210,13 +225,12 @@ class RunRefused(RunInvalid):
 
 
 def _refusal(
-    reps: Sequence[Rep], max_spread: float, curve: Sequence[tuple[int, float]]
+    per_request: Sequence[float], max_spread: float, curve: Sequence[tuple[int, float]]
 ) -> str | None:
     """Reps that keep falling mean the server was still warming up, and reps that
     contradict the probe an auto warm-up settled on mean it settled too soon: never a
     valid run. (Reps that merely differ, as a garbage collector makes them, are
-    explained with the cell: see spread.py.)"""
-    per_request = [r.per_request for r in reps]
+    explained with the cell: see spread.py.) `per_request`: the reps' mutator figures."""
     return still_warming(per_request, max_spread) or moved_after_settling(
         curve, per_request, max_spread
     )
@@ -272,25 +286,35 @@ def _windows(
         rps: list[float] = []
         walls: list[float] = []
         functions: list[Mapping[str, float] | None] = []
+        runtime_names: list[str] = []
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
-            rep, result, by_function = _window(
+            rep, result, by_function, work = _window(
                 server, client, opts.requests, f"rep {r + 1}", opts.backend.instruction_floor
             )
             reps.append(rep)
             rps.append(round(result.rps, 1))
             walls.append(result.wall_s)
             functions.append(by_function)
+            if work is not None:
+                runtime_names.append(work)
         request = request_identity(client.request_bytes)
         idle, share = None, None
         if opts.idle_seconds > 0:
             note(f"idle window: {opts.idle_seconds:g} s")
             idle, share = _idle(server, opts.idle_seconds, reps, walls)
     check_alive(server)
+    subtract = share is not None  # the clock's share is worth taking out
+    if subtract:
+        reps = [
+            dataclasses.replace(r, seconds=round(w, 6)) for r, w in zip(reps, walls, strict=True)
+        ]
+    runtime = next(iter(runtime_names), None)
     detail = ServeDetail(
-        window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share
-    )
-    why = _refusal(reps, opts.max_spread, curve)
+        window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share,
+        runtime=runtime, clock_subtracted=subtract,
+    )  # fmt: skip
+    why = _refusal(detail.mutator_per_request, opts.max_spread, curve)
     if why:
         raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)
@@ -324,6 +348,13 @@ def _differential(
     n = opts.requests
     one, _, _ = _lifetime(target, path, opts, run_dir / "lifetime-1", n, note)
     two, result, request = _lifetime(target, path, opts, run_dir / "lifetime-2", 2 * n, note)
+    if two < one:
+        # no per-request figure can be negative: work that is not the requests' (the
+        # clock, a collector) differed between the two lives by more than n requests cost
+        raise RunInvalid(
+            f"the life serving {2 * n} requests counted fewer instructions ({two:,.0f}) than "
+            f"the one serving {n} ({one:,.0f}): work that is not the requests' outweighs them"
+        )
     detail = ServeDetail(
         WINDOW_DIFFERENTIAL,
         opts.warmup.count,
@@ -399,5 +430,5 @@ def measure_run(
         return RunOutcome(None, str(e), e.detail, decided)
     except RunInvalid as e:
         return RunOutcome(None, str(e), None, decided)
-    value = float(statistics.median(detail.per_request))
+    value = float(statistics.median(detail.mutator_per_request))
     return RunOutcome(value, None, detail, decided, rps, functions)

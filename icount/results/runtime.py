@@ -1,0 +1,129 @@
+"""A collected runtime's three figures per cell, derived from its runs' reps.
+
+- the mutator per request: the cell's own value (the median of its runs, each the median
+  of its reps' mutator figures), under the spread rule as any cell;
+- the runtime's own work per request (collector and background compiler, apart): the
+  mean over every counted window of every valid run, amortised as one long window would
+  (all the work over all the requests), with a 95% confidence interval;
+- their sum, the total per request, valid only when its interval fits inside the spread
+  limit (the whole width of the interval at most the limit times the total).
+
+The interval has two parts, added: Student's t over the windows' per-request figures
+(they differ by where the collections fell), and the edges: the work comes in events
+(calls into an entry point), and the requests a run's windows span hold one event more
+or less than their share, so each run adds up to one event of uncertainty. Windows taken
+back to back at a fixed phase to the collector can agree exactly; the edge term is what
+keeps the interval honest then.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from icount.results.details import ServeDetail
+from icount.results.model import Cell
+
+# Student's t, two-sided 95%, by degrees of freedom (1..30); beyond, the normal's 1.96
+# plus the usual 2.4/df correction (within 0.2% of the exact quantile from 30 on)
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+MAX_WINDOWS_ASKED = 10**6  # "more windows" beyond this is said as "many more"
+
+
+def t95(df: int) -> float:
+    if df < 1:
+        return math.inf
+    return _T95[df - 1] if df <= len(_T95) else 1.96 + 2.4 / df
+
+
+@dataclass(frozen=True)
+class RuntimeFigures:
+    runtime: str
+    mutator: float | None  # the cell's median (None when no run is valid)
+    collector: float  # per request, mean over the windows
+    compiler: float
+    half_width: float  # of the 95% interval of collector + compiler per request
+    windows: int
+    total: float | None  # mutator + collector + compiler
+    total_valid: bool
+    reason: str | None  # why the total is not valid
+    clock_subtracted: bool  # the clock's rate x window time was taken out of the mutator
+
+    @property
+    def work(self) -> float:
+        return self.collector + self.compiler
+
+
+def _details(cell: Cell) -> list[ServeDetail]:
+    return [r.detail for r in cell.runs if r.valid and isinstance(r.detail, ServeDetail)]
+
+
+def figures(cell: Cell) -> RuntimeFigures | None:
+    """The cell's runtime figures, or None for a cell whose reps hold no runtime work
+    (runtimes without a collector, cells measured before: nothing changes for them)."""
+    details = _details(cell)
+    runtime = next((d.runtime for d in details if d.runtime), None)
+    if runtime is None:
+        return None
+    reps = [r for d in details for r in d.reps if r.collector is not None]
+    if not reps:
+        return None
+    requests = sum(r.requests for r in reps)
+    collector = sum(r.collector or 0.0 for r in reps) / requests
+    compiler = sum(r.compiler or 0.0 for r in reps) / requests
+    per_window = [r.runtime_work / r.requests for r in reps]
+    n = len(per_window)
+    spread_hw = t95(n - 1) * statistics.stdev(per_window) / math.sqrt(n) if n > 1 else math.inf
+    work = sum(r.runtime_work for r in reps)
+    calls = sum(r.runtime_calls or 0 for r in reps)
+    event = work / calls if calls else 0.0
+    edges_hw = len(details) * event / requests
+    half = spread_hw + edges_hw
+    clock = any(d.clock_subtracted for d in details)
+    mutator = cell.summary.median if cell.summary else None
+    if mutator is None or not cell.valid:
+        return RuntimeFigures(runtime, mutator, collector, compiler, half, n, None, False,
+                              "the mutator's figure is not valid", clock)  # fmt: skip
+    total = mutator + collector + compiler
+    limit = cell.max_spread * total
+    if 2 * half <= limit:
+        return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, True,
+                              None, clock)  # fmt: skip
+    why = _reason(half, n, spread_hw, edges_hw, limit, total, cell)
+    return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, False, why,
+                          clock)  # fmt: skip
+
+
+def _reason(half: float, n: int, spread_hw: float, edges_hw: float, limit: float,
+            total: float, cell: Cell) -> str:  # fmt: skip
+    width = 2 * half / total * 100
+    head = (
+        f"the total's 95% interval is {width:.2f}% of it over {n} window"
+        f"{'s' if n != 1 else ''}, wider than the {cell.max_spread * 100:g}% limit"
+    )
+    if n < 2 or not math.isfinite(spread_hw):
+        return f"{head}: one window gives no interval; measure at least 2 (--reps)"
+    if edges_hw * 2 >= limit:
+        return (
+            f"{head}: the runtime's work comes in events too large for the requests "
+            "counted; longer windows (--requests) would bring it in"
+        )
+    # both parts shrink with more windows: the spread as 1/sqrt(n), the edges as 1/n
+    need = n
+    while need < MAX_WINDOWS_ASKED:
+        need *= 2
+        if 2 * (spread_hw * math.sqrt(n / need) + edges_hw * n / need) <= limit:
+            break
+    low, high = need // 2, need
+    while low + 1 < high:  # the fewest that fit
+        mid = (low + high) // 2
+        if 2 * (spread_hw * math.sqrt(n / mid) + edges_hw * n / mid) <= limit:
+            high = mid
+        else:
+            low = mid
+    if high >= MAX_WINDOWS_ASKED:
+        return f"{head}: many more windows would be needed"
+    return f"{head}: about {high - n} more window{'s' if high - n != 1 else ''} would bring it in"

@@ -1,0 +1,260 @@
+"""The runtimes whose own work (collector, background compiler) is counted apart from
+the work of serving requests, and how that work is found in a callgrind profile.
+
+A collected runtime's windows differ because its collector runs in some and not in
+others (Express's 1000-request windows 533.5k-600.2k per request, Go's 1-1.5%): the
+mutator's per-request cost is stable, the collector's is stable only on average. So a
+window is split into the runtime's work, found as the inclusive cost of the runtime's
+collector and compiler entry points, and the rest (the mutator).
+
+Which runtime a server runs is detected from the functions its profile names (each
+runtime's `markers`), never configured; `--collector PATTERN` adds entry points for a
+runtime not in the table. An entry's cost is the inclusive cost of the calls into it
+from outside the runtime's work (callgrind's `calls=` lines; a call that is still running
+when a window's dump is taken is counted up to the dump, so a helper thread's loop that
+never returns is counted window by window). Calls between entry points are not counted
+twice: a function every one of whose callers is already inside the runtime's work is
+inside it too (`_inside`), and its calls into an entry point are internal.
+
+Helper threads (V8's platform workers, HotSpot's GC and compiler threads) are counted
+whole through their thread's start function; work of theirs that a specific entry point
+names goes to that entry's kind, the rest of the thread to the collector.
+
+Evidence: an entry quotes what was measured where it was (the spread notes of the
+bundled targets, issue 19, 2026-12-01); entries of runtimes not measured here say they
+come from the runtime's sources.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from icount.callgrind.model import Profile
+
+COLLECTOR = "collector"
+COMPILER = "compiler"
+HELPER = "helper"  # a helper thread's start function: the rest of the thread is the collector's
+KINDS = (COLLECTOR, COMPILER)
+USER = "user"  # the runtime name of a profile where only --collector patterns matched
+
+
+@dataclass(frozen=True)
+class Entry:
+    pattern: str  # a regular expression matched against the whole function name
+    kind: str  # COLLECTOR, COMPILER or HELPER
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Runtime:
+    name: str
+    markers: tuple[str, ...]  # a function whose name starts with one of these: this runtime
+    entries: tuple[Entry, ...]
+
+
+_V8_MEASURED = (
+    "Express spread notes (8 windows after 100,000 requests): "
+    "MarkingVisitorBase::ProcessStrongHeapObject +12.3k, ConcurrentMarking::RunMajor +8.1k, "
+    "BodyDescriptorBase::IterateMaybeWeakPointers +7.7k, Sweeper::RawSweep +7.4k"
+)
+
+TABLE: tuple[Runtime, ...] = (
+    Runtime(
+        "v8",
+        ("v8::internal::", "node::"),
+        (
+            # every main-thread collection (scavenge, mark-compact's atomic pause) enters
+            # here; the marking and sweeping visitors measured run below it
+            Entry(r"v8::internal::Heap::CollectGarbage\(.*", COLLECTOR, _V8_MEASURED),
+            Entry(r"v8::internal::ConcurrentMarking::Run(Major|Minor)\b.*", COLLECTOR,
+                  "ConcurrentMarking::RunMajor +8.1k per request between Express windows"),
+            Entry(r"v8::internal::IncrementalMarking::(Step|AdvanceOnAllocation|AdvanceAndFinalizeIfComplete)\b.*",
+                  COLLECTOR, "marking visitors measured in the spread notes; incremental steps "
+                  "on the main thread (V8's sources)"),
+            Entry(r"v8::internal::Sweeper::\w+::Run\b.*|v8::internal::Sweeper::(ParallelSweepSpace|SweepSpaceFromTask)\b.*",
+                  COLLECTOR, "Sweeper::RawSweep +7.4k per request between Express windows"),
+            Entry(r"v8::internal::ScavengerCollector::JobTask::Run\b.*", COLLECTOR,
+                  "scavenging named among V8's heap functions in the Express windows"),
+            Entry(r"v8::internal::(OptimizingCompileDispatcher::CompileTask::Run\w*|"
+                  r"compiler::PipelineCompilationJob::ExecuteJobImpl|"
+                  r"maglev::MaglevConcurrentDispatcher::JobTask::Run)\b.*",
+                  COMPILER, "TurboFan's compiler::GraphReducer::ReduceTop/Reduce ~+0.9k "
+                  "between Express windows, on its background compile job"),
+            Entry(r"node::\(anonymous namespace\)::PlatformWorkerThread\(.*|"
+                  r"node::WorkerThreadsTaskRunner::DelayedTaskScheduler::\w+\(.*",
+                  HELPER, "Node's platform worker threads run V8's background jobs "
+                  "(concurrent marking, sweeping, compile jobs) and nothing of a request"),
+        ),
+    ),
+    Runtime(
+        "go",
+        ("runtime.mallocgc", "runtime.schedule", "runtime.goexit"),
+        (
+            Entry(r"runtime\.(gcBgMarkWorker|gcAssistAlloc1|gcDrain|gcDrainN|markroot|"
+                  r"gcStart|gcMarkDone|gcMarkTermination|bgsweep|bgscavenge|sweepone|"
+                  r"gcSweep|forEachP)", COLLECTOR,
+                  "go-http spread notes: runtime.scanblock, scanobject, mallocgc, "
+                  "memclrNoHeapPointers, findObject (scanblock and scanobject run below "
+                  "gcDrain and markroot)"),
+        ),
+    ),
+    Runtime(
+        "cpython",
+        ("_PyEval_EvalFrameDefault", "PyObject_GC_", "Py_RunMain"),
+        (
+            Entry(r"gc_collect_\w+|_PyGC_Collect|collect_with_callback", COLLECTOR,
+                  "CPython's cyclic collector (Python/gc.c): not measured here"),
+        ),
+    ),
+    Runtime(
+        "hotspot",
+        ("JVM_", "Threads::", "JavaThread::"),
+        (
+            Entry(r"VM_\w*GC\w*::doit\(.*|\w*GCTaskThread::run\(.*|ConcurrentGCThread::run\(.*|"
+                  r"G1ConcurrentRefineThread::\w+\(.*|SafepointSynchronize::(begin|end)\(.*",
+                  COLLECTOR, "HotSpot's GC operations, threads and safepoint phases (its "
+                  "sources): not measured here"),
+            Entry(r"CompileBroker::compiler_thread_loop\(.*", COMPILER,
+                  "HotSpot's JIT compiler threads (its sources): not measured here"),
+        ),
+    ),
+    Runtime(
+        "javascriptcore",
+        ("JSC::",),
+        (
+            Entry(r"JSC::Heap::(collectSync|collectAsync|collectIfNecessaryOrDefer|"
+                  r"runCurrentPhase|sweepSynchronously)\b.*|JSC::IncrementalSweeper::doSweep\b.*|"
+                  r"JSC::SlotVisitor::drain\w*\b.*", COLLECTOR,
+                  "JavaScriptCore's collector (its sources): not measured here"),
+            Entry(r"JSC::(DFG|FTL|Wasm)::\w*Plan::compileInThread\b.*|JSC::JITWorklist\w*::\w+::work\b.*",
+                  COMPILER, "JavaScriptCore's JIT plans (its sources): not measured here"),
+        ),
+    ),
+)  # fmt: skip
+
+_RECURSION = re.compile(r"'[0-9]+$")  # callgrind's name'2 for a recursive activation
+
+
+@dataclass(frozen=True)
+class RuntimeWork:
+    """The runtime's own instructions in one profile (one window of one process)."""
+
+    runtime: str | None  # the table's name; USER for --collector alone; None: none found
+    collector: int = 0
+    compiler: int = 0
+    # calls into the entry points counted: the work comes in events of about
+    # (collector + compiler) / calls, which bounds what a window's edges cut off
+    calls: int = 0
+
+
+def detect(names: Sequence[str]) -> Runtime | None:
+    """The first runtime of the table one of whose markers starts a function name."""
+    for runtime in TABLE:
+        if any(n.startswith(runtime.markers) for n in names):
+            return runtime
+    return None
+
+
+def check_pattern(pattern: str) -> str | None:
+    """Why `--collector PATTERN` is not a usable regular expression, or None."""
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        return f"--collector {pattern!r} is not a regular expression: {e}"
+    return None
+
+
+def runtime_work(prof: Profile, extra: Sequence[str] = ()) -> RuntimeWork:
+    """The collector's and the background compiler's instructions in `prof`."""
+    names = [f.name for f in prof.functions]
+    runtime = detect(names)
+    entries = list(runtime.entries) if runtime else []
+    entries += [Entry(p, COLLECTOR, "--collector") for p in extra]
+    if not entries:
+        return RuntimeWork(None)
+    kind = np.full(len(names), -1, dtype=np.int64)  # index into ALL_KINDS, -1: none
+    all_kinds = (COLLECTOR, COMPILER, HELPER)
+    compiled = [(re.compile(e.pattern), all_kinds.index(e.kind)) for e in entries]
+    for i, name in enumerate(names):
+        if _RECURSION.search(name):
+            continue  # inside its first activation's inclusive cost
+        for rx, k in compiled:
+            if rx.fullmatch(name):
+                kind[i] = k
+                break
+    name = runtime.name if runtime else USER
+    if not (kind >= 0).any():
+        return RuntimeWork(name)
+    ir = prof.event_index("Ir")
+    specific, calls = _cost_by_kind(prof, kind, ir, keep=(0, 1))
+    whole, _ = _cost_by_kind(prof, kind, ir, keep=(0, 1, 2))
+    rest = max(sum(whole) - sum(specific), 0)  # the helper threads' unnamed work
+    return RuntimeWork(name, specific[0] + rest, specific[1], calls)
+
+
+def _cost_by_kind(prof: Profile, kind: npt.NDArray[np.int64], ir: int,
+                  keep: tuple[int, ...]) -> tuple[list[int], int]:  # fmt: skip
+    """Inclusive Ir of the calls into entry points of the kinds in `keep` from outside
+    the runtime's work, by kind (COLLECTOR, COMPILER), and how many events those were."""
+    is_entry = np.isin(kind, keep)
+    caller, callee, count = prof.call_caller, prof.call_callee, prof.call_count
+    other = caller != callee
+    inside = _inside(is_entry, caller[other], callee[other])
+    into = other & is_entry[callee] & ~inside[caller]
+    cost = prof.call_cost[:, ir]
+    called = np.zeros(len(kind), dtype=bool)
+    called[callee[other]] = True
+    incl = prof.inclusive_cost()[:, ir]
+    out = [0, 0]
+    for k in keep:
+        mine = into & (kind[callee] == k)
+        # an entry nobody calls here (a thread's start function callgrind saw no caller of)
+        roots = np.flatnonzero((kind == k) & ~called)
+        out[1 if k == 1 else 0] += int(cost[mine].sum()) + int(incl[roots].sum())
+    # an entry called before the window opened and still running (a helper thread's
+    # loop): the edge into it holds cost but no call; its events are its loop's rounds
+    running = np.unique(np.concatenate([callee[into & (count == 0)],
+                                        np.flatnonzero(is_entry & ~called)]))  # fmt: skip
+    return out, int(count[into].sum()) + _rounds(prof, running)
+
+
+def _rounds(prof: Profile, functions: npt.NDArray[np.int64]) -> int:
+    """For each function, the most calls it made to any one other function."""
+    caller, callee, count = prof.call_caller, prof.call_callee, prof.call_count
+    rounds = 0
+    for f in functions:
+        made = count[(caller == f) & (callee != f)]
+        rounds += int(made.max()) if len(made) else 0
+    return rounds
+
+
+def _inside(entry: npt.NDArray[np.bool_], caller: npt.NDArray[np.int64],
+            callee: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:  # fmt: skip
+    """Functions inside the runtime's work: the entry points, and every function called
+    only from functions inside it (to a fixed point)."""
+    n = len(entry)
+    callers = np.bincount(callee, minlength=n)
+    inside = entry.copy()
+    while True:
+        from_inside = np.bincount(callee, weights=inside[caller], minlength=n)
+        grown = inside | ((callers > 0) & (from_inside == callers))
+        if (grown == inside).all():
+            return inside
+        inside = grown
+
+
+def read_window(path: Path, extra: Sequence[str] = ()) -> tuple[int, dict[str, int], RuntimeWork]:
+    """(total `Ir`, self `Ir` by function name, the runtime's work) of one callgrind file,
+    parsed once."""
+    from icount.backends.valgrind import functions_of
+    from icount.callgrind.parser import parse_file
+
+    prof = parse_file(path)
+    total, by_name = functions_of(prof)
+    return total, by_name, runtime_work(prof, extra)

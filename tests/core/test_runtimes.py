@@ -1,0 +1,99 @@
+"""The runtime table on call graphs of known cost: detection from function names,
+entry points counted inclusively and once, helper threads split by what they name."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from icount import runtimes
+from icount.callgrind.parser import parse_bytes
+
+
+def profile(body: str) -> bytes:
+    return ("# callgrind format\nevents: Ir\n" + body).encode()
+
+
+# main (10) -> Heap::CollectGarbage: 100 inclusive, which calls IncrementalMarking::Step
+# through a visitor only the collector calls (its 30 must not count twice), and
+# -> handler (50). A platform worker thread (no caller) runs ConcurrentMarking (70),
+# a compile task (40) and 20 of its own.
+V8 = profile("""fn=main
+0 10
+cfn=v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)
+calls=2 0
+0 100
+cfn=handler
+calls=5 0
+0 50
+fn=handler
+0 50
+fn=v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)
+0 40
+cfn=visitor
+calls=3 0
+0 60
+fn=visitor
+0 30
+cfn=v8::internal::IncrementalMarking::Step(double)
+calls=1 0
+0 30
+fn=v8::internal::IncrementalMarking::Step(double)
+0 30
+fn=node::(anonymous namespace)::PlatformWorkerThread(void*)
+0 20
+cfn=v8::internal::ConcurrentMarking::RunMajor(v8::JobDelegate*)
+calls=4 0
+0 70
+cfn=v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal()
+calls=1 0
+0 40
+fn=v8::internal::ConcurrentMarking::RunMajor(v8::JobDelegate*)
+0 70
+fn=v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal()
+0 40
+""")
+
+
+def test_v8_is_detected_and_each_entry_counts_once() -> None:
+    work = runtimes.runtime_work(parse_bytes(V8, "v8"))
+    assert work.runtime == "v8"
+    # 100 on the main thread (Step inside it counted once), the worker's marking 70 and
+    # its own 20 to the collector; its compile task apart
+    assert (work.collector, work.compiler) == (190, 40)
+    assert work.calls == 2 + 4 + 1  # the calls into the entries; the worker is a root
+
+
+def test_a_profile_without_runtime_markers_has_no_runtime_work() -> None:
+    prof = parse_bytes(profile("fn=main\n0 10\ncfn=periodic_work\ncalls=1 0\n0 5\n"
+                               "fn=periodic_work\n0 5\n"), "c")  # fmt: skip
+    assert runtimes.runtime_work(prof) == runtimes.RuntimeWork(None)
+    # --collector names it for a runtime outside the table
+    assert runtimes.runtime_work(prof, ["periodic_work"]) == runtimes.RuntimeWork(
+        runtimes.USER, 5, 0, 1
+    )
+
+
+def test_a_running_thread_loop_counts_its_rounds_as_events() -> None:
+    """An entry whose call began before the dump: cost on its edge, no call."""
+    prof = parse_bytes(profile("fn=start_thread\n0 1\ncfn=collector_thread\ncalls=0 0\n"
+                               "0 300\nfn=collector_thread\n0 0\ncfn=work\ncalls=3 0\n0 300\n"
+                               "fn=work\n0 300\n"), "t")  # fmt: skip
+    work = runtimes.runtime_work(prof, ["collector_thread"])
+    assert (work.collector, work.calls) == (300, 3)
+
+
+def test_every_table_entry_is_a_regular_expression_with_evidence() -> None:
+    for runtime in runtimes.TABLE:
+        assert runtime.markers
+        for entry in runtime.entries:
+            re.compile(entry.pattern)
+            assert entry.kind in (runtimes.COLLECTOR, runtimes.COMPILER, runtimes.HELPER)
+            assert entry.evidence
+
+
+@pytest.mark.parametrize("pattern", ["(", "a[", "*x"])
+def test_a_bad_collector_pattern_is_refused_with_the_reason(pattern: str) -> None:
+    why = runtimes.check_pattern(pattern)
+    assert why is not None and why.startswith(f"--collector {pattern!r}")
