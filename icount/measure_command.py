@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icount import environment, jobs, procs
+from icount import build_label, environment, jobs, procs
 from icount.backends import Backend, fingerprint
 from icount.cpus import pinned_self
 from icount.errors import UsageError
@@ -119,6 +119,8 @@ def _measure_cell(
     job: jobs.Job,
 ) -> Cell:
     runs: list[Run] = []
+    # read before the runs: the binary measured, not one rebuilt meanwhile
+    label = build_label.label_of(spec.argv[0])
     cpus = opts.jobs[job.slot] if opts.jobs else None
     # the commands inherit the CPUs of the thread that starts them
     with pinned_self(cpus) if cpus else contextlib.nullcontext():
@@ -143,6 +145,7 @@ def _measure_cell(
         params=_params(spec, opts),
         runs_wanted=opts.runs,
         max_spread=opts.max_spread,
+        extra={"build": label},
         order=order,
     )
 

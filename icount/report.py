@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from icount import numfmt, sorting
+from icount import build_label, numfmt, sorting
 from icount.explained import describe
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
@@ -139,6 +139,9 @@ def build_table(
         table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
     table.notes += counting_notes(cells)
     table.notes += explaining_notes(cells)
+    modes = build_label.differing_modes(sorted(cells, key=sort_key))
+    if modes:
+        table.notes.append(modes)
     differ = _runs_that_differ(cells)
     if differ:
         table.notes.append(

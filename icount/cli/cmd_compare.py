@@ -13,9 +13,10 @@ from icount.errors import UsageError
 from icount.export import Kind
 
 if TYPE_CHECKING:
-    from icount.compare.model import Comparison
+    from icount.compare.model import Comparison, NoiseMap
     from icount.compare.thresholds import Thresholds
     from icount.measure_command import CommandSpec
+    from icount.results import Results
 
 HELP = """Compare two results files cell by cell and fail on regressions (exit 3).
 
@@ -27,6 +28,7 @@ Examples:
   icount compare base.json new.json -f svg -o change.svg
   icount compare base.json shards/ -f md   # NEW: the folder of a session's shard files
   icount compare --interleave --base-cmd './fib-old 30' --new-cmd './fib 30' --pairs 5
+  icount compare base.json new.json --history history/ --confirm 3 -f junit -o junit.xml
 
 \b
 BASE and NEW are each a results file or a folder of them: the shard files of
@@ -47,6 +49,20 @@ sets it for cells whose "NAME/PATH" (just NAME for cells without a path)
 matches GLOB; globs are tried in the order given, the first match wins.
 
 \b
+--history DIR (a folder of `icount history add`) sets each cell's threshold
+from its own past: the larger of the given one and Q3 + 3 x IQR of the
+cell's changes between consecutive commits (rustc-perf's fence, over the
+last 100 commits measured in this environment, 5 at least). A cell whose
+history repeats to the instruction is gated exactly: any change counts,
+whatever the threshold and --min-delta. Every format says which applied.
+
+\b
+--confirm N measures each cell that regressed again, N fresh runs, with the
+command the new file's provenance recorded (icount run cells; serve cells
+are refused), and judges it on that rerun: noise passes, a real regression
+still fails. The row keeps both measurements.
+
+\b
 Results measured in environments that move counts differently (backend, tool
 version, CPU vendor/model/flags, glibc, arch) are refused; --force compares
 them anyway, and every output format says so.
@@ -60,7 +76,9 @@ side of 1.
 \b
 Formats: table, md (verdict line first, the table in <details>), json,
 csv, benchmark-json (github-action-benchmark customSmallerIsBetter, new
-medians), svg (the change of each cell as a chart). With
+medians), bmf (Bencher Metric Format: median, min and max of new), junit
+(JUnit XML, a testcase per cell, failed when regressed), svg (the change
+of each cell as a chart). With
 $GITHUB_STEP_SUMMARY set, the md is appended to that file.
 
 \b
@@ -116,6 +134,22 @@ def compare_command(
         None, "--timeout", min=0.001, help="With --interleave: seconds per run."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    allow_build_change: bool = typer.Option(
+        False,
+        "--allow-build-change",
+        help="Compare cells whose binaries were built in different modes (-O0 vs -O2, LTO).",
+    ),
+    history: Path = typer.Option(
+        None, "--history", help="A history folder: thresholds from each cell's own noise."
+    ),
+    confirm: int = typer.Option(
+        0,
+        "--confirm",
+        min=0,
+        max=100,
+        help="Rerun a regressed cell N times, judged on the rerun [default: no rerun].",
+        show_default=False,
+    ),
 ) -> None:
     from icount import export
     from icount.cli.options import check_sort, table_width
@@ -131,6 +165,8 @@ def compare_command(
     if interleave:
         if files:
             raise UsageError("--interleave measures commands; it takes no results files")
+        if history is not None or confirm:
+            raise UsageError("--history and --confirm compare results files, not --interleave")
         comparison = _interleaved(base_cmd, new_cmd, pairs, name, backend, timeout, limits, quiet)
     else:
         if base_cmd or new_cmd:
@@ -139,7 +175,9 @@ def compare_command(
             raise UsageError(
                 "compare takes two results files (or folders of shard files): BASE NEW"
             )
-        comparison = _from_files(files[0], files[1], limits, force)
+        comparison = _from_files(
+            files[0], files[1], limits, force, allow_build_change, history, confirm, quiet
+        )
 
     used = {r.rule for r in comparison.rows}
     for o in limits.overrides:
@@ -184,8 +222,19 @@ def _check_output(output: Path, files: list[Path], force: bool) -> None:
         )
 
 
-def _from_files(base_path: Path, new_path: Path, limits: Thresholds, force: bool) -> Comparison:
-    from icount import results
+def _from_files(
+    base_path: Path,
+    new_path: Path,
+    limits: Thresholds,
+    force: bool,
+    allow_build_change: bool,
+    history: Path | None = None,
+    confirm: int = 0,
+    quiet: bool = False,
+) -> Comparison:
+    import dataclasses
+
+    from icount import build_label, results
     from icount.compare import model, render
 
     base = results.merge_inputs(results.load_inputs([base_path]))
@@ -193,7 +242,33 @@ def _from_files(base_path: Path, new_path: Path, limits: Thresholds, force: bool
     diffs = model.fingerprint_differences(base.fingerprint, new.fingerprint)
     if diffs and not force:
         raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
-    return render.given_order(model.compare(base, new, limits, diffs), new, base)
+    builds = build_label.cell_changes(base.cells, new.cells)
+    if builds and not allow_build_change:
+        raise UsageError(build_label.refusal(builds), hint="pass --allow-build-change")
+    noise = _history_noise(history, new) if history is not None else None
+    comparison = model.compare(base, new, limits, diffs, noise[0] if noise else None)
+    if noise is not None:
+        comparison = dataclasses.replace(comparison, history=noise[1])
+    if confirm:
+        from icount.cli.progress import progress
+        from icount.compare.confirm import confirm as rerun
+
+        with progress(quiet) as cb:
+            comparison = rerun(comparison, base, new, new_path, confirm, noise and noise[0], cb)
+    return render.given_order(build_label.with_changes(comparison, builds), new, base)
+
+
+def _history_noise(history: Path, new: Results) -> tuple[NoiseMap, str]:
+    """Each cell's noise in the history folder, and the verdict line's note on it."""
+    from icount.history import store
+    from icount.history.noise import of_history
+
+    past = [r for _, r in store.load(history)]
+    noise, other = of_history(past, new.fingerprint)
+    note = f"thresholds from the history of {len(past) - other} commits"
+    if other:
+        note += f" ({other} measured in another environment left out)"
+    return noise, note
 
 
 def _interleaved(

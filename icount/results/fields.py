@@ -102,6 +102,10 @@ def check_extra(extra: Mapping[str, Any]) -> Mapping[str, Any]:
                 raise ValueError(f"cell.extra.{key} must not be negative")
     if "spread_explained" in extra:
         _explained(obj(extra["spread_explained"], "cell.extra.spread_explained"))
+    if "build" in extra:  # what built the binary (build_label.py), read by compare and table
+        from icount.build_label import check_label
+
+        check_label(extra["build"], "cell.extra.build")
     return extra
 
 
