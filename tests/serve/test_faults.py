@@ -29,6 +29,8 @@ def test_wrong_answers_and_a_crash_invalidate_only_their_cells(
     good = make_adapter("good")
     wrong_body = make_adapter("wrong-body", "--body", "Hello, Wurld!")
     error_500 = make_adapter("error-500", "--status", "500")
+    # not ready while it answers another status than the path's (a proxy's 502 at start)
+    error_500.write_text(error_500.read_text().replace("timeout_s = 30", "timeout_s = 3"))
     # ready probe + verification + 20 warm-up = 22 requests: it dies inside rep 1
     crash = make_adapter("crash", "--crash-after", "60")
     out = tmp_path / "r.json"
@@ -43,7 +45,9 @@ def test_wrong_answers_and_a_crash_invalidate_only_their_cells(
     assert got[("good", "plaintext")]["median"] > 0
     body_reason = got[("wrong-body", "plaintext")]["reason"]
     assert "wrong answer from /plaintext: body differs at byte 8" in body_reason
-    assert "status 500, expected 200" in got[("error-500", "plaintext")]["reason"]
+    reason_500 = got[("error-500", "plaintext")]["reason"]
+    assert "ready timeout: /plaintext answered 500 for " in reason_500, reason_500
+    assert "s of the 3 s (expected 200; " in reason_500
     crash_reason = got[("crash", "plaintext")]["reason"]
     assert "rep 1" in crash_reason and "killed by SIGABRT" in crash_reason, crash_reason
     # the table: one valid row, three '-' rows with numbered reasons under it
