@@ -8,6 +8,7 @@ import typer
 
 from icount.cli.options import MIN_WIDTH, WIDTH_HELP, format_help
 from icount.export import Kind
+from icount.text import printable
 
 HELP = """Re-render saved results files as one table.
 
@@ -28,6 +29,12 @@ bytes), and only when they are all there, each once, of one plan, one
 environment and one icount version; otherwise icount names what differs. One
 shard file alone shows its own cells (and keeps its shard record in --format
 json).
+
+\b
+A table of files measured at different commits, or in different sessions, says
+so (read from the provenance beside each file). --at REF (a commit, branch or
+tag git resolves here, or a commit hash) shows every cell of a file measured at
+another commit as 'not measured at REF yet': its figures are not REF's.
 """
 
 
@@ -47,13 +54,22 @@ def table_command(
     width: int | None = typer.Option(
         None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
     ),
+    at: str = typer.Option(
+        None, "--at", help="REF: cells measured at another commit say 'not measured at REF yet'."
+    ),
 ) -> None:
     from icount import export, results
     from icount.cli.options import check_sort, table_width
+    from icount.results import stamps
 
     export.check(fmt, Kind.RESULTS)
     check_sort(sort)
+    commit = None if at is None else stamps.resolve(at, Path.cwd())
     loaded = results.load_inputs(files)
+    for note in stamps.mixed(stamps.stamps(loaded)):
+        typer.echo(f"icount: warning: {printable(note)}", err=True)
+    if at is not None and commit is not None:
+        loaded = stamps.at(loaded, at, commit)
     merged = results.merge_inputs(loaded, one_shard=True)
     if merged.shard is not None:
         typer.echo(

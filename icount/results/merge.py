@@ -184,14 +184,9 @@ def _one_commit(named: Sequence[tuple[str, Results]]) -> None:
 
 
 def _commit(src: str) -> str | None:
-    from icount.results.files import provenance_path, read_json
+    from icount.results.stamps import recorded
 
-    prov = provenance_path(Path(src))
-    if not prov.is_file():
-        return None
-    doc = read_json(prov, "provenance file")
-    commit = doc.get("commit") if isinstance(doc, dict) else None
-    return commit if isinstance(commit, str) else None
+    return recorded(src)[0]
 
 
 def _same_session(first_src: str, first: Results, src: str, res: Results) -> None:
