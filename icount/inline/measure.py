@@ -10,6 +10,7 @@ processes' profiles. Never prints.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -123,7 +124,8 @@ def _profiles(
     spec = resolve(CommandSpec(arg, (arg, *workload)), Path.cwd())
     progress(f"running {arg} under callgrind")
     for stale in store.glob(f"{side}.callgrind*"):  # an earlier run's would read as this one's
-        stale.unlink()
+        if re.fullmatch(rf"{side}\.callgrind(\.[0-9]+)?", stale.name):
+            stale.unlink()
     with tempfile.TemporaryDirectory(prefix="icount-inline-", dir=store) as scratch:
         # record_profiles runs it in a fresh fixed-length directory, removed afterwards.
         recorded = record_profiles(list(spec.argv), Path(scratch), timeout=opts.timeout)

@@ -86,6 +86,9 @@ def test_every_process_of_a_forking_build_is_counted(
     k = 200_000
     kept = tmp_path / "kept"
     kept.mkdir()
+    # an earlier single-process run's profile goes (it would read as this run's); other files stay
+    (kept / "a.callgrind").write_text("stale")
+    (kept / "a.callgrind.txt").write_text("the user's")
     opts = measure.Options(top=0, min_share=0.0, keep_dir=kept, dwarf=False)
     data = measure.compare_builds(str(a), str(b), [str(k)], opts)
     totals = {side: data["builds"][side]["total"] for side in ("a", "b")}
@@ -93,6 +96,7 @@ def test_every_process_of_a_forking_build_is_counted(
     for side in ("a", "b"):
         assert data["builds"][side]["notes"][0] == "2 processes ran: their profiles are summed"
         # the kept profiles (the parent's dumps at fork, its own and the child's): the total
-        profiles = [parse_file(f) for f in kept.glob(f"{side}.callgrind.*")]
+        profiles = [parse_file(f) for f in kept.glob(f"{side}.callgrind.[0-9]*")]
         assert len({p.pid for p in profiles}) == 2 and not (kept / f"{side}.callgrind").exists()
         assert sum(p.totals["Ir"] for p in profiles) == totals[side]
+    assert (kept / "a.callgrind.txt").read_text() == "the user's"
