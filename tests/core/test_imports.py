@@ -159,8 +159,10 @@ def test_backends_know_neither_results_files_nor_each_other() -> None:
     ]
     for module, out in edges.items():
         if module.startswith("icount.backends."):
-            assert not [m for m in out if m.startswith("icount.results")], module
+            results = [f"{m} (line {n})" for m, n in out.items() if m.startswith("icount.results")]
+            assert not results, f"{module} imports results-file code: {results}"
     for family in families:
         others = set().union(*(f for f in families if f is not family))
         for module in family:
-            assert not others & set(edges[module]), module
+            theirs = sorted(others & set(edges[module]))
+            assert not theirs, f"{module} imports another backend's {theirs}"
