@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "icount.cli.cmd_compare",
         "Compare two results files cell by cell and fail on regressions.",
     ),
+    "history": (
+        "icount.cli.cmd_history",
+        "Keep results files by commit in a folder, and show each cell over commits.",
+    ),
     "report": (
         "icount.cli.cmd_report",
         "Draw results, comparisons and sizes as one self-contained HTML page.",

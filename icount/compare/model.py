@@ -18,19 +18,26 @@ the medians' ratio, and rule 3 asks that every pair's ratio lie on the same side
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from icount.compare.explain import Explanation, explain
 from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
 from icount.numfmt import plain, plural
 from icount.results import Cell, Results, Run
 from icount.stats import Summary, summarize
+
+if TYPE_CHECKING:
+    from icount.history.noise import Noise
+
+NoiseMap = Mapping[tuple[str, str, str], "Noise"]
 
 
 class Verdict(StrEnum):
@@ -70,6 +77,13 @@ class Row:
     rule: str  # the glob that chose the threshold, or "default"
     verdict: Verdict
     why: str  # one line: why this verdict (empty for plain regressed/improved)
+    # With --history: why `threshold` is what it is (the cell's noise, or the given one)
+    basis: str = ""
+    # With --confirm: the fresh measurement of a cell that crossed its threshold (`new`
+    # stays the first), which the verdict is judged on
+    confirm: Summary | None = None
+    # a changed cell's functions that moved most, where both sides kept a profile
+    explained: Explanation | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -123,6 +137,9 @@ class Comparison:
     thresholds: Thresholds
     forced: tuple[FieldDifference, ...] = ()  # non-empty: compared despite these differences
     pairs: tuple[Pair, ...] | None = None  # set for --interleave
+    # --allow-build-change: the cells compared although their builds differ in mode
+    build_changes: tuple[str, ...] = ()
+    history: str | None = None  # with --history: the commits the thresholds came from
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for r in self.rows if r.verdict is verdict)
@@ -214,11 +231,19 @@ def _unusable(base: Cell | None, new: Cell | None) -> tuple[Verdict, str] | None
     return None
 
 
-def _row(base: Cell | None, new: Cell | None, thresholds: Thresholds) -> Row:
+def _row(
+    base: Cell | None, new: Cell | None, thresholds: Thresholds, noise: NoiseMap | None = None
+) -> Row:
     some = new or base
     assert some is not None
     label = f"{some.name}/{some.path}" if some.path else some.name
     threshold, rule = thresholds.for_label(label)
+    min_delta, basis = thresholds.min_delta, ""
+    if noise is not None:
+        from icount.history.noise import apply
+
+        applied = apply(threshold, min_delta, noise.get(some.key))
+        threshold, min_delta, basis = applied.threshold, applied.min_delta, applied.basis
     bs = base.summary if base is not None and base.valid else None
     ns = new.summary if new is not None and new.valid else None
     unusable = _unusable(base, new)
@@ -226,7 +251,7 @@ def _row(base: Cell | None, new: Cell | None, thresholds: Thresholds) -> Row:
         verdict, why = unusable
         return Row(
             some.name, some.path, some.backend, some.unit,
-            bs, ns, None, None, threshold, rule, verdict, why,
+            bs, ns, None, None, threshold, rule, verdict, why, basis,
         )  # fmt: skip
     assert bs is not None and ns is not None
     delta = ns.median - bs.median
@@ -243,21 +268,40 @@ def _row(base: Cell | None, new: Cell | None, thresholds: Thresholds) -> Row:
     base_median = exact(bs.median)
     exact_delta = exact(ns.median) - base_median
     change = exact_delta / abs(base_median) if pct is not None else None
-    verdict, why = _judge(change, exact_delta, overlap, threshold, thresholds.min_delta)
+    verdict, why = _judge(change, exact_delta, overlap, threshold, min_delta)
     return Row(
         some.name, some.path, some.backend, some.unit,
-        bs, ns, delta, pct, threshold, rule, verdict, why,
+        bs, ns, delta, pct, threshold, rule, verdict, why, basis,
     )  # fmt: skip
 
 
+def judge(base: Cell, new: Cell, thresholds: Thresholds, noise: NoiseMap | None = None) -> Row:
+    """The row of one pair of cells, as `compare` judges it (--confirm judges a rerun)."""
+    return _row(base, new, thresholds, noise)
+
+
 def compare(
-    base: Results, new: Results, thresholds: Thresholds, forced: Sequence[FieldDifference] = ()
+    base: Results,
+    new: Results,
+    thresholds: Thresholds,
+    forced: Sequence[FieldDifference] = (),
+    noise: NoiseMap | None = None,
 ) -> Comparison:
+    """`noise` (--history): each cell's noise, which sets its threshold (history.noise)."""
     by_base = {c.key: c for c in base.cells}
     by_new = {c.key: c for c in new.cells}
     keys = sorted(set(by_base) | set(by_new))
-    rows = tuple(_row(by_base.get(k), by_new.get(k), thresholds) for k in keys)
+    rows = tuple(_row(by_base.get(k), by_new.get(k), thresholds, noise) for k in keys)
+    rows = tuple(_explained(r, by_base.get(r.key), by_new.get(r.key)) for r in rows)
     return Comparison(rows, thresholds, tuple(forced))
+
+
+def _explained(row: Row, base: Cell | None, new: Cell | None) -> Row:
+    """A regressed or improved row with the functions behind its change (compare/explain.py)."""
+    if row.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED) or row.delta is None:
+        return row
+    why = explain(base.profile if base else None, new.profile if new else None, row.delta)
+    return row if why is None else dataclasses.replace(row, explained=why)
 
 
 def compare_pairs(

@@ -7,7 +7,8 @@ fingerprint mismatch.
 
 JSON format history (bump VERSION and add a line on every change to the layout):
   1 - first version: {format, version, mode, thresholds, forced, summary,
-      verdict_line, cells[], pairs, median_ratio}.
+      verdict_line, cells[], pairs, median_ratio}; `build_changes` (optional, only
+      with --allow-build-change): the cells compared across build modes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 from typing import Any
 
 from icount import numfmt
+from icount.compare import explain
 from icount.compare.model import VERDICT_ORDER, Comparison, Row, Verdict
 from icount.results import Results
 from icount.sorting import Sort, by_name
@@ -86,16 +88,24 @@ def verdict_line(c: Comparison, icons: bool = False) -> str:
     if t.overrides:
         limits += ", " + ", ".join(f"{o.glob} {pct_text(o.threshold)}" for o in t.overrides)
     limits += f", min delta {numfmt.plain(t.min_delta)}"
+    if c.history:
+        limits += f"; {c.history}"
     if c.pairs is not None and c.median_ratio is not None:
         limits += f"; median ratio new/base {c.median_ratio:.4f} over {len(c.pairs)} pairs"
     text = f"{', '.join(parts) or 'no cells'} ({limits})"
     if c.forced:
         text += " [FORCED]"
+    if c.build_changes:
+        text += " [BUILD CHANGED]"
     if not icons:
         return text
     if c.count(Verdict.REGRESSED):
         icon = "❌"
-    elif c.forced or any(r.verdict not in (Verdict.IMPROVED, Verdict.UNCHANGED) for r in c.rows):
+    elif (
+        c.forced
+        or c.build_changes
+        or any(r.verdict not in (Verdict.IMPROVED, Verdict.UNCHANGED) for r in c.rows)
+    ):
         icon = "⚠️"
     else:
         icon = "✅"
@@ -108,6 +118,18 @@ def forced_line(c: Comparison) -> str | None:
     return "forced with --force although the environments differ: " + "; ".join(
         d.describe() for d in c.forced
     )
+
+
+def allowed_lines(c: Comparison) -> list[str]:
+    """What a comparison was let past: environments (--force), builds (--allow-build-change)."""
+    from icount.build_label import changes_line
+
+    return [line for line in (forced_line(c), changes_line(c.build_changes)) if line]
+
+
+def note(row: Row) -> str:
+    """Why the verdict, then (--history) why the threshold: one line."""
+    return "; ".join(p for p in (row.why, row.basis) if p)
 
 
 def _median(s: Summary | None, unit: str) -> str:
@@ -159,8 +181,8 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         if multi_unit:
             cells.append(r.unit)
         verdict = r.verdict.value
-        if r.why:
-            notes.append(f"[{len(notes) + 1}] {r.label}: {r.why}")
+        if note(r):
+            notes.append(f"[{len(notes) + 1}] {r.label}: {note(r)}")
             verdict += f" [{len(notes)}]"
         cells += [
             _median(r.base, r.unit),
@@ -172,6 +194,8 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         ]
         table.add_row(cells)
     table.notes += notes
+    if with_verdict:  # Markdown names them under each changed cell's line instead
+        table.notes += [explain.line(r.label, r.explained) for r in rows if r.explained]
     if units == [numfmt.UNIT_BYTES]:  # icount size -o: one exact reading per file
         table.notes.append(
             f"sizes read from the files; change relative to the base; {numfmt.BYTES_LEGEND}"
@@ -180,9 +204,8 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         table.notes.append(
             f"medians of fresh processes; change relative to the base median; {numfmt.LEGEND}"
         )
-    forced = forced_line(c)
-    if forced and with_verdict:
-        table.notes.append(forced)
+    if with_verdict:
+        table.notes += allowed_lines(c)
     if with_verdict:
         table.notes.append(verdict_line(c))
     return table
@@ -219,14 +242,18 @@ def tables(c: Comparison) -> list[Table]:
 
 def render_md(c: Comparison) -> str:
     lines = [verdict_line(c, icons=True), ""]
-    forced = forced_line(c)
-    if forced:
-        lines += [f"> **{forced}**", ""]
+    for line in allowed_lines(c):
+        lines += [f"> **{line}**", ""]
     notable = [r for r in c.rows if r.verdict is not Verdict.UNCHANGED]
     for r in notable:
         change = _change(r)
         detail = f"{change} (threshold {pct_text(r.threshold)})" if change else r.why
+        if change and note(r):
+            detail += f": {note(r)}"
+        elif r.basis:
+            detail += f"; {r.basis}"
         lines.append(f"- **{r.verdict.value}**: `{r.label}` {detail}".rstrip())
+        lines += explain.markdown(r.explained) if r.explained else []
     if notable:
         lines.append("")
     lines += [
@@ -273,6 +300,11 @@ def _row_json(r: Row) -> dict[str, Any]:
         "threshold_rule": r.rule,
         "verdict": r.verdict.value,
         "why": r.why,
+        # only with --history and --confirm, so that other comparisons keep their bytes
+        **({"threshold_basis": r.basis} if r.basis else {}),
+        **({"confirm": _side(r.confirm)} if r.confirm is not None else {}),
+        # only where both sides kept a profile (compare/explain.py)
+        **({"explained": r.explained.to_json()} if r.explained is not None else {}),
     }
 
 
@@ -288,6 +320,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
             "overrides": [{"glob": o.glob, "threshold": o.threshold} for o in t.overrides],
         },
         "forced": [{"field": d.field, "base": d.base, "new": d.new} for d in c.forced],
+        **({"build_changes": list(c.build_changes)} if c.build_changes else {}),
         "summary": {v.value: c.count(v) for v in VERDICT_ORDER},
         "verdict_line": verdict_line(c),
         "cells": [_row_json(r) for r in c.rows],
@@ -295,6 +328,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
         if c.pairs is None
         else [{"base": p.base, "new": p.new, "ratio": p.ratio} for p in c.pairs],
         "median_ratio": c.median_ratio,
+        **({"history": c.history} if c.history else {}),
     }
 
 
@@ -303,7 +337,7 @@ def _num(x: float | None) -> str:
 
 
 def csv_rows(c: Comparison) -> list[list[object]]:
-    forced = forced_line(c) or ""
+    forced = "; ".join(allowed_lines(c))
     out: list[list[object]] = []
     for r in c.rows:
         b, n = r.base, r.new
@@ -323,7 +357,7 @@ def csv_rows(c: Comparison) -> list[list[object]]:
                 f"{r.delta_pct * 100:.4f}" if r.delta_pct is not None else "",
                 f"{r.threshold * 100:.6g}",
                 r.verdict.value,
-                r.why,
+                note(r),
                 forced,
             ]
         )
@@ -335,7 +369,7 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
     valid new side, {name, unit, value, range, extra}; range and extra are strings
     in that convention. Cells without a new figure are left out (the action needs a
     number), and they show in every other format."""
-    forced = forced_line(c)
+    allowed = allowed_lines(c)
     entries: list[dict[str, Any]] = []
     for r in c.rows:
         if r.new is None:
@@ -345,8 +379,9 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
             extra.insert(0, f"base median: {numfmt.plain(r.base.median)}")
         if r.delta_pct is not None:
             extra.insert(1, f"change: {numfmt.signed_percent(r.delta_pct)}")
-        if forced:
-            extra.append(forced)
+        if r.basis:
+            extra.append(f"threshold: {pct_text(r.threshold)} ({r.basis})")
+        extra += allowed
         entries.append(
             {
                 "name": f"{r.label} ({r.backend})",

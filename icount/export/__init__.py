@@ -62,6 +62,8 @@ FORMATS = (
     Format("csv", "csv", _DATA),
     Format("json", "json", _TABLES),
     Format("benchmark-json", "benchmark", frozenset({Kind.COMPARISON})),
+    Format("bmf", "bmf", frozenset({Kind.RESULTS, Kind.COMPARISON})),
+    Format("junit", "junit", frozenset({Kind.COMPARISON})),
     Format("svg", "svg", _DATA),
 )
 _BY_NAME = {f.name: f for f in FORMATS}

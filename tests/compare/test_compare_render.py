@@ -71,7 +71,8 @@ SAMPLES = {"mixed": mixed, "forced": forced, "interleave": interleaved}
 # SVG has its golden files with the other charts (tests/report)
 FORMATS = [f for f in export.names(export.Kind.COMPARISON) if f != "svg"]
 CASES = [(s, f) for s in SAMPLES for f in FORMATS]
-SUFFIX = {"table": "txt", "md": "md", "json": "json", "csv": "csv", "benchmark-json": "bench.json"}
+SUFFIX = {"table": "txt", "md": "md", "json": "json", "csv": "csv", "benchmark-json": "bench.json",
+          "bmf": "bmf.json", "junit": "junit.xml"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("sample", "fmt"), CASES)
@@ -101,7 +102,12 @@ def test_md_starts_with_the_verdict_line() -> None:
     assert render.render_md(interleaved()).splitlines()[0].startswith("❌ 1 regression")
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+# Bencher's schema holds numbers only, no note: `compare -f bmf -o` prints the table
+# (which says it) to the terminal
+WITH_NOTES = [f for f in FORMATS if f != "bmf"]
+
+
+@pytest.mark.parametrize("fmt", WITH_NOTES)
 def test_every_format_says_it_was_forced(fmt: str) -> None:
     text = export.render_comparison(forced(), fmt)
     assert "cpu_model" in text

@@ -1,0 +1,74 @@
+"""Bencher Metric Format (BMF) JSON: what `bencher run --adapter json` reads.
+
+    {"BENCHMARK": {"MEASURE": {"value": N, "lower_value": N, "upper_value": N}}}
+
+(https://bencher.dev/docs/reference/bencher-metric-format: `value` required, the
+bounds optional numbers). A benchmark is a cell, named by its label (with its backend
+where one label is measured by two), a measure is its unit: `instructions`,
+`instructions-per-request` or `size` (bytes); icount measures no memory, so no
+memory measure appears. The value is the median of the valid runs, the bounds their
+minimum and maximum. For a comparison these are the new side's: a cell without a
+valid new figure has no number for Bencher and is left out (every other format shows
+it). Keys sorted, no timestamp: the same cells give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from icount.export import documents as d
+from icount.jsonout import dumps
+from icount.numfmt import UNIT_BYTES
+from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST
+from icount.stats import Summary
+
+MEASURES = {
+    UNIT_INSTRUCTIONS: "instructions",
+    UNIT_PER_REQUEST: "instructions-per-request",
+    UNIT_BYTES: "size",
+}
+
+
+def measure(unit: str) -> str:
+    """The measure slug of a unit (Bencher: at most 64 characters, kebab case)."""
+    known = MEASURES.get(unit)
+    if known is not None:
+        return known
+    slug = "".join(ch if ch.isalnum() else "-" for ch in unit.lower()).strip("-")
+    return slug[:64] or "value"
+
+
+def metric(s: Summary) -> dict[str, float]:
+    return {"value": s.median, "lower_value": s.min, "upper_value": s.max}
+
+
+def document(items: Iterable[tuple[str, str, str, Summary | None]]) -> dict[str, Any]:
+    """{benchmark: {measure: metric}} of (label, backend, unit, summary) items."""
+    items = [i for i in items if i[3] is not None]
+    backends: dict[str, set[str]] = {}
+    for label, backend, _, _ in items:
+        backends.setdefault(label, set()).add(backend)
+    doc: dict[str, dict[str, Any]] = {}
+    for label, backend, unit, s in items:
+        assert s is not None
+        name = label if len(backends[label]) == 1 else f"{label} ({backend})"
+        doc.setdefault(name, {})[measure(unit)] = metric(s)
+    return doc
+
+
+def _label(name: str, path: str) -> str:
+    return f"{name}/{path}" if path else name
+
+
+def render(doc: d.Document, width: int) -> str:
+    del width
+    if isinstance(doc, d.ComparisonDoc):
+        rows = doc.comparison.rows
+        return dumps(document((r.label, r.backend, r.unit, r.new) for r in rows))
+    if isinstance(doc, d.ResultsDoc):
+        cells = [c for c in doc.results.cells if c.valid]
+        return dumps(
+            document((_label(c.name, c.path), c.backend, c.unit, c.summary) for c in cells)
+        )
+    raise TypeError(f"no BMF of {type(doc).__name__}")

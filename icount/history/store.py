@@ -1,0 +1,133 @@
+"""The history folder: entries `NNNN-COMMIT.json`, added in order, one per commit.
+
+A commit added again replaces its own entry where it stands (a rerun CI job measures
+the same commit again), so the folder holds one results file per commit and the order
+commits were first measured in. Results go in as `icount table` would write them (a
+folder of shard files is merged first), so every entry is one whole session.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from icount import results
+from icount.errors import UsageError
+from icount.results import Results
+from icount.text import printable
+
+# A commit as git names it, or any key a CI gives (a tag, a pipeline id): letters,
+# digits and ._- only, so that it is a file name everywhere and needs no quoting.
+COMMIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+ENTRY = re.compile(r"(\d{4,9})-(.+)\.json")
+PROVENANCE_SUFFIX = ".provenance.json"
+# More entries than a history can usefully hold; a folder beyond it is refused rather
+# than read (each entry may be up to results.MAX_RESULTS_BYTES).
+MAX_ENTRIES = 10_000
+
+
+@dataclass(frozen=True)
+class Entry:
+    number: int
+    commit: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Added:
+    entry: Entry
+    replaced: bool  # the commit was in the history already: its entry now holds these results
+    removed: tuple[Entry, ...]  # the oldest entries dropped by --keep
+
+
+def check_commit(commit: str) -> str:
+    if not COMMIT.fullmatch(commit):
+        raise UsageError(
+            f"commit {printable(commit)!r} cannot key a history entry",
+            hint="letters, digits and ._- only, at most 100, as git rev-parse prints",
+        )
+    return commit
+
+
+def recorded_commit(provenance: Mapping[str, Any], source: str) -> str:
+    """The commit a results file's provenance says was measured; UsageError when it
+    records none, or a tree with uncommitted changes (its counts are no commit's)."""
+    commit = provenance.get("commit")
+    if not isinstance(commit, str) or not commit:
+        raise UsageError(
+            f"{source} records no commit (measured outside a git checkout, or without its "
+            "provenance file)",
+            hint="pass --commit SHA",
+        )
+    if commit.endswith("-dirty"):
+        raise UsageError(
+            f"{source} measured a tree with uncommitted changes ({printable(commit)})",
+            hint="commit first, or pass --commit to key it anyway",
+        )
+    return check_commit(commit)
+
+
+def entries(folder: Path) -> list[Entry]:
+    """The history's entries in order; [] for a folder that does not exist yet (a CI
+    cache on its first run). Files that are not entries are left alone."""
+    if not folder.exists():
+        return []
+    if not folder.is_dir():
+        raise UsageError(f"history {folder} is not a folder")
+    found: list[Entry] = []
+    try:
+        names = sorted(p.name for p in folder.iterdir())
+    except OSError as e:
+        raise UsageError(f"cannot read history {folder}: {e.strerror or e}") from None
+    for name in names:
+        m = ENTRY.fullmatch(name)
+        if m is None or name.endswith(PROVENANCE_SUFFIX) or not COMMIT.fullmatch(m.group(2)):
+            continue
+        found.append(Entry(int(m.group(1)), m.group(2), folder / name))
+        if len(found) > MAX_ENTRIES:
+            raise UsageError(f"history {folder} holds more than {MAX_ENTRIES} entries")
+    found.sort(key=lambda e: (e.number, e.commit))
+    seen: dict[str, Entry] = {}
+    for entry in found:
+        if entry.commit in seen:
+            raise UsageError(
+                f"history {folder} holds commit {entry.commit} twice "
+                f"({seen[entry.commit].path.name} and {entry.path.name})",
+                hint="remove one of them",
+            )
+        seen[entry.commit] = entry
+    return found
+
+
+def add(
+    folder: Path,
+    res: Results,
+    provenance: Mapping[str, Any] | None,
+    commit: str,
+    keep: int = 0,
+) -> Added:
+    """Add `res` as `commit`'s entry; with `keep`, drop the oldest entries beyond it."""
+    check_commit(commit)
+    current = entries(folder)
+    same = next((e for e in current if e.commit == commit), None)
+    number = same.number if same else max((e.number for e in current), default=0) + 1
+    entry = Entry(number, commit, folder / f"{number:04d}-{commit}.json")
+    results.save(entry.path, res, provenance, overwrite=True)
+    if provenance is None:  # an older measurement's provenance must not stay beside it
+        results.provenance_path(entry.path).unlink(missing_ok=True)
+    removed: list[Entry] = []
+    if keep:
+        after = entries(folder)
+        for old in after[: max(len(after) - keep, 0)]:
+            old.path.unlink(missing_ok=True)
+            results.provenance_path(old.path).unlink(missing_ok=True)
+            removed.append(old)
+    return Added(entry, same is not None, tuple(removed))
+
+
+def load(folder: Path) -> list[tuple[Entry, Results]]:
+    """Every entry with its results, in order."""
+    return [(e, results.load(e.path)) for e in entries(folder)]
