@@ -18,13 +18,14 @@ cd "$(dirname "$0")/.."
 #   nodejs          bundled Node http target for icount serve
 #   nghttp2-client  h2load load generator; apache2-utils: ab; wrk: wrk
 #   util-linux      setarch (ASLR off), taskset
+#   time            GNU time: the peak RSS of --memory's native runs, and the tests' reference
 #   chromium        headless browser that renders icount report pages in the tests
 #                   (as root it needs --no-sandbox; tests/report/browser.py passes it)
 #   rustc, golang-go  Rust and Go hello-worlds for icount size, and the go-http target
 #                   (only when no rustc/go is on PATH: a rustup toolchain is used as it is)
 #   npm             the express target's packages (only when no npm is on PATH)
 APT_PACKAGES=(valgrind linux-perf gcc g++ binutils clang lld llvm nginx-light nodejs
-              nghttp2-client apache2-utils wrk util-linux procps chromium)
+              nghttp2-client apache2-utils wrk util-linux procps time chromium)
 
 command -v rustc >/dev/null || APT_PACKAGES+=(rustc)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)

@@ -106,6 +106,10 @@ def check_extra(extra: Mapping[str, Any]) -> Mapping[str, Any]:
         from icount.build_label import check_label
 
         check_label(extra["build"], "cell.extra.build")
+    if "memory" in extra:  # peak RSS of native runs (memory.py)
+        from icount.memory import check
+
+        check(extra["memory"], "cell.extra.memory")
     return extra
 
 

@@ -1,0 +1,224 @@
+"""`icount serve --memory`: a server's peak memory, from native runs of it.
+
+Valgrind inflates memory, so the server is started again with no backend at all: the
+same command, environment, working dir and CPUs, made ready the same way, then sent the
+same warm-up and requests as a counted run (the warm-up the counted runs settled on;
+their reps times their requests). Before it is stopped, the high-water mark of each of
+its live processes (VmHWM: the started process and every descendant, workers forked
+by a master included) is read and summed (icount/memory.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from icount import environment, memory, procs
+from icount.backends.protocol import Counted, Probe, ServeDefaults, WindowCount
+from icount.errors import RunFailedError
+from icount.results import Run
+from icount.results.details import ServeDetail
+from icount.serve.adapter import PathSpec
+from icount.serve.server import (
+    HOST,
+    RunInvalid,
+    Target,
+    running_server,
+    verify,
+    with_server_state,
+)
+
+NAME = "native"
+
+
+class NativeServer:
+    """A server run with no instrumentation: it counts nothing, it only runs."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        cpus: Sequence[int],
+    ) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = run_dir
+        self.child = procs.spawn(
+            argv,
+            env=env,
+            cwd=cwd,
+            cpus=cpus,
+            stdout=run_dir / "server.stdout",
+            stderr=run_dir / "server.stderr",
+        )
+        self.pid = self.child.pid
+        self.opened_at = 0.0
+        self.close_latency_s = 0.0
+
+    def peak_rss(self) -> int | None:
+        """The sum of the high-water marks of the server's live processes."""
+        try:
+            family = [self.pid, *(p.pid for p in psutil.Process(self.pid).children(True))]
+        except psutil.Error:
+            return None
+        return memory.server_peak(family)
+
+    def alive(self) -> bool:
+        return self.child.poll() is None
+
+    def preflight(self) -> str | None:
+        return None
+
+    def instrument(self, on: bool) -> None:
+        pass
+
+    def open_window(self) -> None:
+        raise RunFailedError("a native server counts no windows")
+
+    def close_window(self) -> WindowCount:
+        raise RunFailedError("a native server counts no windows")
+
+    def lifetime_count(self) -> WindowCount:
+        raise RunFailedError("a native server counts nothing")
+
+    def stop(self) -> int:
+        return self.child.stop()
+
+    def cleanup(self) -> None:
+        pass
+
+    def left_behind(self) -> str | None:
+        return self.child.left_behind
+
+    def uncounted(self) -> list[str]:
+        return []
+
+    def failure(self) -> str | None:
+        return None
+
+
+class NativeBackend:
+    """The backend of the memory runs: the counting backend's client timeout (the same
+    server answers as fast natively), and no counting."""
+
+    def __init__(self, counting: ServeDefaults) -> None:
+        self.name = NAME
+        self.serve_defaults = counting
+        self.instruction_floor = None
+
+    def probe(self) -> Probe:
+        return Probe(True, "runs natively")
+
+    def version(self) -> str:
+        return NAME
+
+    def fingerprint_argv(self, kind: Any) -> list[str]:
+        return []
+
+    def cell_params(self) -> dict[str, object]:
+        return {}
+
+    def count_command(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        timeout: float | None,
+    ) -> Counted:
+        raise RunFailedError("the native backend counts no commands")
+
+    def server_problem(self, argv: Sequence[str]) -> str | None:
+        return None
+
+    def start_server(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        cpus: Sequence[int],
+        whole_life: bool = False,
+    ) -> NativeServer:
+        return NativeServer(argv, run_dir, env=env, cwd=cwd, cpus=cpus)
+
+
+def warmup_of(details: Sequence[ServeDetail]) -> int:
+    """The warm-up the counted runs used (auto settles per run: their median)."""
+    counts = [d.warmup for d in details if isinstance(d.warmup, int)]
+    return int(statistics.median(counts)) if counts else 0
+
+
+def _serve(server: NativeServer, opts: Any, port: int, path: PathSpec, warmup: int) -> None:
+    """The counted runs' requests: the warm-up, then reps x requests, answers checked."""
+    from icount.serve import loadgen
+
+    timeout = opts.backend.serve_defaults.client_timeout_s
+    verify(server, port, path, timeout)
+    client = loadgen.make_load_generator(
+        opts.load_kind, HOST, port, path, opts.concurrency, timeout, opts.cpus.load
+    )
+    try:
+        client.open()
+        for n, what in ((warmup, "warm-up"), (opts.reps * opts.requests, "requests")):
+            result = client.run(n) if n else None
+            if result is not None and not result.ok:
+                why = result.first_error or f"{result.failed} of {result.requested} failed"
+                raise RunInvalid(with_server_state(server, f"{what}: {why}"))
+    finally:
+        client.close()
+
+
+def cell_peaks(
+    target: Target,
+    path: PathSpec,
+    opts: Any,
+    counted: Sequence[Run],
+    artifacts: Path,
+    note: Any,
+) -> dict[str, Any] | None:
+    """The peaks of a cell whose counted runs all succeeded; None for a cold-start cell
+    (its figure ends at the first answer) or one that failed (nothing to repeat)."""
+    if path.cold_start or len(counted) < opts.runs or not all(r.valid for r in counted):
+        return None
+    details = [r.detail for r in counted if isinstance(r.detail, ServeDetail)]
+    safe = environment.safe_name
+    run_dir = artifacts / safe(target.adapter.name) / safe(path.name)
+    return server_peaks(target, path, opts, warmup_of(details), run_dir, note)
+
+
+def server_peaks(
+    target: Target,
+    path: PathSpec,
+    opts: Any,  # runs.CellOptions (runs imports this module's callers)
+    warmup: int,
+    run_dir: Path,
+    note: Any,
+) -> dict[str, Any]:
+    """opts.runs native runs of the target's server, each served `warmup` requests then
+    reps x requests more; a run that fails ends them, with the reason."""
+    backend = NativeBackend(opts.backend.serve_defaults)
+    peaks: list[int] = []
+    for i in range(opts.runs):
+        note(f"peak memory: native run {i + 1}/{opts.runs}")
+        try:
+            with running_server(
+                target, backend, opts.cpus.server, run_dir / f"native-{i + 1}", note
+            ) as (server, port):
+                assert isinstance(server, NativeServer)
+                _serve(server, opts, port, path, warmup)
+                peak = server.peak_rss()
+        except RunInvalid as e:
+            return {"peak_rss_bytes": peaks, "reason": f"a native run failed: {e}"}
+        if peak is None:
+            return {"peak_rss_bytes": peaks, "reason": "no process of the server could be read"}
+        peaks.append(peak)
+    return {"peak_rss_bytes": peaks}
