@@ -8,8 +8,9 @@
 - their sum, the total per request, valid only when its interval fits inside the spread
   limit (the whole width of the interval at most the limit times the total).
 
-The interval has two parts, added: Student's t over the windows' per-request figures
-(they differ by where the collections fell), and the edges: the work comes in events
+The interval has two parts, independent, added in quadrature: Student's t over the
+windows' per-request figures (they differ by where the collections fell), and the
+edges: the work comes in events
 (calls into an entry point), and the requests a run's windows span hold one event more
 or less than their share, so each run adds up to one event of uncertainty. Windows taken
 back to back at a fixed phase to the collector can agree exactly; the edge term is what
@@ -21,9 +22,13 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from icount import numfmt
 from icount.results.details import ServeDetail
-from icount.results.model import Cell
+
+if TYPE_CHECKING:  # model.Cell renders these figures: no import at run time
+    from icount.results.model import Cell
 
 # Student's t, two-sided 95%, by degrees of freedom (1..30); beyond, the normal's 1.96
 # plus the usual 2.4/df correction (within 0.2% of the exact quantile from 30 on)
@@ -81,7 +86,7 @@ def figures(cell: Cell) -> RuntimeFigures | None:
     calls = sum(r.runtime_calls or 0 for r in reps)
     event = work / calls if calls else 0.0
     edges_hw = len(details) * event / requests
-    half = spread_hw + edges_hw
+    half = math.hypot(spread_hw, edges_hw)  # independent: where collections fell, and edges
     clock = any(d.clock_subtracted for d in details)
     mutator = cell.summary.median if cell.summary else None
     if mutator is None or not cell.valid:
@@ -115,15 +120,70 @@ def _reason(half: float, n: int, spread_hw: float, edges_hw: float, limit: float
     need = n
     while need < MAX_WINDOWS_ASKED:
         need *= 2
-        if 2 * (spread_hw * math.sqrt(n / need) + edges_hw * n / need) <= limit:
+        if 2 * math.hypot(spread_hw * math.sqrt(n / need), edges_hw * n / need) <= limit:
             break
     low, high = need // 2, need
     while low + 1 < high:  # the fewest that fit
         mid = (low + high) // 2
-        if 2 * (spread_hw * math.sqrt(n / mid) + edges_hw * n / mid) <= limit:
+        if 2 * math.hypot(spread_hw * math.sqrt(n / mid), edges_hw * n / mid) <= limit:
             high = mid
         else:
             low = mid
     if high >= MAX_WINDOWS_ASKED:
         return f"{head}: many more windows would be needed"
     return f"{head}: about {high - n} more window{'s' if high - n != 1 else ''} would bring it in"
+
+
+def to_json(f: RuntimeFigures) -> dict[str, Any]:
+    """The figures as a cell's JSON shows them (derived from its runs, like its median)."""
+    return {
+        "runtime": f.runtime,
+        "mutator": f.mutator,
+        "collector": round(f.collector, 3),
+        "compiler": round(f.compiler, 3),
+        "interval_95": round(f.half_width, 3),
+        "windows": f.windows,
+        "total": None if f.total is None else round(f.total, 3),
+        "total_valid": f.total_valid,
+        "total_reason": f.reason,
+        "clock_subtracted": f.clock_subtracted,
+    }
+
+
+CSV_COLUMNS = ("runtime", "mutator", "collector", "compiler", "interval_95", "total",
+               "total_valid")  # fmt: skip
+
+
+def csv_values(f: RuntimeFigures | None) -> list[object]:
+    if f is None:
+        return [""] * len(CSV_COLUMNS)
+    return [
+        f.runtime,
+        "" if f.mutator is None else numfmt.plain(f.mutator),
+        f"{f.collector:.3f}",
+        f"{f.compiler:.3f}",
+        f"{f.half_width:.3f}",
+        "" if f.total is None else f"{f.total:.3f}",
+        "true" if f.total_valid else "false",
+    ]
+
+
+def note(f: RuntimeFigures) -> str:
+    """One line for the table's notes: the three figures, `~` on a total not valid."""
+    si = numfmt.si
+    work = f"collector {si(f.collector)}"
+    if f.compiler:
+        work += f" + compiler {si(f.compiler)}"
+    mutator = "-" if f.mutator is None else si(f.mutator)
+    head = (
+        f"{f.runtime}: mutator {mutator} per request (the figure above), {work} "
+        f"±{si(f.half_width)} (mean of {f.windows} windows, 95%)"
+    )
+    clock = (
+        "; the clock's rate x window time is taken out of the mutator" if f.clock_subtracted else ""
+    )
+    if f.total is None:
+        return f"{head}; no total ({f.reason}){clock}"
+    if f.total_valid:
+        return f"{head}; total {si(f.total)}{clock}"
+    return f"{head}; total ~{si(f.total)}: {f.reason}{clock}"

@@ -165,10 +165,12 @@ def _window(
     figure would be a valid-looking part of the work, or zero."""
     server.open_window()
     result = _load(server, client, n, what)
+    # from the moment counting started to the moment it stops, as the idle window's
+    counted_s = time.monotonic() + server.close_latency_s - server.opened_at
     count = server.close_window()
     shares = tuple(ProcessShare(i, p.role, p.instructions) for i, p in enumerate(count.processes))
     work = count.runtime
-    rep = Rep(count.instructions, result.completed, shares)
+    rep = Rep(count.instructions, result.completed, shares, seconds=round(counted_s, 6))
     if work is not None:
         rep = dataclasses.replace(rep, collector=float(work.collector),
                                   compiler=float(work.compiler),
@@ -305,10 +307,8 @@ def _windows(
             idle, share = _idle(server, opts.idle_seconds, reps, walls)
     check_alive(server)
     subtract = share is not None  # the clock's share is worth taking out
-    if subtract:
-        reps = [
-            dataclasses.replace(r, seconds=round(w, 6)) for r, w in zip(reps, walls, strict=True)
-        ]
+    if not subtract:  # a window's time is kept where it is subtracted for
+        reps = [dataclasses.replace(r, seconds=None) for r in reps]
     runtime = next(iter(runtime_names), None)
     detail = ServeDetail(
         window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share,

@@ -33,6 +33,7 @@ from icount.backends.protocol import (
     WindowCount,
 )
 from icount.errors import RunFailedError
+from icount.runtimes import RuntimeWork
 
 BODIES = {
     b"/plaintext": (b"text/plain", b"Hello, World!"),
@@ -49,6 +50,13 @@ class FakeConfig:
     # the function request i's cost is charged to (a window's profile, by name)
     function: Callable[[int], str] = lambda i: "handle_request"
     window_cost: float = 27.0
+    # a collected runtime's work on top of cost(i, process): request i's collector
+    # instructions (0: none that request), reported as the window's runtime work
+    collector: Callable[[int], float] | None = None
+    # work driven by the clock: instructions a second a window counts on top, whatever
+    # its requests; and how long each answer takes (a loaded machine's slower windows)
+    clock_rate: float = 0.0
+    answer_delay_s: float = 0.0
     preflight_problem: str | None = None
     floor: float | None = 100.0  # the backend's instruction floor per request
     uncounted: tuple[str, ...] = ()  # processes the fake pretends not to count
@@ -103,6 +111,8 @@ class _Handler(socketserver.BaseRequestHandler):
             ctype, body = BODIES.get(target, (b"text/plain", b"not found"))
             status = b"200 OK" if target in BODIES else b"404 Not Found"
             self.server.owner.served()
+            if self.server.owner.config.answer_delay_s:
+                time.sleep(self.server.owner.config.answer_delay_s)  # a slow machine's answer
             self.request.sendall(
                 b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
                 + b"\r\nContent-Length: " + str(len(body)).encode()
@@ -136,6 +146,7 @@ class FakeServer:
         self.requests = 0
         self.total = 0.0
         self.by_function: dict[str, float] = {}
+        self.collected = [0.0, 0]  # collector instructions and calls since the window opened
         # counting from the start (a cold start, a lifetime) is a window open from birth
         self._window_start: float | None = 0.0 if whole_life else None
         self.opened_at = 0.0
@@ -153,6 +164,11 @@ class FakeServer:
             name = self.config.function(self.requests)
             self.total += cost
             self.by_function[name] = self.by_function.get(name, 0.0) + cost
+            gc = self.config.collector(self.requests) if self.config.collector else 0.0
+            if gc:
+                self.total += gc
+                self.collected[0] += gc
+                self.collected[1] += 1
             self.requests += 1
 
     def alive(self) -> bool:
@@ -172,6 +188,7 @@ class FakeServer:
         with self._lock:
             self._window_start = self.total
             self.by_function = {}
+            self.collected = [0.0, 0]
         self.opened_at = time.monotonic()
 
     def close_window(self) -> WindowCount:
@@ -179,6 +196,7 @@ class FakeServer:
             if self._window_start is None:
                 raise RunFailedError("fake: close_window without open_window")
             count = self.total - self._window_start + self.config.window_cost
+            count += self.config.clock_rate * (time.monotonic() - self.opened_at)
             if self.config.daemon_exit_s is not None:
                 count = self.config.window_cost  # the serving child is not counted
                 if self._exits_at is None:
@@ -186,7 +204,11 @@ class FakeServer:
             self._window_start = None
             self.windows += 1
             functions = {**self.by_function, "vgdb": self.config.window_cost}
-        return WindowCount(count, (ProcessCount(self.pid, "root", count),), functions)
+            gc, calls = self.collected
+        runtime = None
+        if self.config.collector is not None:
+            runtime = RuntimeWork("fake-gc", int(gc), 0, int(calls))
+        return WindowCount(count, (ProcessCount(self.pid, "root", count),), functions, runtime)
 
     def stop(self) -> int:
         if self._http is not None:
