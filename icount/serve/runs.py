@@ -227,13 +227,16 @@ class RunRefused(RunInvalid):
 
 
 def _refusal(
-    per_request: Sequence[float], max_spread: float, curve: Sequence[tuple[int, float]]
+    per_request: Sequence[float],
+    max_spread: float,
+    curve: Sequence[tuple[int, float]],
+    warmed: int,
 ) -> str | None:
     """Reps that keep falling mean the server was still warming up, and reps that
     contradict the probe an auto warm-up settled on mean it settled too soon: never a
     valid run. (Reps that merely differ, as a garbage collector makes them, are
     explained with the cell: see spread.py.) `per_request`: the reps' mutator figures."""
-    return still_warming(per_request, max_spread) or moved_after_settling(
+    return still_warming(per_request, max_spread, warmed, bool(curve)) or moved_after_settling(
         curve, per_request, max_spread
     )
 
@@ -314,7 +317,7 @@ def _windows(
         window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share,
         runtime=runtime, clock_subtracted=subtract,
     )  # fmt: skip
-    why = _refusal(detail.mutator_per_request, opts.max_spread, curve)
+    why = _refusal(detail.mutator_per_request, opts.max_spread, curve, warmup)
     if why:
         raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)

@@ -192,19 +192,27 @@ def moved_after_settling(
     )
 
 
-def still_warming(per_request: Sequence[float], max_spread: float) -> str | None:
-    """Why the reps of one process say it was still warming up (at least three, each
-    lower than the one before, by half the limit or more from first to last), or None.
-    Two reps cannot tell a trend from noise (a clock tick in the first window)."""
+def still_warming(
+    per_request: Sequence[float], max_spread: float, warmed: int = 0, auto: bool = False
+) -> str | None:
+    """Why the reps of one process say it was still warming up, or None: at least three
+    reps, each lower than the one before by an eighth of the limit or more, and by half
+    the limit or more from first to last. Two reps cannot tell a trend from noise (a
+    clock tick in the first window), and neither can three that fall by chance, one step
+    of the fall too small to be a trend. `warmed`: the requests served before the reps,
+    `auto` after `--warmup auto`; the advice names a setting these rules have not refused
+    yet (more warm-up than was tried, never auto again after auto)."""
     if len(per_request) < 3:
         return None
-    falling = _falls_throughout(per_request)
+    steps = [(a - b) / b if b else 0.0 for a, b in itertools.pairwise(per_request)]
     drop = (per_request[0] - per_request[-1]) / per_request[-1] if per_request[-1] else 0.0
-    if falling and drop >= max_spread / 2:
+    if min(steps) >= max_spread / 8 and drop >= max_spread / 2:
         shown = ", ".join(f"{v:.6g}" for v in per_request)
+        more = f"--warmup {suggest(warmed)}" if warmed else "a larger --warmup N"
+        tried_auto = auto or warmed >= AUTO_MAX_REQUESTS  # auto would stop sooner
+        advice = more if tried_auto else f"--warmup auto or {more}"
         return (
             f"still warming up: each window counted less than the one before ({shown} per "
-            f"request, {drop * 100:.2f}% from first to last); use --warmup auto or a larger "
-            "--warmup N"
+            f"request, {drop * 100:.2f}% from first to last); use {advice}"
         )
     return None

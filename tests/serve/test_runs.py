@@ -106,6 +106,21 @@ def test_a_failed_preflight_falls_back_to_two_lifetimes(target: Target, tmp_path
     assert outcome.value == 700.0  # (222 - 122) * 700 / 100, exact: no window costs
 
 
+def test_a_second_life_counting_less_than_the_first_is_an_invalid_run(
+    target: Target, tmp_path: Path
+) -> None:
+    # the 100-request life costs 1000 per request, the 200-request one 100: a difference
+    # of lives that no requests can make (a collector or the clock in the first) must not
+    # become a negative per-request figure, which no results file may hold
+    config = FakeConfig(
+        cost=lambda i, p: 1000.0 if p == 1 else 100.0, preflight_problem="ptrace: not permitted"
+    )
+    outcome = run(target, tmp_path, config)
+    assert outcome.value is None and outcome.reason is not None
+    assert "counted fewer instructions" in outcome.reason
+    assert "the life serving 200 requests" in outcome.reason
+
+
 def test_a_session_decided_on_lifetimes_starts_no_preflight_process(
     target: Target, tmp_path: Path
 ) -> None:
@@ -231,7 +246,8 @@ def test_reps_that_keep_falling_are_refused_as_still_warming_up(
     assert outcome.reason.startswith(
         "still warming up: each window counted less than the one before"
     )
-    assert "use --warmup auto or a larger --warmup N" in outcome.reason
+    # a setting these rules have not refused: auto, or more warm-up than was tried
+    assert "use --warmup auto or --warmup 1000" in outcome.reason
 
 
 def test_reps_that_differ_but_do_not_fall_are_a_valid_run_with_each_windows_functions(

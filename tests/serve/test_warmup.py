@@ -161,3 +161,15 @@ def test_jit_runtimes_are_known(program: str) -> None:
 @pytest.mark.parametrize("program", ["nginx", "python3", "/usr/bin/python3.11", "c-epoll"])
 def test_other_servers_are_not_jit_runtimes(program: str) -> None:
     assert not warmup.is_jit(program)
+
+
+def test_still_warming_needs_every_step_of_the_fall_and_names_a_setting_not_yet_refused() -> None:
+    # three windows that fell by chance: one step of 0.02%, too small to be a trend
+    assert warmup.still_warming([101.0, 100.02, 100.0], 0.01) is None
+    why = warmup.still_warming([101.0, 100.5, 100.0], 0.01, 270_000)
+    # past what auto would serve: no advice back to auto, twice the warm-up tried
+    assert why is not None and why.endswith("use --warmup 540000")
+    why = warmup.still_warming([101.0, 100.5, 100.0], 0.01, 4000, auto=True)
+    assert why is not None and why.endswith("use --warmup 8000")
+    why = warmup.still_warming([101.0, 100.5, 100.0], 0.01, 100)
+    assert why is not None and why.endswith("use --warmup auto or --warmup 1000")
