@@ -33,8 +33,8 @@ branch can carry it from one run to the next.
 a column per cell) and each cell's noise: Q3 + 3 x IQR of its changes
 between consecutive commits, the threshold `icount compare --history DIR`
 takes when it is above the given one ("exact": the cell repeats to the
-instruction, and any change fails). -f md or json; `icount report
---history DIR` draws each cell's line over the commits.
+instruction, and any change fails). -f md or json (each cell's medians, one
+per commit, null where it has none).
 """
 
 FORMATS = ("table", "md", "json")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from typing import Any
 
 from icount import numfmt
@@ -174,6 +175,9 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
     backends = sorted({r.backend for r in rows})
     table = Table(columns=columns, title=f"{', '.join(units)} ({', '.join(backends)}): base vs new")
     notes: list[str] = []
+    # --history gives many cells one basis ("repeats to the instruction"): one note for all
+    shared = Counter(r.basis for r in rows if r.basis and not r.why)
+    numbered: dict[str, int] = {}
     for r in rows:
         cells = [r.label]
         if multi_backend:
@@ -181,7 +185,12 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         if multi_unit:
             cells.append(r.unit)
         verdict = r.verdict.value
-        if note(r):
+        if shared.get(r.basis, 0) > 1 and not r.why:
+            if r.basis not in numbered:
+                notes.append(f"[{len(notes) + 1}] {shared[r.basis]} cells: {r.basis}")
+                numbered[r.basis] = len(notes)
+            verdict += f" [{numbered[r.basis]}]"
+        elif note(r):
             notes.append(f"[{len(notes) + 1}] {r.label}: {note(r)}")
             verdict += f" [{len(notes)}]"
         cells += [

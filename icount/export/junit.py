@@ -71,9 +71,8 @@ def document(c: Comparison) -> ET.Element:
     ET.SubElement(
         props, "property", {"name": "verdict", "value": printable(compare.verdict_line(c))}
     )
-    forced = compare.forced_line(c)
-    if forced:
-        ET.SubElement(props, "property", {"name": "forced", "value": printable(forced)})
+    for line in compare.allowed_lines(c):  # --force, --allow-build-change
+        ET.SubElement(props, "property", {"name": "allowed", "value": printable(line)})
     for r in c.rows:
         case = ET.SubElement(
             suite,
