@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icount import environment, procs
+from icount.backends.profiles import read_command
 from icount.backends.protocol import (
     INSTRUCTION_FLOOR,
     ArgvKind,
@@ -42,6 +43,7 @@ from icount.backends.valgrind import (
 )
 from icount.errors import ParseError, RunFailedError, UsageError
 from icount.runtimes import check_pattern
+from icount.session.options import PROFILE_TOP
 
 NAME = "callgrind"
 SERVE_DEFAULTS = ServeDefaults(
@@ -53,6 +55,7 @@ SERVE_DEFAULTS = ServeDefaults(
     window_why="vgdb reaches the idle server (ptrace allowed): windows between dumps",
 )
 PROFILE_GLOB = "callgrind.out*"
+MAX_PROFILE_TOP = 100_000  # a function table that size is a whole program's
 
 
 def probe() -> Probe:
@@ -72,8 +75,13 @@ class CallgrindOptions:
     # --collector: regular expressions of collector entry points (icount/runtimes.py),
     # joined by newlines (a setting holds one value)
     collector: str = ""
+    profile_top: int = PROFILE_TOP  # functions each cell's profile keeps (0: no profile)
 
     def __post_init__(self) -> None:
+        if not 0 <= self.profile_top <= MAX_PROFILE_TOP:
+            raise UsageError(
+                f"--profile-top takes 0 to {MAX_PROFILE_TOP} functions, got {self.profile_top}"
+            )
         if self.thread is not None and self.thread < 1:
             raise UsageError(f"--thread takes a valgrind thread number from 1, got {self.thread}")
         for pattern in self.patterns:
@@ -93,6 +101,7 @@ def create(options: CallgrindOptions) -> CallgrindBackend:
         keep_profiles=options.keep_profiles,
         warmup_instrumented=options.warmup_instrumented,
         collectors=options.patterns,
+        profile_top=options.profile_top,
     )
 
 
@@ -133,7 +142,9 @@ class CallgrindBackend:
         keep_profiles: bool = False,
         warmup_instrumented: bool = False,
         collectors: Sequence[str] = (),
+        profile_top: int = PROFILE_TOP,
     ) -> None:
+        self.profile_top = profile_top
         self.warmup_instrumented = warmup_instrumented
         self.collectors = tuple(collectors)
         self.thread = thread
@@ -205,6 +216,9 @@ class CallgrindBackend:
             profiles = sorted(run_dir.glob(PROFILE_GLOB))
             total, problem = sum_profiles(profiles)
             problem = problem or _uncounted(run_dir, profiles)
+            profile = None
+            if problem is None and self.profile_top:  # parsed again: rarely worth a second
+                profile = read_command(profiles, self.profile_top)[1]
         finally:
             if not self.keep_profiles:
                 for f in run_dir.glob(PROFILE_GLOB):
@@ -216,7 +230,7 @@ class CallgrindBackend:
         value = total if problem is None else None
         # callgrind.out.PID and its dumps (callgrind.out.PID.N, made before each fork)
         pids = {p.name.split(".")[2] for p in profiles if p.name.count(".") >= 2}
-        return Counted(value, done.returncode, done.timed_out, problem, len(pids))
+        return Counted(value, done.returncode, done.timed_out, problem, len(pids), profile)
 
     def server_problem(self, argv: Sequence[str]) -> str | None:
         # valgrind runs the #! interpreter, and whatever that execs (env, a version
@@ -247,6 +261,7 @@ class CallgrindBackend:
             keep_profiles=self.keep_profiles,
             instrumented=whole_life or self.warmup_instrumented,
             collectors=self.collectors,
+            profile_top=self.profile_top,
         )
 
 

@@ -53,6 +53,7 @@ from pathlib import Path
 import psutil
 
 from icount import environment, procs
+from icount.backends.profiles import read_window as read_profiled
 from icount.backends.protocol import ProcessCount, WindowCount
 from icount.backends.valgrind import (
     INSTALL_HINT,
@@ -61,6 +62,7 @@ from icount.backends.valgrind import (
     valgrind_problem,
 )
 from icount.errors import ParseError, RunFailedError
+from icount.profiles import WindowProfile, sum_windows
 from icount.runtimes import RuntimeWork, read_window
 
 OUT_STEM = "callgrind.out"
@@ -136,8 +138,11 @@ class CallgrindServer:
         keep_profiles: bool = False,
         instrumented: bool = False,
         collectors: Sequence[str] = (),
+        profile_top: int = 0,
     ) -> None:
         self.run_dir = run_dir
+        self.profile_top = profile_top  # functions a cell keeps: 0, no window profile
+        self._profiles: list[WindowProfile] = []  # each file's functions since the last window
         # valgrind's own files go to a scratch folder under /tmp that any user can reach
         # (see the module docstring), and are moved to run_dir when the server is done
         self.out = Path(tempfile.mkdtemp(prefix="icount-cg-", dir="/tmp"))
@@ -311,10 +316,18 @@ class CallgrindServer:
                 continue
             if f.dump is None and _alive(f.pid):
                 continue  # written at exit: not complete while the process lives
-            ir, by_function = 0, dict[str, int]()
+            ir = 0
+            by_function: Mapping[str, float] = {}
             if read and self._counts(f):
                 try:
-                    ir, by_function, work = read_window(self.out / f.name, self.collectors)
+                    if self.profile_top:
+                        ir, profile, work = read_profiled(
+                            self.out / f.name, self.collectors, self.profile_top
+                        )
+                        by_function = profile
+                        self._profiles.append(profile)
+                    else:
+                        ir, by_function, work = read_window(self.out / f.name, self.collectors)
                     self._add_runtime(work)
                 except ParseError as e:
                     raise RunFailedError(f"unreadable callgrind profile: {e}") from None
@@ -365,7 +378,10 @@ class CallgrindServer:
             ProcessCount(pid, "root" if pid == self.pid else "child", counts[pid])
             for pid in ordered
         )
-        functions, self._functions = self._functions, {}
+        functions: Mapping[str, float] = self._functions
+        if self._profiles:  # the same self costs, with inclusive costs and calls
+            functions = sum_windows(self._profiles)
+        self._functions, self._profiles = {}, []
         found, self._runtime = self._runtime, {}
         named = sorted(k for k in found if k is not None)
         runtime = None
@@ -399,6 +415,7 @@ class CallgrindServer:
         self.opened_at = time.monotonic()
         self._collect(read=False)  # start-up, readiness, warm-up, the opening dumps
         self._functions = {}
+        self._profiles = []
         self._runtime = {}
         self._at_open = {p.pid for p in self.processes()}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, Protocol, TypeVar
 
+from icount.profiles import WindowProfile
 from icount.runtimes import RuntimeWork
 
 ArgvKind = Literal["command", "server"]
@@ -54,6 +55,8 @@ class Counted:
     timed_out: bool
     problem: str | None  # why `instructions` is None
     processes: int | None = None  # profiles summed (callgrind); None where not known
+    # the run's functions, every process summed, where the backend sees them (callgrind)
+    profile: WindowProfile | None = None
 
 
 def left_running(leftovers: str) -> str:

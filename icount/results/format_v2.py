@@ -20,6 +20,7 @@ from icount.results.fields import (
     str_,
 )
 from icount.results.model import Cell, Results, Run
+from icount.results.profile import profile_from_json
 from icount.results.shard import shard_from_json
 
 
@@ -64,6 +65,7 @@ def _cell(doc: Any) -> Cell:
         extra=check_extra(obj(d.get("extra", {}), "cell.extra")),
         setup_error=opt_str(d.get("setup_error"), "cell.setup_error"),
         order=int_(d.get("order", 0), "cell.order"),
+        profile=profile_from_json(d.get("profile")),
     )
     check_stored_statistics(cell, d)
     return cell

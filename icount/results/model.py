@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icount.results.details import Detail, detail_to_json
+from icount.results.profile import CellProfile
+from icount.results.runtime import RuntimeFigures
+from icount.results.runtime import figures as runtime_figures
+from icount.results.runtime import to_json as runtime_json
 from icount.results.shard import ShardRecord
 from icount.stats import Summary, spread_reason, summarize
 
@@ -58,6 +62,8 @@ class Cell:
     # Where the cell stands in what the user asked for (the order commands and targets
     # were given): tables list rows in this order, ties by name.
     order: int = 0
+    # where its instructions go, by function (results/profile.py), where measured
+    profile: CellProfile | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -97,6 +103,12 @@ class Cell:
     def valid(self) -> bool:
         return self.reason is None
 
+    @functools.cached_property
+    def runtime(self) -> RuntimeFigures | None:
+        """A collected runtime's mutator, own work and total (results/runtime.py); None
+        for every other cell."""
+        return runtime_figures(self)
+
     def to_json(self) -> dict[str, Any]:
         s = self.summary
         return {
@@ -118,7 +130,9 @@ class Cell:
             "setup_error": self.setup_error,
             "order": self.order,
             "extra": dict(self.extra),
-        }
+        } | ({} if self.runtime is None else {"runtime_work": runtime_json(self.runtime)}) | (
+            {} if self.profile is None else {"profile": self.profile.to_json()}
+        )  # fmt: skip
 
 
 def sort_key(cell: Cell) -> tuple[int, str, str, str]:

@@ -21,6 +21,7 @@ REPS = 3  # counted windows per server process
 CONCURRENCY = 1
 MAX_SPREAD = DEFAULT_MAX_SPREAD
 READY_TIMEOUT_S = 60.0  # --cmd: the first answer of a server
+PROFILE_TOP = 20  # functions each cell's profile keeps (~2 KB of JSON a cell); 0: none
 IDLE_SECONDS = 1.0  # an idle window after each run's reps; 0: none
 MAX_IDLE_SECONDS = 600.0
 

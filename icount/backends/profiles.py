@@ -1,0 +1,40 @@
+"""Callgrind's profile files read for a cell's profile (results/profile.py): each file
+parsed once, for its total, its functions and a runtime's own work alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from icount.profiles import WindowProfile, sum_windows
+from icount.runtimes import RuntimeWork
+
+
+def read_window(
+    path: Path, extra: Sequence[str], top: int
+) -> tuple[int, WindowProfile, RuntimeWork]:
+    """(total `Ir`, the functions, the runtime's work) of one file of a server's window."""
+    from icount.backends.valgrind import functions_of
+    from icount.callgrind.functions import window_profile
+    from icount.callgrind.parser import parse_file
+    from icount.runtimes import runtime_work
+
+    prof = parse_file(path)
+    total, _ = functions_of(prof)  # checks that the file counts Ir
+    return total, window_profile(prof, top), runtime_work(prof, extra)
+
+
+def read_command(paths: Sequence[Path], top: int) -> tuple[int, WindowProfile]:
+    """(total `Ir`, the functions) of every profile of one run of a command."""
+    from icount.backends.valgrind import functions_of
+    from icount.callgrind.functions import window_profile
+    from icount.callgrind.parser import parse_file
+
+    total, parts = 0, []
+    for p in paths:
+        prof = parse_file(p)
+        total += functions_of(prof)[0]
+        parts.append(window_profile(prof, top))
+    profile = sum_windows(parts)
+    profile.top = top
+    return total, profile

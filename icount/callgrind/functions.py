@@ -1,0 +1,86 @@
+"""A parsed profile's functions as a cell keeps them (results/profile.py): self and
+inclusive `Ir` and calls by name, and the calls into the allocator.
+
+An allocation is a call into one of the allocator's entry points from code that is not
+the allocator: C++'s `operator new` calls `malloc`, Rust's `__rust_alloc` calls
+`__rdl_alloc` then `malloc`, CPython's `PyObject_Malloc` calls `_PyObject_Malloc`; each
+of those is one allocation the program asked for, not two or three.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icount.callgrind.model import Profile
+from icount.profiles import FunctionCost, WindowProfile
+from icount.session.options import PROFILE_TOP
+
+# Entry points that hand out memory, by the name callgrind shows (the parameter list of
+# a demangled C++ name left out), and those that take it back.
+ALLOCATING = frozenset({
+    # C (glibc's own names for the same code too)
+    "malloc", "calloc", "realloc", "reallocarray", "memalign", "aligned_alloc",
+    "posix_memalign", "valloc", "pvalloc", "__libc_malloc", "__libc_calloc",
+    "__libc_realloc", "__libc_memalign", "__malloc", "__calloc", "__realloc",
+    # jemalloc, mimalloc, tcmalloc
+    "je_malloc", "je_calloc", "je_realloc", "mi_malloc", "mi_calloc", "mi_realloc",
+    "tc_malloc", "tc_calloc", "tc_realloc", "tc_new", "tc_newarray",
+    # C++
+    "operator new", "operator new[]",
+    # Rust
+    "__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rdl_alloc",
+    "__rdl_alloc_zeroed", "__rdl_realloc", "__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc",
+    # Go
+    "runtime.mallocgc",
+    # CPython's object and memory allocators
+    "PyObject_Malloc", "PyObject_Calloc", "PyObject_Realloc", "_PyObject_Malloc",
+    "_PyObject_Calloc", "_PyObject_Realloc", "PyMem_Malloc", "PyMem_Calloc", "PyMem_Realloc",
+    "PyMem_RawMalloc", "PyMem_RawCalloc", "PyMem_RawRealloc", "_PyMem_RawMalloc",
+    "_PyMem_RawCalloc", "_PyMem_RawRealloc", "pymalloc_alloc",
+})  # fmt: skip
+FREEING = frozenset({
+    "free", "cfree", "__libc_free", "__free", "je_free", "mi_free", "tc_free", "tc_delete",
+    "tc_deletearray", "operator delete", "operator delete[]", "__rust_dealloc", "__rdl_dealloc",
+    "__rg_dealloc", "PyObject_Free", "_PyObject_Free", "PyMem_Free", "PyMem_RawFree",
+    "_PyMem_RawFree", "pymalloc_free",
+})  # fmt: skip
+
+
+def allocator_kind(name: str) -> int:
+    """1 for an entry point that allocates, 2 for one that frees, 0 for any other."""
+    base = name.split("(", 1)[0].strip()
+    if "'" in base:  # a recursion level (callgrind's name'2): the same entry point
+        base = base.split("'", 1)[0]
+    base = base.split("@", 1)[0]  # a versioned symbol: malloc@@GLIBC_2.2.5
+    if base in ALLOCATING:
+        return 1
+    if base in FREEING:
+        return 2
+    return 0
+
+
+def window_profile(prof: Profile, top: int = PROFILE_TOP) -> WindowProfile:
+    """The functions of one profile file (one process's window) by name."""
+    ir = prof.event_index("Ir")
+    own = prof.self_cost[:, ir].tolist()
+    incl = prof.inclusive_cost()[:, ir].tolist()
+    n = len(prof.functions)
+    caller, callee, count = prof.call_caller, prof.call_callee, prof.call_count
+    calls = np.bincount(callee, weights=count, minlength=n) if len(callee) else np.zeros(n)
+    costs: dict[str, FunctionCost] = {}
+    for i, fn in enumerate(prof.functions):
+        c = FunctionCost(float(own[i]), float(incl[i]), int(calls[i]))
+        if not (c.self_ir or c.inclusive or c.calls):
+            continue
+        had = costs.get(fn.name)
+        costs[fn.name] = c if had is None else FunctionCost(
+            had.self_ir + c.self_ir, had.inclusive + c.inclusive, had.calls + c.calls
+        )  # fmt: skip
+    kind = np.array([allocator_kind(f.name) for f in prof.functions], dtype=np.int64)
+    if not len(callee) or not kind.any():
+        return WindowProfile(costs, 0, 0, top)
+    outside = kind[caller] == 0  # a call from the allocator to itself is not the program's
+    into = kind[callee]
+    allocs = int(count[outside & (into == 1)].sum())
+    frees = int(count[outside & (into == 2)].sum())
+    return WindowProfile(costs, allocs, frees, top)

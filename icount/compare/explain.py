@@ -1,0 +1,123 @@
+"""Why a compared cell moved: the functions whose per-request self cost moved most
+between the two cells' profiles (results/profile.py), base -> new, with the share of the
+cell's change each explains.
+
+Functions are matched by their short name (`names.display_name`: templates, parameter
+lists and hashes left out), so that a C++ function whose template arguments changed
+spelling, or a Rust function whose hash changed with the build, is still the same row.
+Self costs add up to a cell's figure, so the shares of the functions named (and of the
+rest) add up to its change. A function outside one side's kept top is not known there
+to the instruction: it shows as `-` and its move is taken from 0 (`approx`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from icount import numfmt
+from icount.names import display_name
+from icount.results.profile import CellProfile
+from icount.text import printable
+
+TOP = 5  # functions named per changed cell
+
+
+@dataclass(frozen=True)
+class Move:
+    name: str  # the short name both sides are matched by
+    base: float | None  # self instructions per request (per run); None: not in base's top
+    new: float | None
+    delta: float
+    share: float | None  # of the cell's change; None where the cell's change is 0
+    approx: bool  # one side is outside that side's kept top: the move is a bound
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "function": self.name,
+            "base": self.base,
+            "new": self.new,
+            "delta": self.delta,
+            "share": self.share,
+            "approx": self.approx,
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    per: str  # "request" or "run"
+    moves: tuple[Move, ...]
+    # allocator calls per request (per run), base and new, where both sides measured
+    allocations: tuple[float, float] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "per": self.per,
+            "functions": [m.to_json() for m in self.moves],
+            "allocations": None
+            if self.allocations is None
+            else {"base": self.allocations[0], "new": self.allocations[1]},
+        }
+
+
+def _by_short_name(p: CellProfile) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for f in p.functions:
+        key = display_name(f.name)
+        out[key] = out.get(key, 0.0) + f.self_ir
+    return out
+
+
+def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> Explanation | None:
+    """The functions behind a cell's change of `delta`; None where a side has no profile
+    (files written before profiles, or --profile-top 0)."""
+    if base is None or new is None or base.per != new.per:
+        return None
+    b, n = _by_short_name(base), _by_short_name(new)
+    b_whole, n_whole = base.others.functions == 0, new.others.functions == 0
+    moves = []
+    for name in set(b) | set(n):
+        bv, nv = b.get(name), n.get(name)
+        d = round((nv or 0.0) - (bv or 0.0), 3)
+        approx = (bv is None and not b_whole) or (nv is None and not n_whole)
+        share = round(d / delta, 4) if delta else None
+        moves.append(Move(name, bv, nv, d, share, approx))
+    moves.sort(key=lambda m: (-abs(m.delta), m.name))
+    allocations = (base.allocations, new.allocations)
+    return Explanation(base.per, tuple(m for m in moves[:TOP] if m.delta), allocations)
+
+
+def _side(x: float | None) -> str:
+    return "-" if x is None else numfmt.plain(x)
+
+
+def move_text(m: Move) -> str:
+    """'1200 -> 3200 (+2000, 100%)': base -> new, the move and its share of the change."""
+    sign = "+" if m.delta > 0 else ""
+    share = "" if m.share is None else f", {m.share * 100:.3g}%"
+    bound = ("at most " if m.delta < 0 else "at least ") if m.approx else ""
+    return f"{_side(m.base)} -> {_side(m.new)} ({bound}{sign}{numfmt.plain(m.delta)}{share})"
+
+
+def _alloc_text(e: Explanation) -> str:
+    if e.allocations is None or e.allocations[0] == e.allocations[1]:
+        return ""
+    b, n = e.allocations
+    return f"allocations per {e.per} {numfmt.plain(b)} -> {numfmt.plain(n)}"
+
+
+def line(label: str, e: Explanation) -> str:
+    """One note of the terminal table: the functions that moved most, largest first."""
+    moved = "; ".join(f"{printable(m.name)} {move_text(m)}" for m in e.moves)
+    alloc = _alloc_text(e)
+    return (
+        f"{printable(label)}: moved most (self instructions per {e.per}): "
+        f"{moved or 'no function named moved'}{'; ' + alloc if alloc else ''}"
+    )
+
+
+def markdown(e: Explanation) -> list[str]:
+    """The PR comment's lines under a changed cell's bullet."""
+    out = [f"  - `{printable(m.name)}` {move_text(m)}" for m in e.moves]
+    alloc = _alloc_text(e)
+    return [*out, f"  - {alloc}"] if alloc else out

@@ -1,0 +1,87 @@
+"""A counted window's functions (a serve rep, a run of a command), as the backends that
+see functions (callgrind) hand them over: every function's self and inclusive
+instructions and the calls into it, and the calls into the allocator from outside it.
+A cell keeps the medians of these per request (results/profile.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
+
+from icount.session.options import PROFILE_TOP
+
+UNNAMED = "[code without a symbol: JIT-compiled or stripped]"
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+# callgrind's --separate-recs names a function's recursive activations `name'2`: the
+# same code, pooled with its first level (whose inclusive cost holds theirs)
+_RECURSION = re.compile(r"'[0-9]+$")
+
+
+class FunctionCost(NamedTuple):
+    """One function's instructions in a window: its own, with its callees', and the
+    calls made into it."""
+
+    self_ir: float
+    inclusive: float
+    calls: int
+
+
+class WindowProfile(Mapping[str, float]):
+    """A window's functions. As a mapping it is their self instructions by name (what
+    the spread notes compare); `costs` holds the whole figures, `allocations` and
+    `frees` the calls into the allocator from outside it, `top` how many functions its
+    cell keeps."""
+
+    def __init__(
+        self,
+        costs: Mapping[str, FunctionCost],
+        allocations: int = 0,
+        frees: int = 0,
+        top: int = PROFILE_TOP,
+    ) -> None:
+        self.costs = dict(costs)
+        self.allocations = allocations
+        self.frees = frees
+        self.top = top
+
+    def __getitem__(self, name: str) -> float:
+        return self.costs[name].self_ir
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.costs)
+
+    def __len__(self) -> int:
+        return len(self.costs)
+
+    def pooled(self) -> dict[str, FunctionCost]:
+        """Functions by name, those callgrind knows only by address in one row (a JIT
+        moves its code: compared by address, windows would differ in pairs that are the
+        same code), recursion levels with their function."""
+        out: dict[str, FunctionCost] = {}
+        for name, c in self.costs.items():
+            base = _RECURSION.sub("", name)
+            recursion = base != name
+            key = UNNAMED if _HEX.fullmatch(base) else base
+            had = out.get(key)
+            if had is None:
+                out[key] = c
+                continue
+            # a recursion level's inclusive cost is inside its first level's
+            incl = max(had.inclusive, c.inclusive) if recursion else had.inclusive + c.inclusive
+            out[key] = FunctionCost(had.self_ir + c.self_ir, incl, had.calls + c.calls)
+        return out
+
+
+def sum_windows(profiles: Sequence[WindowProfile]) -> WindowProfile:
+    """The profiles of one window's processes as one (every process of a server)."""
+    costs: dict[str, FunctionCost] = {}
+    for p in profiles:
+        for name, c in p.costs.items():
+            had = costs.get(name)
+            costs[name] = c if had is None else FunctionCost(
+                had.self_ir + c.self_ir, had.inclusive + c.inclusive, had.calls + c.calls
+            )  # fmt: skip
+    top = profiles[0].top if profiles else PROFILE_TOP
+    return WindowProfile(costs, sum(p.allocations for p in profiles),
+                         sum(p.frees for p in profiles), top)  # fmt: skip

@@ -1,0 +1,155 @@
+"""A cell's profile: where its instructions go, by function, per request (per run for a
+command), and how often it calls the allocator.
+
+Each counted window (a serve rep, a run of a command) gives a `WindowProfile`: every
+function's self and inclusive instructions and the calls into it, summed over the
+processes counted, and the calls into the allocator from outside it. A cell keeps the
+median over its windows of each per-request figure, for its `top` functions by self
+cost, and an "others" row for the rest, so that the self column adds up to the cell's
+figure while the results file stays small. Names are kept whole; compare matches them
+by `names.display_name`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icount.profiles import WindowProfile
+from icount.results.fields import count, count_int, list_, obj, str_
+
+PER_REQUEST = "request"
+PER_RUN = "run"
+
+
+@dataclass(frozen=True)
+class FunctionRow:
+    """One function of a cell: medians over the windows, per request (per run)."""
+
+    name: str
+    self_ir: float
+    inclusive: float
+    calls: float
+
+    def to_json(self) -> list[Any]:
+        return [self.name, self.self_ir, self.inclusive, self.calls]
+
+
+@dataclass(frozen=True)
+class Others:
+    """The functions past the cell's top: how many, their self cost and calls."""
+
+    functions: int
+    self_ir: float
+    calls: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"functions": self.functions, "self": self.self_ir, "calls": self.calls}
+
+
+@dataclass(frozen=True)
+class CellProfile:
+    per: str  # PER_REQUEST or PER_RUN
+    windows: int  # windows (runs) the medians are taken over
+    top: int
+    functions: tuple[FunctionRow, ...]  # by self cost, largest first, ties by name
+    others: Others
+    allocations: float  # allocator calls per request (per run)
+    frees: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "per": self.per,
+            "windows": self.windows,
+            "top": self.top,
+            "functions": [f.to_json() for f in self.functions],
+            "others": self.others.to_json(),
+            "allocations": self.allocations,
+            "frees": self.frees,
+        }
+
+    def by_name(self) -> dict[str, FunctionRow]:
+        return {f.name: f for f in self.functions}
+
+
+def _median(values: Sequence[float]) -> float:
+    # three decimals: medians of ratios of counts, kept short and exact where whole
+    return round(float(statistics.median(values)), 3)
+
+
+def cell_profile(
+    windows: Sequence[tuple[WindowProfile, int]], per: str = PER_REQUEST
+) -> CellProfile | None:
+    """The cell's profile from its windows, each with the requests it served (1 for a
+    run of a command); None without windows or when the cell keeps no functions."""
+    if not windows or windows[0][0].top <= 0:
+        return None
+    top = windows[0][0].top
+    pooled = [(w.pooled(), n) for w, n in windows]
+    names = sorted({name for p, _ in pooled for name in p})
+
+    def per_window(name: str, i: int) -> list[float]:
+        return [p[name][i] / n if name in p else 0.0 for p, n in pooled]
+
+    rows = [
+        FunctionRow(
+            name,
+            _median(per_window(name, 0)),
+            _median(per_window(name, 1)),
+            _median(per_window(name, 2)),
+        )
+        for name in names
+    ]
+    rows.sort(key=lambda r: (-r.self_ir, r.name))
+    kept = rows[:top]
+    kept_names = {r.name for r in kept}
+
+    def rest(i: int) -> float:
+        return _median([sum(c[i] for name, c in p.items() if name not in kept_names) / n
+                        for p, n in pooled])  # fmt: skip
+
+    return CellProfile(
+        per=per,
+        windows=len(windows),
+        top=top,
+        functions=tuple(kept),
+        others=Others(len(rows) - len(kept), rest(0), rest(2)),
+        allocations=_median([w.allocations / n for w, n in windows]),
+        frees=_median([w.frees / n for w, n in windows]),
+    )
+
+
+def profile_from_json(doc: Any) -> CellProfile | None:
+    """A cell's stored profile back into its type, every field checked."""
+    if doc is None:
+        return None
+    what = "cell.profile"
+    d = obj(doc, what)
+    per = str_(d["per"], f"{what}.per")
+    if per not in (PER_REQUEST, PER_RUN):
+        raise ValueError(f"{what}.per is {per!r}, not {PER_REQUEST!r} or {PER_RUN!r}")
+    rows = []
+    for item in list_(d["functions"], f"{what}.functions"):
+        row = list_(item, f"{what}.functions[]")
+        if len(row) != 4:
+            raise ValueError(f"{what}.functions[] is [name, self, inclusive, calls]")
+        rows.append(FunctionRow(str_(row[0], f"{what}.functions[] name"),
+                                count(row[1], f"{what}.functions[] self"),
+                                count(row[2], f"{what}.functions[] inclusive"),
+                                count(row[3], f"{what}.functions[] calls")))  # fmt: skip
+    others = obj(d["others"], f"{what}.others")
+    return CellProfile(
+        per=per,
+        windows=count_int(d["windows"], f"{what}.windows"),
+        top=count_int(d["top"], f"{what}.top"),
+        functions=tuple(rows),
+        others=Others(
+            count_int(others["functions"], f"{what}.others.functions"),
+            count(others["self"], f"{what}.others.self"),
+            count(others["calls"], f"{what}.others.calls"),
+        ),
+        allocations=count(d["allocations"], f"{what}.allocations"),
+        frees=count(d["frees"], f"{what}.frees"),
+    )
