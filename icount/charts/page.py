@@ -14,6 +14,7 @@ from typing import Any
 from icount import numfmt
 from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
+from icount.charts.history import HistoryInput, history_section
 from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
 from icount.report import SORT_ORDER
 from icount.results import Cell, Results
@@ -78,7 +79,7 @@ class SizesInput:
     doc: SizeDoc
 
 
-Input = ResultsInput | ComparisonInput | SizesInput
+Input = ResultsInput | ComparisonInput | SizesInput | HistoryInput
 
 
 def e(text: str) -> str:
@@ -317,6 +318,8 @@ def _heading(item: Input) -> str:
         return f"Results: {item.name}"
     if isinstance(item, ComparisonInput):
         return f"Comparison: {item.name}"
+    if isinstance(item, HistoryInput):
+        return f"History: {item.name}"
     return f"{'Size diff' if item.doc.diff else 'Sizes'}: {item.name}"
 
 
@@ -329,6 +332,8 @@ def render(items: Sequence[Input]) -> str:
             sections.append(results_section(item, sid))
         elif isinstance(item, ComparisonInput):
             sections.append(comparison_section(item, sid))
+        elif isinstance(item, HistoryInput):
+            sections.append(history_section(item, sid))
         else:
             sections.append(sizes_section(item, sid))
     names = ", ".join(i.name for i in items)

@@ -20,6 +20,7 @@ Examples:
   icount report --compare base.json new.json -o report.html
   icount compare base.json new.json -f json -o cmp.json; icount report cmp.json
   icount size --format json ./server > size.json && icount report size.json new.json
+  icount report --history history/ new.json   # a line per cell over the commits
 
 (`;` after compare, not `&&`: compare exits 3 when a cell regressed, the case a
 report is for.)
@@ -83,6 +84,9 @@ def report_command(
     no_provenance: bool = typer.Option(
         False, "--no-provenance", help="Leave out the results files' provenance."
     ),
+    history: Path = typer.Option(
+        None, "--history", help="A history folder (icount history): a line per cell over commits."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
 ) -> None:
     from icount import charts, numfmt
@@ -92,7 +96,7 @@ def report_command(
 
     check_sort(sort)
     inputs = [*(compare or ()), *(files or [])]
-    if not inputs:
+    if not inputs and history is None:
         raise UsageError("report takes results, compare or size JSON files (or --compare BASE NEW)")
     if not compare and (threshold or min_delta is not None or force):
         raise UsageError("--threshold, --min-delta and --force need --compare BASE NEW")
@@ -104,6 +108,14 @@ def report_command(
         items.append(_comparison(compare, threshold, min_delta, force, names, sort))
     for path in files or []:
         items.append(_load(path, names[path], not no_provenance, sort))
+    if history is not None:
+        from icount.charts.history import HistoryInput
+        from icount.history import render, store
+
+        loaded = store.load(history)
+        if not loaded:
+            raise UsageError(f"history {history} holds no entry (NNNN-COMMIT.json)")
+        items.append(HistoryInput(str(history), render.build(loaded)))
     page = charts.report_html(items)
     if output == "-":
         typer.echo(page, nl=False)
