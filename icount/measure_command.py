@@ -20,9 +20,11 @@ from icount import build_label, environment, jobs, procs
 from icount.backends import Backend, fingerprint
 from icount.cpus import pinned_self
 from icount.errors import UsageError
+from icount.profiles import WindowProfile
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
 from icount.results.details import CommandDetail, CommandParams
+from icount.results.profile import PER_RUN, cell_profile
 from icount.results.shard import ShardRecord
 from icount.session import floor
 from icount.session import options as o
@@ -65,25 +67,30 @@ def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
 
 
 def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:
+    return measure_profiled(spec, opts, run_dir)[0]
+
+
+def measure_profiled(
+    spec: CommandSpec, opts: RunOptions, run_dir: Path
+) -> tuple[Run, WindowProfile | None]:
+    """One run, and its functions where the backend sees them (a valid run's only)."""
     workdir = opts.cwd or environment.make_workdir()
     env = environment.clean_env(workdir, spec.env)
     try:
-        c = opts.backend.count_command(
-            spec.argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout
-        )
+        argv = environment.fixed_program(spec.argv, workdir)
+        c = opts.backend.count_command(argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout)
     finally:
         if opts.cwd is None:
             shutil.rmtree(workdir, ignore_errors=True)
     detail = CommandDetail(c.returncode, c.processes)
     if c.timed_out:
-        return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail)
+        return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail), None
     if c.returncode not in opts.allowed_exits:
-        return Run(
-            c.instructions, False, procs.exit_reason(c.returncode, run_dir / "stderr"), detail
-        )
+        why = procs.exit_reason(c.returncode, run_dir / "stderr")
+        return Run(c.instructions, False, why, detail), None
     if c.problem is not None or c.instructions is None:
-        return Run(None, False, c.problem or "nothing counted", detail)
-    return Run(float(c.instructions), True, None, detail)
+        return Run(None, False, c.problem or "nothing counted", detail), None
+    return Run(float(c.instructions), True, None, detail), c.profile
 
 
 def planned_cells(specs: Sequence[CommandSpec], opts: RunOptions) -> list[PlannedCell]:
@@ -119,6 +126,7 @@ def _measure_cell(
     job: jobs.Job,
 ) -> Cell:
     runs: list[Run] = []
+    profiles: list[tuple[WindowProfile, int]] = []
     # read before the runs: the binary measured, not one rebuilt meanwhile
     label = build_label.label_of(spec.argv[0])
     cpus = opts.jobs[job.slot] if opts.jobs else None
@@ -128,10 +136,12 @@ def _measure_cell(
             job.check()
             if progress:
                 progress(f"{spec.name}: run {i + 1}/{opts.runs}", counter.done, counter.total)
-            run = measure_once(
+            run, profile = measure_profiled(
                 spec, opts, artifacts / environment.safe_name(spec.name) / f"run-{i + 1}"
             )
             runs.append(run)
+            if profile is not None:
+                profiles.append((profile, 1))
             counter.add(1)
             if not run.valid:
                 counter.add(opts.runs - i - 1)
@@ -147,6 +157,7 @@ def _measure_cell(
         max_spread=opts.max_spread,
         extra={"build": label},
         order=order,
+        profile=cell_profile(profiles, PER_RUN),
     )
 
 

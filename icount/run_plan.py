@@ -39,6 +39,7 @@ class RunRequest:
     allowed_exits: frozenset[int] | None = frozenset({0})  # None: any
     timeout: float | None = None
     keep_profiles: bool = False
+    profile_top: int = o.PROFILE_TOP  # functions each cell's profile keeps (callgrind)
 
     def to_json(self) -> dict[str, Any]:
         """The plan as the provenance records it, as `resume_request` reads it back."""
@@ -195,7 +196,10 @@ def _prepare(
     jobs: int,
 ) -> RunPlan:
     choice = backends.choose(request.backend)
-    backend = backends.create(choice.backend, {"keep_profiles": request.keep_profiles})
+    backend = backends.create(
+        choice.backend,
+        {"keep_profiles": request.keep_profiles, "profile_top": request.profile_top},
+    )
     job_cpus = (
         cpus_mod.command_cpus(
             cpus_mod.allowed_cpus(),

@@ -339,7 +339,8 @@ def record_profiles(
         out_dir / "callgrind.out.%p", out_dir / "valgrind.log.%p", trace_children=True
     )
     try:
-        done = procs.run([*prefix, valgrind, *opts, exe, *argv[1:]],
+        exe, *args = environment.fixed_program([exe, *argv[1:]], workdir)
+        done = procs.run([*prefix, valgrind, *opts, exe, *args],
                          env=environment.clean_env(workdir, env), cwd=workdir,
                          timeout=timeout)  # fmt: skip
     finally:

@@ -101,6 +101,13 @@ def run_command(
     ),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind profiles."),
+    profile_top: int = typer.Option(
+        o.PROFILE_TOP,
+        "--profile-top",
+        min=0,
+        help="callgrind: functions each cell's profile keeps (self and inclusive "
+        "instructions, calls), the rest in one row [20; 0: no profile].",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int | None = typer.Option(
         None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
@@ -144,6 +151,7 @@ def run_command(
         allowed_exits=exits,
         timeout=timeout,
         keep_profiles=keep_profiles,
+        profile_top=profile_top,
     )
     if resume is not None:
         resume = resume.absolute()

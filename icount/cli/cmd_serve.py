@@ -144,6 +144,13 @@ def serve_command(
         "clock [1; 0: none].",
     ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
+    profile_top: int = typer.Option(
+        o.PROFILE_TOP,
+        "--profile-top",
+        min=0,
+        help="callgrind: functions each cell's profile keeps (self and inclusive "
+        "instructions, calls), the rest in one row [20; 0: no profile].",
+    ),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
     shard: str = typer.Option(
         None, "--shard", help="I/N: measure shard I of N of the cells; none: all [from CI]."
@@ -219,6 +226,7 @@ def serve_command(
         idle_seconds=o.check_idle_seconds(idle_seconds),
         cold_start=cold_start,
         keep_profiles=keep_profiles,
+        profile_top=profile_top,
         server_cpus=cpus_mod.parse_cpu_list(server_cpus, "--server-cpus") if server_cpus else None,
         load_cpus=cpus_mod.parse_cpu_list(load_cpus, "--load-cpus") if load_cpus else None,
         max_load=max_load,

@@ -94,6 +94,7 @@ def _start(
         raise RunInvalid(f"cannot start the server: {problem}")
     if not cwd.is_dir():
         raise RunInvalid(f"cannot start the server: its working directory {cwd} is not a directory")
+    argv = environment.fixed_program(argv, workdir)
     return backend.start_server(argv, run_dir, env=env, cwd=cwd, cpus=cpus, whole_life=whole_life)
 
 

@@ -18,9 +18,11 @@ from typing import Any
 from icount import cpus as cpus_mod
 from icount import environment, jobs, results
 from icount.errors import RunFailedError
+from icount.profiles import WindowProfile
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import ServeDetail, request_params
+from icount.results.profile import PER_REQUEST, PER_RUN, cell_profile
 from icount.serve import spread
 from icount.serve.adapter import PathSpec
 from icount.serve.plan import Plan, cell_params
@@ -122,6 +124,7 @@ def _measure_cell(
     key = f"{t.adapter.name}/{p.name}/{backend}"
     runs: list[Run] = []
     windows: list[spread.Window] = []
+    profiled: list[tuple[WindowProfile, int]] = []  # valid runs' windows, with their requests
     built = state.built.get(t.adapter.name, "")
     setup_error = built if built.startswith("build failed") else None
     setup_error = setup_error or launch_problem(t, plan.backend)
@@ -149,6 +152,9 @@ def _measure_cell(
             state.client_rps.setdefault(key, []).append(list(outcome.client_rps))
             history.append(time.monotonic() - t0)
             runs.append(Run(outcome.value, outcome.reason is None, outcome.reason, outcome.detail))
+            if outcome.detail is not None and outcome.reason is None:
+                pairs = zip(outcome.detail.reps, outcome.functions, strict=False)
+                profiled += [(f, r.requests) for r, f in pairs if isinstance(f, WindowProfile)]
             if outcome.detail is not None:
                 windows += [
                     spread.Window(f"run {i + 1} rep {j + 1}", rep, functions)
@@ -179,6 +185,7 @@ def _measure_cell(
         extra=_extra(t, windows, opts.max_spread),
         setup_error=setup_error,
         order=order,
+        profile=cell_profile(profiled, PER_RUN if p.cold_start else PER_REQUEST),
     )
 
 
