@@ -18,33 +18,24 @@ from collections.abc import Iterable
 
 from icount.numfmt import plural
 from icount.size.model import Breakdown, Image
-from icount.size.views import (
-    View,
-    _finish,
-    _overlap_note,
-    _Rows,
-    _split_gaps,
-    compressed_note,
-    exclusive_bytes,
-    row_label,
-)
+from icount.size.rows import Rows, exclusive_bytes, finish_sections, whole_label
 
 NO_DEBUG_INFO = "[no debug info]"
 
 Claim = tuple[int, int, str]  # [lo, hi), label
 
 
-def by_units(image: Image, by: str, top: int = 0) -> Breakdown:
-    """`by` is View.compileunits or View.files."""
+def by_units(image: Image, files: bool, top: int = 0) -> Breakdown:
+    """The files view (`files`) or the compileunits view."""
     regions = image.sections
     owned, gaps = exclusive_bytes(image.file_size, regions)
-    acc = _Rows()
+    acc = Rows()
     notes = list(image.notes)
     att = image.dwarf
     split: dict[int, dict[str, int]] = {}
     if att is not None:
         sizes = sized_symbols(image)
-        split = attribute(image, by, sizes)
+        split = attribute(image, files, sizes)
         unsized = sum(1 for addr, _, _ in att.variables if addr not in sizes)
         notes.append(
             f"from the DWARF of {plural(att.units, 'compile unit')} "
@@ -60,35 +51,30 @@ def by_units(image: Image, by: str, top: int = 0) -> Breakdown:
         parts = split.get(i)
         # a section overlapping another (hostile file) stays whole, as in the symbols view
         if parts is None or owned[i] != r.length:
-            label = r.label if r.sym_addr is None else f"[section {row_label(r)}]"
-            acc.add(label, owned[i], r.vm)
+            acc.add(whole_label(r), owned[i], r.vm)
             continue
         claimed = 0
         for label, n in parts.items():
             acc.add(label, n if r.length else 0, n if r.vm else 0)
             claimed += n
         acc.add(NO_DEBUG_INFO, owned[i] - claimed if r.length else 0, r.vm - claimed)
-    inside, outside = _split_gaps(gaps, image.section_containers)
-    for c in image.section_containers:
-        acc.add(c.label, inside.pop(c.label, 0), c.vm)
-    out = _finish(image, acc, outside, top)
-    out.notes = notes + _overlap_note(regions, owned) + compressed_note(regions)
-    return out
+    return finish_sections(image, acc, gaps, owned, notes, top)
 
 
-def attribute(image: Image, by: str, sizes: dict[int, int]) -> dict[int, dict[str, int]]:
-    """Section index -> label -> bytes, for the loaded sections DWARF reaches; each
-    section's labels sum to at most its size. `sizes`: sized_symbols(image)."""
+def attribute(image: Image, files: bool, sizes: dict[int, int]) -> dict[int, dict[str, int]]:
+    """Section index -> label (source file if `files`, else compile unit) -> bytes, for
+    the loaded sections DWARF reaches; each section's labels sum to at most its size.
+    `sizes`: sized_symbols(image)."""
     att = image.dwarf
     if att is None:
         return {}
-    if by == View.files:
+    if files:
         levels: list[list[Claim]] = [att.line_ranges, [(a, b, f) for a, b, _, f in att.unit_ranges]]
     else:
         levels = [[(a, b, u) for a, b, u, _ in att.unit_ranges]]
     levels.append(
         [
-            (addr, addr + sizes[addr], file if by == View.files else unit)
+            (addr, addr + sizes[addr], file if files else unit)
             for addr, unit, file in att.variables
             if sizes.get(addr)
         ]

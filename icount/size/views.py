@@ -10,12 +10,19 @@ VM bytes of the image not covered by any row (alignment between sections) are
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from icount.size.model import PADDING, Breakdown, Container, Image, Region, Row
+from icount.size.model import Breakdown, Image
+from icount.size.rows import (
+    Rows,
+    exclusive_bytes,
+    finish,
+    finish_sections,
+    row_label,
+    whole_label,
+)
 
 
 class View(StrEnum):
@@ -64,7 +71,7 @@ def _units(view: View) -> Callable[[Image, int], Breakdown]:
     def compute(image: Image, top: int) -> Breakdown:
         from icount.size.units import by_units
 
-        return by_units(image, view, top)
+        return by_units(image, view == View.files, top)
 
     return compute
 
@@ -106,166 +113,20 @@ VIEWS: dict[View, ViewSpec] = {
 }
 
 
-def exclusive_bytes(
-    file_size: int, regions: Sequence[Region]
-) -> tuple[list[int], list[tuple[int, int]]]:
-    """Bytes each region holds alone, and the gaps nobody claims, in file order."""
-    owned = [0] * len(regions)
-    gaps: list[tuple[int, int]] = []
-    cursor = 0
-    order = sorted(
-        (i for i, r in enumerate(regions) if r.length > 0), key=lambda i: (regions[i].start, i)
-    )
-    for i in order:
-        start = min(regions[i].start, file_size)
-        end = min(start + regions[i].length, file_size)
-        if start > cursor:
-            gaps.append((cursor, start))
-        owned[i] = max(0, end - max(start, cursor))
-        cursor = max(cursor, end)
-    if cursor < file_size:
-        gaps.append((cursor, file_size))
-    return owned, gaps
-
-
-def _split_gaps(
-    gaps: list[tuple[int, int]], containers: Sequence[Container]
-) -> tuple[dict[str, int], int]:
-    """Gap bytes per container label, and gap bytes outside every container."""
-    spans: list[tuple[int, int, str]] = []
-    cursor = 0
-    for c in sorted(containers, key=lambda c: (c.start, c.label)):
-        start, end = max(c.start, cursor), c.start + c.length
-        if end > start:  # overlapping containers: the earlier one keeps the bytes
-            spans.append((start, end, c.label))
-            cursor = end
-    starts = [s[0] for s in spans]
-    inside: dict[str, int] = {}
-    outside = 0
-    for g0, g1 in gaps:
-        covered = 0
-        k = max(0, bisect.bisect_right(starts, g0) - 1)
-        while k < len(spans) and spans[k][0] < g1:
-            s0, s1, label = spans[k]
-            n = max(0, min(g1, s1) - max(g0, s0))
-            if n:
-                inside[label] = inside.get(label, 0) + n
-                covered += n
-            k += 1
-        outside += (g1 - g0) - covered
-    return inside, outside
-
-
-class _Rows:
-    """Rows keyed by label, summed, in a deterministic order."""
-
-    def __init__(self) -> None:
-        self.cells: dict[str, list[int]] = {}
-
-    def add(self, label: str, file: int, vm: int) -> None:
-        cell = self.cells.setdefault(label, [0, 0])
-        cell[0] += file
-        cell[1] += vm
-
-    def rows(self) -> list[Row]:
-        return sorted(
-            (Row(k, v[0], v[1]) for k, v in self.cells.items() if v != [0, 0]),
-            key=lambda r: (-max(r.file, r.vm), -r.file, r.label),
-        )
-
-
-def _finish(
-    image: Image, acc: _Rows, gap_out: int, top: int, hidden: tuple[int, int, int] = (0, 0, 0)
-) -> Breakdown:
-    """Add the padding row, keep the `top` rows; `hidden` = (count, file, vm) of rows
-    already summed away (symbols whose names were never decoded)."""
-    vm_used = sum(v[1] for v in acc.cells.values()) + hidden[2]
-    acc.add(PADDING, gap_out, max(0, image.vm_total - vm_used))
-    if acc.cells[PADDING] == [0, 0]:
-        del acc.cells[PADDING]
-    rows = limit(acc.rows(), top, hidden)
-    return Breakdown(
-        image.path,
-        image.arch,
-        image.fmt,
-        image.kind,
-        image.file_size,
-        rows,
-        list(image.notes),
-        fat=image.fat,
-    )
-
-
-def limit(rows: list[Row], top: int, hidden: tuple[int, int, int] = (0, 0, 0)) -> list[Row]:
-    """The first `top` rows, the rest (and `hidden`) summed into one row (top <= 0: all)."""
-    if top <= 0 or (len(rows) <= top + 1 and hidden[0] == 0):
-        return rows
-    rest = rows[top:]
-    other = Row(
-        f"[{len(rest) + hidden[0]} others]",
-        sum(r.file for r in rest) + hidden[1],
-        sum(r.vm for r in rest) + hidden[2],
-    )
-    return [*rows[:top], other]
-
-
-COMPRESSED = " (compressed)"
-
-
-def row_label(r: Region) -> str:
-    """A section's row label: its name, marked when its bytes are compressed."""
-    return r.label + COMPRESSED if r.compressed else r.label
-
-
-def compressed_note(regions: Sequence[Region]) -> list[str]:
-    """What the (compressed) rows hold: each section's uncompressed size, from its Chdr."""
-    parts = [
-        f"{r.label} {r.length} -> {size} bytes ({algo})"
-        for r in regions
-        if r.compressed
-        for algo, size in [r.compressed]
-    ]
-    if not parts:
-        return []
-    return [
-        "(compressed): SHF_COMPRESSED sections, shown at their size in the file; "
-        "in the file -> uncompressed: " + ", ".join(parts)
-    ]
-
-
-def _layout(
-    image: Image, regions: Sequence[Region], containers: Sequence[Container]
-) -> tuple[_Rows, list[int], int]:
-    owned, gaps = exclusive_bytes(image.file_size, regions)
-    acc = _Rows()
-    for r, n in zip(regions, owned, strict=True):
-        acc.add(row_label(r), n, r.vm)
-    inside, outside = _split_gaps(gaps, containers)
-    for c in containers:
-        acc.add(c.label, inside.pop(c.label, 0), c.vm)
-    return acc, owned, outside
-
-
 def by_sections(image: Image, top: int = 0) -> Breakdown:
-    acc, owned, outside = _layout(image, image.sections, image.section_containers)
-    out = _finish(image, acc, outside, top)
-    out.notes += _overlap_note(image.sections, owned) + compressed_note(image.sections)
-    return out
-
-
-def _overlap_note(regions: Sequence[Region], owned: list[int]) -> list[str]:
-    shared = sum(r.length for r in regions) - sum(owned)
-    if shared <= 0:
-        return []
-    return [
-        f"{shared} bytes lie in more than one section (overlapping ranges): "
-        "each counts once, for the range that starts first"
-    ]
+    owned, gaps = exclusive_bytes(image.file_size, image.sections)
+    acc = Rows()
+    for r, n in zip(image.sections, owned, strict=True):
+        acc.add(row_label(r), n, r.vm)
+    return finish_sections(image, acc, gaps, owned, list(image.notes), top)
 
 
 def by_segments(image: Image, top: int = 0) -> Breakdown:
-    acc, _, outside = _layout(image, image.segments, [])  # segments are never compressed
-    return _finish(image, acc, outside, top)
+    owned, gaps = exclusive_bytes(image.file_size, image.segments)
+    acc = Rows()
+    for r, n in zip(image.segments, owned, strict=True):
+        acc.add(row_label(r), n, r.vm)
+    return finish(image, acc, acc.add_containers(gaps, []), top)
 
 
 def by_symbols(
@@ -284,7 +145,7 @@ def by_symbols(
 
     regions = image.sections
     owned, gaps = exclusive_bytes(image.file_size, regions)
-    acc = _Rows()
+    acc = Rows()
     notes = list(image.notes)
     table = image.symbols
     split = [False] * len(regions)
@@ -334,13 +195,8 @@ def by_symbols(
         notes.append(f"symbols from {table.source}; aliases at one address count once")
     for i, r in enumerate(regions):
         if not split[i]:
-            acc.add(r.label if r.sym_addr is None else f"[section {row_label(r)}]", owned[i], r.vm)
-    inside, outside = _split_gaps(gaps, image.section_containers)
-    for c in image.section_containers:
-        acc.add(c.label, inside.pop(c.label, 0), c.vm)
-    out = _finish(image, acc, outside, top, rest)
-    out.notes = notes + _overlap_note(regions, owned) + compressed_note(regions)
-    return out
+            acc.add(whole_label(r), owned[i], r.vm)
+    return finish_sections(image, acc, gaps, owned, notes, top, rest)
 
 
 def _largest(values: Any, tie: Any, k: int) -> Any:

@@ -111,7 +111,7 @@ def test_code_and_data_per_unit(built: Built, name: str) -> None:
     bytes split exactly: the units' share plus [no debug info]."""
     path = built.path(name)
     image = image_of(built, name, "compileunits")
-    parts = units.attribute(image, "compileunits", units.sized_symbols(image))
+    parts = units.attribute(image, False, units.sized_symbols(image))
     syms = readelf_symbols(path)
     dumped = dumped_units(path)
     checked_code = checked_data = 0
@@ -165,7 +165,7 @@ def dumped_lines(path: Path) -> list[tuple[int, int, str]]:
 def test_files_equal_the_line_table(built: Built, name: str) -> None:
     path = built.path(name)
     image = image_of(built, name, "files")
-    parts = units.attribute(image, "files", units.sized_symbols(image))
+    parts = units.attribute(image, True, units.sized_symbols(image))
     lines = dumped_lines(path)
     text = next(i for i, r in enumerate(image.sections) if r.label == ".text")
     r = image.sections[text]
