@@ -140,6 +140,8 @@ class Comparison:
     # --allow-build-change: the cells compared although their builds differ in mode
     build_changes: tuple[str, ...] = ()
     history: str | None = None  # with --history: the commits the thresholds came from
+    # the new cells' peak memory (--memory), for the formats that carry it (-f bmf)
+    memory: tuple[tuple[tuple[str, str, str], Summary], ...] = ()
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for r in self.rows if r.verdict is verdict)
@@ -293,7 +295,14 @@ def compare(
     keys = sorted(set(by_base) | set(by_new))
     rows = tuple(_row(by_base.get(k), by_new.get(k), thresholds, noise) for k in keys)
     rows = tuple(_explained(r, by_base.get(r.key), by_new.get(r.key)) for r in rows)
-    return Comparison(rows, thresholds, tuple(forced))
+    return Comparison(rows, thresholds, tuple(forced), memory=_peaks(new))
+
+
+def _peaks(res: Results) -> tuple[tuple[tuple[str, str, str], Summary], ...]:
+    from icount import memory
+
+    found = ((c.key, memory.summary(c)) for c in res.cells if c.valid)
+    return tuple((k, s) for k, s in found if s is not None)
 
 
 def _explained(row: Row, base: Cell | None, new: Cell | None) -> Row:

@@ -5,8 +5,8 @@
 (https://bencher.dev/docs/reference/bencher-metric-format: `value` required, the
 bounds optional numbers). A benchmark is a cell, named by its label (with its backend
 where one label is measured by two), a measure is its unit: `instructions`,
-`instructions-per-request` or `size` (bytes); icount measures no memory, so no
-memory measure appears. The value is the median of the valid runs, the bounds their
+`instructions-per-request` or `size` (bytes), and `memory` (peak RSS in bytes, where
+`--memory` measured it). The value is the median of the valid runs, the bounds their
 minimum and maximum. For a comparison these are the new side's: a cell without a
 valid new figure has no number for Bencher and is left out (every other format shows
 it). Keys sorted, no timestamp: the same cells give the same bytes.
@@ -43,17 +43,24 @@ def metric(s: Summary) -> dict[str, float]:
     return {"value": s.median, "lower_value": s.min, "upper_value": s.max}
 
 
-def document(items: Iterable[tuple[str, str, str, Summary | None]]) -> dict[str, Any]:
-    """{benchmark: {measure: metric}} of (label, backend, unit, summary) items."""
+MEMORY = "memory"  # peak RSS, bytes
+
+Item = tuple[str, str, str, Summary | None, Summary | None]  # label, backend, unit, value, peak
+
+
+def document(items: Iterable[Item]) -> dict[str, Any]:
+    """{benchmark: {measure: metric}} of (label, backend, unit, summary, memory) items."""
     items = [i for i in items if i[3] is not None]
     backends: dict[str, set[str]] = {}
-    for label, backend, _, _ in items:
+    for label, backend, *_ in items:
         backends.setdefault(label, set()).add(backend)
     doc: dict[str, dict[str, Any]] = {}
-    for label, backend, unit, s in items:
+    for label, backend, unit, s, peak in items:
         assert s is not None
         name = label if len(backends[label]) == 1 else f"{label} ({backend})"
         doc.setdefault(name, {})[measure(unit)] = metric(s)
+        if peak is not None:
+            doc[name][MEMORY] = metric(peak)
     return doc
 
 
@@ -64,11 +71,19 @@ def _label(name: str, path: str) -> str:
 def render(doc: d.Document, width: int) -> str:
     del width
     if isinstance(doc, d.ComparisonDoc):
-        rows = doc.comparison.rows
-        return dumps(document((r.label, r.backend, r.unit, r.new) for r in rows))
+        c = doc.comparison
+        peaks = dict(c.memory)
+        return dumps(
+            document((r.label, r.backend, r.unit, r.new, peaks.get(r.key)) for r in c.rows)
+        )
     if isinstance(doc, d.ResultsDoc):
+        from icount import memory
+
         cells = [c for c in doc.results.cells if c.valid]
         return dumps(
-            document((_label(c.name, c.path), c.backend, c.unit, c.summary) for c in cells)
+            document(
+                (_label(c.name, c.path), c.backend, c.unit, c.summary, memory.summary(c))
+                for c in cells
+            )
         )
     raise TypeError(f"no BMF of {type(doc).__name__}")

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from icount import results
-from icount.results import UNIT_PER_REQUEST
+from icount.results import UNIT_PER_REQUEST, Cell
 from tests.compare.conftest import Cli, cell, res
 
 BASE = res(
@@ -104,3 +104,24 @@ def test_junit_has_a_testcase_per_cell_failed_when_regressed(tmp_path: Path, cli
     )
     assert "\x1b" not in done.out
     assert done.out == cli("compare", base, new, "-f", "junit").out
+
+
+def test_bmf_carries_peak_memory_where_it_was_measured(tmp_path: Path, cli: Cli) -> None:
+    import dataclasses
+
+    def with_peaks(c: Cell, peaks: list[int]) -> Cell:
+        return dataclasses.replace(c, extra={"memory": {"peak_rss_bytes": peaks}})
+
+    base = res(with_peaks(cell("fib", [1000.0] * 3), [2_000_000, 2_100_000, 2_050_000]))
+    new = res(
+        with_peaks(cell("fib", [1000.0] * 3), [2_200_000, 2_300_000, 2_250_000]),
+        cell("plain", [10.0] * 3),
+    )
+    b, n = tmp_path / "b.json", tmp_path / "n.json"
+    results.save(b, base, None, overwrite=False)
+    results.save(n, new, None, overwrite=False)
+    peak = {"value": 2_250_000.0, "lower_value": 2_200_000.0, "upper_value": 2_300_000.0}
+    compared = json.loads(cli("compare", b, n, "-f", "bmf").out)
+    assert compared["fib"]["memory"] == peak
+    assert "memory" not in compared["plain"]
+    assert json.loads(cli("table", n, "-f", "bmf").out) == compared
