@@ -160,6 +160,9 @@ class ServeDetail:
     # two significant digits, where it is 0.1% or more
     time_share: float | None = None
     runtime: str | None = None  # the collected runtime detected (icount/runtimes.py)
+    # --warmup auto on a collected runtime: the curve above follows the mutator; this is
+    # the runtime's own work per request at the same points, recorded, never waited for
+    runtime_curve: tuple[tuple[int, float], ...] = ()
     # the idle window's rate x each window's wall time was taken out of the mutator
     clock_subtracted: bool = False
 
@@ -202,6 +205,8 @@ class ServeDetail:
             out["runtime"] = self.runtime
         if self.clock_subtracted:
             out["clock_subtracted"] = True
+        if self.runtime_curve:
+            out["runtime_curve"] = [[n, v] for n, v in self.runtime_curve]
         return out
 
 
@@ -261,6 +266,9 @@ def detail_from_json(doc: Any) -> Detail:
         time_share=None if share is None else count(share, "detail.time_share"),
         runtime=None if d.get("runtime") is None else str_(d["runtime"], "detail.runtime"),
         clock_subtracted=bool_(d.get("clock_subtracted", False), "detail.clock_subtracted"),
+        runtime_curve=tuple(
+            _curve_point(p) for p in list_(d.get("runtime_curve", []), "detail.runtime_curve")
+        ),
     )
 
 

@@ -198,15 +198,18 @@ def _window(
 
 
 def _auto_warmup(
-    server: Server, client: LoadGenerator, opts: CellOptions, note: Note
+    server: Server, client: LoadGenerator, opts: CellOptions, note: Note, runtime: list[float]
 ) -> tuple[int, tuple[tuple[int, float], ...]]:
     """`--warmup auto` on this server (warmup.py): probe windows, counted, and cheap
-    warm-up between them with the backend's instrumentation off."""
+    warm-up between them with the backend's instrumentation off. Each probe's runtime
+    work per request is appended to `runtime` where the backend found a collector."""
     floor = opts.backend.instruction_floor
 
     def probe(n: int) -> float:
         # the mutator's curve: a collection that falls in a probe holds nothing back
         rep, _, _, _ = _window(server, client, n, "warm-up probe", floor)
+        if rep.collector is not None:
+            runtime.append(round(rep.runtime_work / rep.requests, 3))
         return (rep.instructions - rep.runtime_work) / rep.requests
 
     def cheap(n: int) -> None:
@@ -274,13 +277,15 @@ def _windows(
 ) -> tuple[ServeDetail, tuple[float, ...], tuple[Mapping[str, float] | None, ...]]:
     """Verify, warm up, then --reps windows on a ready server."""
     curve: tuple[tuple[int, float], ...] = ()
+    probes: list[float] = []  # the runtime's work per request in each probe, recorded
     with _client(server, opts, port, path) as client:
         if opts.warmup.count is None:
             try:
-                warmup, curve = _auto_warmup(server, client, opts, note)
+                warmup, curve = _auto_warmup(server, client, opts, note, probes)
             except WarmupFailed as e:
                 served = e.curve[-1][0] if e.curve else 0
-                kept = ServeDetail(window, served, (), warmup_curve=e.curve)
+                kept = ServeDetail(window, served, (), warmup_curve=e.curve,
+                                   runtime_curve=_runtime_curve(e.curve, probes))  # fmt: skip
                 raise RunRefused(str(e), kept) from None
         else:
             warmup = opts.warmup.count
@@ -315,12 +320,21 @@ def _windows(
     runtime = next(iter(runtime_names), None)
     detail = ServeDetail(
         window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share,
-        runtime=runtime, clock_subtracted=subtract,
+        runtime=runtime, clock_subtracted=subtract, runtime_curve=_runtime_curve(curve, probes),
     )  # fmt: skip
     why = _refusal(detail.mutator_per_request, opts.max_spread, curve, warmup)
     if why:
         raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)
+
+
+def _runtime_curve(
+    curve: Sequence[tuple[int, float]], probes: Sequence[float]
+) -> tuple[tuple[int, float], ...]:
+    """The runtime's work per request at each point of the mutator's warm-up curve."""
+    if len(probes) != len(curve):
+        return ()
+    return tuple((n, v) for (n, _), v in zip(curve, probes, strict=True))
 
 
 def _lifetime(

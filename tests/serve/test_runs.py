@@ -294,3 +294,22 @@ def test_an_idle_window_after_the_reps_measures_the_rate_of_clock_driven_work(
     assert outcome.detail.idle == IdleCount(27.0, 0.2)
     # 135 instructions/s against ~100,027 per window lasting well under a second
     assert outcome.detail.time_share is None
+
+
+def test_auto_warmup_records_the_collectors_curve_beside_the_mutators(
+    target: Target, tmp_path: Path
+) -> None:
+    """The curve follows the mutator (falling for 300 requests, then 1000); the
+    collector's work (10,000 every 7th request: 14 or 15 per probe) is recorded at the
+    same points, and does not hold warm-up back."""
+    config = FakeConfig(
+        cost=lambda i, p: 1000.0 + (500.0 if i < 300 else 0.0),
+        collector=lambda i: 10_000.0 if i % 7 == 0 else 0.0,
+    )
+    outcome = run(target, tmp_path, config, warmup=None)
+    assert outcome.reason is None and outcome.detail is not None, outcome.reason
+    d = outcome.detail
+    assert [n for n, _ in d.runtime_curve] == [n for n, _ in d.warmup_curve]
+    assert {v for _, v in d.runtime_curve} <= {1400.0, 1500.0}
+    assert d.warmup_curve[-1][1] == 1000.27  # the mutator with the fake's window cost
+    assert d.to_json()["runtime_curve"] == [[n, v] for n, v in d.runtime_curve]
