@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from icount import build_label, numfmt, sorting
+from icount import allocations, build_label, numfmt, sorting
 from icount.explained import describe
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
@@ -81,9 +81,13 @@ def binary_size_text(results: Results, name: str) -> str:
 
 def _recorded_columns(results: Results) -> list[ExtraColumn]:
     """Columns the cells carry themselves, so that re-rendering gives the same table."""
+    columns = []
     if any("binary_bytes" in c.extra for c in results.cells):
-        return [ExtraColumn("binary size", lambda name: binary_size_text(results, name))]
-    return []
+        columns.append(ExtraColumn("binary size", lambda name: binary_size_text(results, name)))
+    if allocations.measured(results.cells):  # calls into the allocator, from the profiles
+        title = allocations.title(results.cells)
+        columns.append(ExtraColumn(title, lambda name: allocations.text(results, name)))
+    return columns
 
 
 def row_names(cells: Sequence[Cell], sort: str = SORT_ORDER) -> list[str]:
@@ -252,6 +256,20 @@ def _cell_text(cell: Cell | None, reasons: list[str]) -> str:
         return numfmt.median_range(s.median, s.min, s.max)
     reasons.append(f"[{len(reasons) + 1}] {cell.key_text}: {cell.reason}")
     return f"- [{len(reasons)}]"
+
+
+def csv_table(
+    results: Results, sort: str = SORT_ORDER
+) -> tuple[tuple[str, ...], list[list[object]]]:
+    """The CSV's header and rows: the allocator's columns only where a profile counted
+    them, so that every other file's CSV stays as it was."""
+    rows = csv_rows(results, sort)
+    if not allocations.measured(results.cells):
+        return CSV_HEADER, rows
+    cells = sorted(results.cells, key=_cell_order(sort))
+    return (*CSV_HEADER, *allocations.CSV_COLUMNS), [
+        row + allocations.csv_values(c) for row, c in zip(rows, cells, strict=True)
+    ]
 
 
 def csv_rows(results: Results, sort: str = SORT_ORDER) -> list[list[object]]:

@@ -11,7 +11,7 @@ def render(doc: d.Document, width: int) -> str:
     if isinstance(doc, d.ResultsDoc):
         from icount import report
 
-        return render_csv(report.CSV_HEADER, report.csv_rows(doc.results, doc.sort))
+        return render_csv(*report.csv_table(doc.results, doc.sort))
     if isinstance(doc, d.ComparisonDoc):
         from icount.compare import render as compare
 
