@@ -13,6 +13,8 @@ each must give. Schema (every key but `start` and `paths` optional):
     binary = "{build}/c-epoll"          # a path, or a program name looked up on PATH
     warmup_hint = 10000                 # a larger default warm-up (JIT servers)
     requests = 10000                    # requests per window (servers with periodic work)
+    by_default = false                  # measured only when named, not by a bare
+                                        # `icount serve` (a target whose cells take minutes)
     cwd = "{src}/app"                   # where it starts (relative: to the adapter's
                                         # folder); default: an empty work dir
     [env]
@@ -114,6 +116,7 @@ class Adapter:
     # the server's working directory ({src}, {build}; relative to `directory`); None: an
     # empty work dir of a fixed-length name (the path is in its memory, so in its count)
     cwd: str | None = None
+    by_default: bool = True  # False: left out of `icount serve` with no target
 
 
 # ---------------------------------------------------------------------------- loading
@@ -244,7 +247,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
     """Validate an adapter's table (from a TOML file, or built from `--cmd` flags)."""
     s = _Schema(doc, "", source)
     s.check_keys({"name", "requires", "build", "start", "binary", "warmup_hint", "requests",
-                  "env", "ready", "paths", "cwd"})  # fmt: skip
+                  "env", "ready", "paths", "cwd", "by_default"})  # fmt: skip
     name = s.get("name", str, directory.name)
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
         raise s.fail(f"adapter name {name!r} may use only letters, digits, '_', '.', '+', '-'")
@@ -275,6 +278,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
     requests = s.get("requests", int)
     if requests is not None and not 1 <= requests <= 10_000_000:
         raise s.fail("'requests' (per window) must be between 1 and 10,000,000")
+    by_default = s.get("by_default", bool, True)
     env = s.str_table("env")
     _check_placeholders(s, "env", list(env.values()), {"build", "src", "port"})
     cwd = s.get("cwd", str)
@@ -320,6 +324,7 @@ def adapter_from_table(doc: dict[str, Any], directory: Path, source: str) -> Ada
         requests=requests,
         ready_status=ready_status,
         cwd=cwd,
+        by_default=by_default,
     )
 
 

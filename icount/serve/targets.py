@@ -76,6 +76,8 @@ def choose_targets(names: Sequence[str], cmd: CmdServer | None) -> Chosen:
         chosen, skipped = [], []
         for a in bundled.values():
             why = adapter_mod.unavailable_reason(a)
+            if why is None and not a.by_default:
+                why = f"measured only when named (icount serve {a.name})"
             if why is None:
                 chosen.append(a)
             else:

@@ -231,6 +231,7 @@ def test_bundled_adapters_all_load() -> None:
         "express",
         "go-http",
         "gunicorn",
+        "jvm-http",
         "nginx",
         "nginx-workers",
         "node-http",
