@@ -24,12 +24,15 @@ cd "$(dirname "$0")/.."
 #   rustc, golang-go  Rust and Go hello-worlds for icount size, and the go-http target
 #                   (only when no rustc/go is on PATH: a rustup toolchain is used as it is)
 #   npm             the express target's packages (only when no npm is on PATH)
+#   default-jdk-headless  java and javac for the jvm-http target (only when no javac is on
+#                   PATH; Debian's OpenJDK 17 here)
 APT_PACKAGES=(valgrind linux-perf gcc g++ binutils clang lld llvm nginx-light nodejs
               nghttp2-client apache2-utils wrk util-linux procps time chromium)
 
 command -v rustc >/dev/null || APT_PACKAGES+=(rustc)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
 command -v npm >/dev/null || APT_PACKAGES+=(npm)
+command -v javac >/dev/null || APT_PACKAGES+=(default-jdk-headless)
 
 missing=()
 if [[ -z "${ICOUNT_SKIP_APT:-}" ]]; then
