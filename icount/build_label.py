@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from icount import procs
 from icount.errors import ParseError
+from icount.results.extras import MODE_FIELDS
 
 if TYPE_CHECKING:
     from icount.compare.model import Comparison
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 MAX_UNITS = 4096  # compile units read for producers: enough for any mode, bounded time
 MAX_PRODUCERS = 8
 MAX_TEXT = 200  # characters kept of each recorded string
-MODE_FIELDS = ("optimisation", "lto")
 _INTERPRETER = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|nodejs)$")
 _OPT = re.compile(r"^-O([0-3sgz]|fast)?$")
 _GO_MAGIC = b"\xff Go buildinf:"
@@ -65,9 +65,11 @@ def _binary(path: str) -> dict[str, Any]:
     blob = open_blob(path)
     try:
         image = pick_host(load_blob(blob, symbols=False))
-        out: dict[str, Any] = {"format": image.fmt}
+        out: dict[str, Any] = {"format": image.fmt, "kind": image.kind}
         if not image.fmt.startswith("ELF"):
             return out
+        # how it links, which a trivial program built the same way repeats (startup_floor)
+        out["dynamic"] = ".interp" in {s.label for s in image.sections}
         sections = {s.label: s for s in image.sections if s.length and s.compressed is None}
 
         def data(name: str) -> bytes:
@@ -210,24 +212,6 @@ def _word(value: Any) -> str:
     return str(value)
 
 
-def check_label(doc: Any, where: str) -> Mapping[str, Any]:
-    """A stored label as icount writes it: an object whose mode fields are text, a
-    flag or null (the table's notes read them)."""
-    if not isinstance(doc, Mapping):
-        raise ValueError(f"{where} must be an object")
-    mode = doc.get("mode", {})
-    if not isinstance(mode, Mapping):
-        raise ValueError(f"{where}.mode must be an object")
-    for f in MODE_FIELDS:
-        v = mode.get(f)
-        if v is not None and not isinstance(v, str | bool):
-            raise ValueError(f"{where}.mode.{f} must be text, true/false or null")
-    for f in ("interpreter", "build_id", "program"):
-        if doc.get(f) is not None and not isinstance(doc.get(f), str):
-            raise ValueError(f"{where}.{f} must be text")
-    return doc
-
-
 def cell_changes(base_cells: Sequence[Cell], new_cells: Sequence[Cell]) -> list[str]:
     """'fib: optimisation -O0 → -O2' for every cell of both sides whose builds differ
     in mode, in the new side's order."""
@@ -244,15 +228,21 @@ def cell_changes(base_cells: Sequence[Cell], new_cells: Sequence[Cell]) -> list[
 
 
 def differing_modes(cells: Sequence[Cell]) -> str | None:
-    """A table's note when its cells were built in different modes ('fib-O0 -O0;
-    fib-O2 -O2'), or None: such rows compare builds as much as code."""
-    labelled = [(c, c.extra.get("build")) for c in cells]
+    """A table's note when rows of one program were built in different modes ('fib-O0
+    -O0; fib-O2 -O2'), or None: such rows compare builds as much as code. Different
+    programs (a C binary beside a Python interpreter) are not one build in two modes."""
+    by_program: dict[str, dict[str, str]] = {}
+    for c in cells:
+        b = c.extra.get("build")
+        if isinstance(b, Mapping) and describe_mode(b):
+            by_program.setdefault(str(b.get("program")), {})[_row_label(c)] = describe_mode(b)
     modes = {
-        _row_label(c): describe_mode(b)
-        for c, b in labelled
-        if isinstance(b, Mapping) and describe_mode(b)
+        row: mode
+        for rows in by_program.values()
+        if len(set(rows.values())) > 1
+        for row, mode in rows.items()
     }
-    if len(set(modes.values())) < 2:
+    if not modes:
         return None
     listed = "; ".join(f"{k} {v}" for k, v in modes.items())
     return f"built in different modes: {listed} (their counts differ by build as well as by code)"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icount import build_label, environment, jobs, procs
+from icount import build_label, environment, jobs, memory, procs, startup_floor
 from icount.backends import Backend, fingerprint
 from icount.cpus import pinned_self
 from icount.errors import UsageError
@@ -49,6 +49,8 @@ class RunOptions:
     # --jobs N: the CPUs of each of N commands measured at once; (): one at a time,
     # wherever the kernel puts it
     jobs: tuple[tuple[int, ...], ...] = ()
+    memory: bool = False  # --memory: the peak RSS of as many native runs
+    floors: startup_floor.Floors | None = None  # --floor: each kind's start-up floor
 
 
 def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
@@ -75,13 +77,14 @@ def measure_profiled(
 ) -> tuple[Run, WindowProfile | None]:
     """One run, and its functions where the backend sees them (a valid run's only)."""
     workdir = opts.cwd or environment.make_workdir()
+    # the program's fixed-path link goes in a work dir of icount's, never in a --cwd
+    links = workdir if opts.cwd is None else environment.make_workdir()
     env = environment.clean_env(workdir, spec.env)
     try:
-        argv = environment.fixed_program(spec.argv, workdir)
+        argv = environment.fixed_program(spec.argv, links)
         c = opts.backend.count_command(argv, run_dir, env=env, cwd=workdir, timeout=opts.timeout)
     finally:
-        if opts.cwd is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(links, ignore_errors=True)
     detail = CommandDetail(c.returncode, c.processes)
     if c.timed_out:
         return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail), None
@@ -146,6 +149,32 @@ def _measure_cell(
             if not run.valid:
                 counter.add(opts.runs - i - 1)
                 break
+    extra: dict[str, object] = {"build": label}
+    if opts.floors is not None and len(runs) == opts.runs and all(r.valid for r in runs):
+        floor_dir = artifacts / "floors"
+
+        def floor_runs(argv: tuple[str, ...]) -> list[Run]:
+            if progress:
+                progress(f"{spec.name}: start-up floor", counter.done, counter.total)
+            fspec = CommandSpec(spec.name, argv, spec.env)
+            name = environment.safe_name(" ".join(argv))
+            return [
+                measure_once(fspec, opts, floor_dir / name / f"run-{i + 1}")
+                for i in range(opts.runs)
+            ]
+
+        with pinned_self(cpus) if cpus else contextlib.nullcontext():
+            extra[startup_floor.KEY] = startup_floor.floor_of(
+                label, spec.argv, opts.floors, floor_dir / "build", floor_runs
+            )
+    if opts.memory and len(runs) == opts.runs and all(r.valid for r in runs):
+        if progress:
+            progress(f"{spec.name}: peak memory, native", counter.done, counter.total)
+        native = artifacts / environment.safe_name(spec.name) / "native"
+        with pinned_self(cpus) if cpus else contextlib.nullcontext():
+            extra[memory.KEY] = memory.command_peaks(
+                spec.argv, spec.env, opts.runs, opts.allowed_exits, opts.timeout, native
+            )
     return Cell(
         name=spec.name,
         path="",
@@ -155,7 +184,7 @@ def _measure_cell(
         params=_params(spec, opts),
         runs_wanted=opts.runs,
         max_spread=opts.max_spread,
-        extra={"build": label},
+        extra=extra,
         order=order,
         profile=cell_profile(profiles, PER_RUN),
     )

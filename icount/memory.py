@@ -95,20 +95,6 @@ def server_peak(pids: Iterable[int]) -> int | None:
     return sum(marks) if marks else None
 
 
-def check(doc: Any, where: str) -> Mapping[str, Any]:
-    """A stored `extra.memory` as icount writes it."""
-    if not isinstance(doc, Mapping):
-        raise ValueError(f"{where} must be an object")
-    peaks = doc.get("peak_rss_bytes")
-    if not isinstance(peaks, list) or not all(
-        isinstance(p, int) and not isinstance(p, bool) and 0 <= p < 2**63 for p in peaks
-    ):
-        raise ValueError(f"{where}.peak_rss_bytes must be a list of byte counts")
-    if doc.get("reason") is not None and not isinstance(doc["reason"], str):
-        raise ValueError(f"{where}.reason must be text")
-    return doc
-
-
 def summary(cell: Cell) -> Summary | None:
     """The cell's peaks summarised; None when it has none, or a native run failed."""
     doc = cell.extra.get(KEY)

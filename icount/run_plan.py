@@ -10,12 +10,13 @@ the fingerprint and the cells already measured, checking the file to resume.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from icount import backends, environment, results, shards
+from icount import backends, environment, memory, procs, results, shards, startup_floor
 from icount import cpus as cpus_mod
 from icount.errors import UsageError
 from icount.measure_command import CommandSpec, RunOptions, measure, planned_cells
@@ -39,6 +40,8 @@ class RunRequest:
     allowed_exits: frozenset[int] | None = frozenset({0})  # None: any
     timeout: float | None = None
     keep_profiles: bool = False
+    memory: bool = False  # --memory: peak RSS of native runs beside the counts
+    floor: str | None = None  # --floor: 'auto' (each cell's kind) or a command line
     profile_top: int = o.PROFILE_TOP  # functions each cell's profile keeps (callgrind)
 
     def to_json(self) -> dict[str, Any]:
@@ -53,6 +56,8 @@ class RunRequest:
             "max_spread": o.percent_text(self.max_spread),
             "allowed_exits": None if self.allowed_exits is None else sorted(self.allowed_exits),
             "timeout": self.timeout,
+            **({"memory": True} if self.memory else {}),  # absent: files before --memory
+            **({"floor": self.floor} if self.floor else {}),
         }
 
 
@@ -62,6 +67,12 @@ def _exits_from_json(value: Any) -> frozenset[int] | None:
     if not isinstance(value, list) or not value:
         raise ValueError(value)
     return frozenset(o.int_from_json(v, -255, 255) for v in value)
+
+
+def _bool_from_json(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(value)
+    return value
 
 
 def _commands_from_json(value: Any) -> tuple[CommandSpec, ...]:
@@ -89,6 +100,8 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "max_spread": o.spread_from_json,
     "allowed_exits": _exits_from_json,
     "timeout": lambda v: None if v is None else o.float_from_json(v, 0.001, 1e9),
+    "memory": _bool_from_json,
+    "floor": o.str_from_json,
 }
 
 
@@ -166,6 +179,22 @@ def _measured_with(cell: Cell) -> dict[str, Any]:
     }
 
 
+def _floors(floor: str | None) -> startup_floor.Floors | None:
+    """--floor auto: each cell's kind's trivial program; --floor CMD: that command for
+    every cell, its program resolved as a measured command's is."""
+    if floor is None:
+        return None
+    if floor == "auto":
+        return startup_floor.Floors()
+    try:
+        argv = shlex.split(floor)
+    except ValueError as e:
+        raise UsageError(f"--floor: {e}") from None
+    if not argv:
+        raise UsageError("--floor is empty", hint="give a command line, or auto")
+    return startup_floor.Floors(given=(procs.resolve_command(argv[0]), *argv[1:]))
+
+
 def prepare(
     request: RunRequest,
     *,
@@ -195,6 +224,8 @@ def _prepare(
     shard: shards.ShardSpec | None,
     jobs: int,
 ) -> RunPlan:
+    if request.memory:  # before anything runs, not at the first cell's native runs
+        procs.require("time", memory.TIME_REMEDY)
     choice = backends.choose(request.backend)
     backend = backends.create(
         choice.backend,
@@ -217,6 +248,8 @@ def _prepare(
         allowed_exits=ANY_EXIT if request.allowed_exits is None else request.allowed_exits,
         timeout=request.timeout,
         jobs=job_cpus,
+        memory=request.memory,
+        floors=_floors(request.floor),
     )
     fp = backends.fingerprint(backend, "command")
     previous = None
@@ -246,4 +279,6 @@ def run_session(
             plan.request.commands, plan.opts, plan.artifacts, progress, save, start=plan.start
         )
     finally:
+        if plan.opts.floors is not None:
+            plan.opts.floors.cleanup()
         results.release_unused(plan.out)  # written: another icount may write it now

@@ -108,6 +108,18 @@ def run_command(
         help="callgrind: functions each cell's profile keeps (self and inclusive "
         "instructions, calls), the rest in one row [20; 0: no profile].",
     ),
+    floor: str = typer.Option(
+        None,
+        "--floor",
+        help="auto: also count a trivial program of each command's kind (the start-up "
+        "floor); or CMD, for every command.",
+    ),
+    minus_floor: bool = typer.Option(
+        False, "--minus-floor", help="Print the counts less their floor (implies --floor auto)."
+    ),
+    memory: bool = typer.Option(
+        False, "--memory", help="Also the peak RSS of as many native runs (never under valgrind)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     width: int | None = typer.Option(
         None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
@@ -152,6 +164,8 @@ def run_command(
         timeout=timeout,
         keep_profiles=keep_profiles,
         profile_top=profile_top,
+        memory=memory,
+        floor=floor if floor is not None else ("auto" if minus_floor else None),
     )
     if resume is not None:
         resume = resume.absolute()
@@ -173,6 +187,10 @@ def run_command(
     if not quiet:
         artifacts = plan.artifacts
         typer.echo(f"icount: results in {plan.out} (outputs of each run in {artifacts}/)", err=True)
+    if minus_floor:  # printed so; the results file keeps the counts as measured
+        from icount import startup_floor
+
+        res = startup_floor.minus(res)
     print_results(res, fmt, width, sort)
 
 

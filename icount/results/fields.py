@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from icount.results.extras import check as check_measured
+
 T = TypeVar("T")
 
 MAX_NUMBER = 2.0**63
@@ -102,14 +104,7 @@ def check_extra(extra: Mapping[str, Any]) -> Mapping[str, Any]:
                 raise ValueError(f"cell.extra.{key} must not be negative")
     if "spread_explained" in extra:
         _explained(obj(extra["spread_explained"], "cell.extra.spread_explained"))
-    if "build" in extra:  # what built the binary (build_label.py), read by compare and table
-        from icount.build_label import check_label
-
-        check_label(extra["build"], "cell.extra.build")
-    if "memory" in extra:  # peak RSS of native runs (memory.py)
-        from icount.memory import check
-
-        check(extra["memory"], "cell.extra.memory")
+    check_measured(extra)  # the build label, peak memory and start-up floor
     return extra
 
 

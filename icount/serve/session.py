@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icount import cpus as cpus_mod
-from icount import environment, jobs, results
+from icount import environment, jobs, memory, results
 from icount.errors import RunFailedError
 from icount.profiles import WindowProfile
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import ServeDetail, request_params
 from icount.results.profile import PER_REQUEST, PER_RUN, cell_profile
-from icount.serve import spread
+from icount.serve import native, spread
 from icount.serve.adapter import PathSpec
 from icount.serve.plan import Plan, cell_params
 from icount.serve.runs import WindowMethod, measure_cold_start, measure_run
@@ -167,6 +167,13 @@ def _measure_cell(
             if outcome.reason is not None:
                 break
     counter.add(opts.runs - len(runs))
+    extra = _extra(t, windows, opts.max_spread)
+    if plan.request.memory and setup_error is None:  # --memory: native runs after the counted
+        with cpus_mod.pinned_self(cpus.load):
+            memo = functools.partial(note, f"{key} memory", "")
+            peaks = native.cell_peaks(t, p, opts, runs, plan.artifacts / "runs", memo)
+        if peaks is not None:
+            extra[memory.KEY] = peaks
     request = next(
         (r.detail.request for r in runs if isinstance(r.detail, ServeDetail) and r.detail.request),
         None,
@@ -182,7 +189,7 @@ def _measure_cell(
         params=params,
         runs_wanted=opts.runs,
         max_spread=opts.max_spread,
-        extra=_extra(t, windows, opts.max_spread),
+        extra=extra,
         setup_error=setup_error,
         order=order,
         profile=cell_profile(profiled, PER_RUN if p.cold_start else PER_REQUEST),
