@@ -137,10 +137,8 @@ def fixed_program(argv: Sequence[str], workdir: Path) -> list[str]:
     program = Path(argv[0])
     if not program.is_absolute() or program.is_symlink() or not program.is_file():
         return list(argv)
-    link = workdir / FIXED_BIN / program.name
+    link = workdir / FIXED_BIN / program.name  # the work dir is fresh: nothing there yet
     link.parent.mkdir(exist_ok=True)
-    if link.is_symlink():  # a work dir given by --cwd, used for every run
-        link.unlink()
     link.symlink_to(program)
     return [str(link), *argv[1:]]
 

@@ -63,6 +63,13 @@ def test_the_same_binary_from_two_folders_counts_the_same(tmp_path: Path) -> Non
     assert all(r.valid for r in runs), [r.reason for r in runs]
     assert runs[0].value == runs[1].value
 
+    # with --cwd the link goes in a work dir of icount's, not in the user's folder
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    given = RunOptions(backend=opts.backend, runs=1, cwd=mine)
+    run = measure_once(CommandSpec("prog", (str(copies[1]),)), given, tmp_path / "run-cwd")
+    assert run.valid and list(mine.iterdir()) == []
+
     # inline records its builds the same way
     recorded = [
         sum(read_ir(f) for f in record_profiles([str(p)], tmp_path / f"inline-{i}"))
