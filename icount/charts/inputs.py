@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from icount.compare.explain import Move, moves_from_json
 from icount.errors import ParseError
 
 COMPARE_FORMAT = "icount-compare"
-COMPARE_VERSIONS = (1,)
+COMPARE_VERSIONS = (1, 2)  # 2 adds geometric_mean, which the page does not read
 SIZE_FORMAT = "icount-size"
 
 
@@ -42,6 +43,8 @@ class CompareRow:
     threshold: float
     verdict: str
     why: str
+    # the functions behind a changed cell's move, where both sides kept a profile
+    moves: tuple[Move, ...] = ()
 
     @property
     def label(self) -> str:
@@ -120,6 +123,13 @@ def _side(r: _Reader, doc: Any, what: str) -> Side | None:
     )
 
 
+def _moves(r: _Reader, doc: Any, what: str) -> tuple[Move, ...]:
+    try:
+        return moves_from_json(doc)
+    except ValueError as e:
+        raise r.fail(f"{what}: {e}") from None
+
+
 def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
     r = _Reader(src)
     d = r.obj(doc, "the document")
@@ -147,6 +157,7 @@ def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
                 threshold=r.num(c, "threshold", what),
                 verdict=r.text(c, "verdict", what),
                 why=r.text(c, "why", what, ""),
+                moves=_moves(r, c.get("explained"), what),
             )
         )
     forced = []

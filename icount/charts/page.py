@@ -16,6 +16,7 @@ from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
 from icount.charts.history import HistoryInput, history_section
 from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
+from icount.compare import explain
 from icount.report import SORT_ORDER
 from icount.results import Cell, Results
 
@@ -217,8 +218,13 @@ def comparison_section(item: ComparisonInput, sid: str) -> str:
                 else ""
             )
             why = f": {r.why}" if r.why else ""
+            moved = "".join(
+                f"<li><code>{e(m.name)}</code> {e(explain.move_text(m))}</li>" for m in r.moves
+            )
             items.append(
-                f"<li><b>{e(r.verdict)}</b>: <code>{e(r.label)}</code>{e(change + why)}</li>"
+                f"<li><b>{e(r.verdict)}</b>: <code>{e(r.label)}</code>{e(change + why)}"
+                + (f'<ul class="moved">{moved}</ul>' if moved else "")
+                + "</li>"
             )
         out.append(f'<ul class="notable">{"".join(items)}</ul>')
     if doc.rows:

@@ -12,6 +12,7 @@ to the instruction: it shows as `-` and its move is taken from 0 (`approx`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,3 +122,30 @@ def markdown(e: Explanation) -> list[str]:
     out = [f"  - `{printable(m.name)}` {move_text(m)}" for m in e.moves]
     alloc = _alloc_text(e)
     return [*out, f"  - {alloc}"] if alloc else out
+
+
+def moves_from_json(doc: Any) -> tuple[Move, ...]:
+    """The moves of a comparison's `explained` (its JSON, read back by icount report);
+    ValueError naming the field when one is not what to_json writes."""
+    if doc is None:
+        return ()
+    if not isinstance(doc, dict) or not isinstance(doc.get("functions"), list):
+        raise ValueError("explained is not an object with a functions list")
+    moves = []
+    for m in doc["functions"]:
+        if not isinstance(m, dict) or not isinstance(m.get("function"), str):
+            raise ValueError("explained.functions[] has no function name")
+
+        def number(key: str, m: dict[str, Any] = m, optional: bool = True) -> float | None:
+            v = m.get(key)
+            if v is None and optional:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise ValueError(f"explained.functions[].{key} is not a number")
+            return float(v)
+
+        delta = number("delta", optional=False)
+        assert delta is not None
+        moves.append(Move(m["function"], number("base"), number("new"), delta, number("share"),
+                          m.get("approx") is True))  # fmt: skip
+    return tuple(moves)

@@ -81,3 +81,30 @@ def test_cells_without_profiles_compare_as_before() -> None:
 def test_unchanged_cells_are_not_explained() -> None:
     c = compare(_res(_cell(1000, BASE)), _res(_cell(1001, BASE)), T)
     assert c.rows[0].verdict is Verdict.UNCHANGED and c.rows[0].explained is None
+
+
+def test_the_report_lists_the_moves_under_the_changed_cell() -> None:
+    from icount.charts.inputs import comparison_from_json
+    from icount.charts.page import ComparisonInput, comparison_section
+
+    c = compare(_res(_cell(1000, BASE)), _res(_cell(1500, NEW)), T)
+    doc = comparison_from_json(json.loads(json.dumps(render.to_json(c))), "c.json")
+    (row,) = doc.rows
+    assert row.moves == c.rows[0].explained.moves  # type: ignore[union-attr]
+    html = comparison_section(ComparisonInput("c.json", doc), "s1")
+    assert '<ul class="moved"><li><code>std::vector::push_back</code> 300 -&gt; 800 ' \
+        "(+500, 100%)</li></ul>" in html  # fmt: skip
+
+
+def test_a_damaged_explanation_is_refused_naming_the_cell() -> None:
+    import pytest
+
+    from icount.charts.inputs import comparison_from_json
+    from icount.errors import ParseError
+
+    c = compare(_res(_cell(1000, BASE)), _res(_cell(1500, NEW)), T)
+    doc = render.to_json(c)
+    doc["cells"][0]["explained"]["functions"][0]["delta"] = "a lot"
+    with pytest.raises(ParseError) as e:
+        comparison_from_json(doc, "c.json")
+    assert "cell 1: explained.functions[].delta is not a number" in str(e.value)
