@@ -17,6 +17,9 @@ from icount.explained import describe
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
 from icount.results.model import sort_key
+from icount.results.runtime import CSV_COLUMNS as RUNTIME_CSV
+from icount.results.runtime import csv_values as runtime_csv
+from icount.results.runtime import note as runtime_note
 from icount.tables import Column, Table
 
 SORT_ORDER = sorting.Sort.ORDER  # rows in the order commands and targets were given
@@ -197,6 +200,8 @@ def explaining_notes(cells: Sequence[Cell]) -> list[str]:
         clock = _clock_note(cell)
         if clock:
             notes.append(f"{cell.key_text}: {clock}")
+        if cell.runtime is not None:  # a collected runtime's three figures
+            notes.append(f"{cell.key_text}: {runtime_note(cell.runtime)}")
     return notes
 
 
@@ -215,9 +220,12 @@ def _clock_note(cell: Cell) -> str | None:
     share = statistics.median_low(share for share, _ in idle)
     if share >= TIME_SHARE_SHOWN:
         rate = statistics.median_low(rate for _, rate in idle)
+        taken = any(isinstance(r.detail, ServeDetail) and r.detail.clock_subtracted
+                    for r in cell.runs)  # fmt: skip
         return (
             f"~{share * 100:.2g}% of each window is work driven by the clock "
             f"({numfmt.si(rate)} instructions/s while idle)"
+            + ("; rate x each window's time is taken out of the figure" if taken else "")
         )
     caught = [(s, rate) for s, rate in idle if s >= TIME_SHARE_SHOWN]
     if not caught:
@@ -261,15 +269,20 @@ def _cell_text(cell: Cell | None, reasons: list[str]) -> str:
 def csv_table(
     results: Results, sort: str = SORT_ORDER
 ) -> tuple[tuple[str, ...], list[list[object]]]:
-    """The CSV's header and rows: the allocator's columns only where a profile counted
-    them, so that every other file's CSV stays as it was."""
+    """The CSV's header and rows: a collected runtime's and the allocator's columns only
+    where a cell has them, so that every other file's CSV stays as it was."""
     rows = csv_rows(results, sort)
-    if not allocations.measured(results.cells):
-        return CSV_HEADER, rows
     cells = sorted(results.cells, key=_cell_order(sort))
-    return (*CSV_HEADER, *allocations.CSV_COLUMNS), [
-        row + allocations.csv_values(c) for row, c in zip(rows, cells, strict=True)
-    ]
+    header: tuple[str, ...] = CSV_HEADER
+    if any(c.runtime for c in results.cells):
+        header, rows = (
+            (*header, *RUNTIME_CSV),
+            [row + runtime_csv(c.runtime) for row, c in zip(rows, cells, strict=True)],
+        )
+    if allocations.measured(cells):  # the allocator's calls, where a profile counted them
+        header = (*header, *allocations.CSV_COLUMNS)
+        rows = [row + allocations.csv_values(c) for row, c in zip(rows, cells, strict=True)]
+    return header, rows
 
 
 def csv_rows(results: Results, sort: str = SORT_ORDER) -> list[list[object]]:

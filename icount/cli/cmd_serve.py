@@ -144,6 +144,13 @@ def serve_command(
         "clock [1; 0: none].",
     ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
+    collector: list[str] = typer.Option(
+        [],
+        "--collector",
+        metavar="PATTERN",
+        help="callgrind: a collector entry point (a regular expression over whole function "
+        "names, counted inclusively) for a runtime icount's table does not know; repeatable.",
+    ),
     profile_top: int = typer.Option(
         o.PROFILE_TOP,
         "--profile-top",
@@ -226,6 +233,7 @@ def serve_command(
         idle_seconds=o.check_idle_seconds(idle_seconds),
         cold_start=cold_start,
         keep_profiles=keep_profiles,
+        collectors=tuple(collector),
         profile_top=profile_top,
         server_cpus=cpus_mod.parse_cpu_list(server_cpus, "--server-cpus") if server_cpus else None,
         load_cpus=cpus_mod.parse_cpu_list(load_cpus, "--load-cpus") if load_cpus else None,

@@ -55,6 +55,7 @@ class ServeRequest:
     processes: Processes = Processes.ALL
     warmup_instrumented: bool = False  # callgrind: warm up instrumented (slow; the old way)
     keep_profiles: bool = False
+    collectors: tuple[str, ...] = ()  # callgrind --collector patterns (icount/runtimes.py)
     profile_top: int = o.PROFILE_TOP  # functions each cell's profile keeps (callgrind)
     server_cpus: tuple[int, ...] | None = None
     load_cpus: tuple[int, ...] | None = None
@@ -369,6 +370,7 @@ def prepare(
             "processes": request.processes,
             "keep_profiles": request.keep_profiles,
             "warmup_instrumented": request.warmup_instrumented,
+            "collector": "\n".join(request.collectors),
             "profile_top": request.profile_top,
         },
     )

@@ -1,0 +1,159 @@
+"""A collected runtime's three figures through the fake backend (known by construction):
+every 7th request also costs the collector 10,000 instructions, and windows of 100
+requests hold 14 or 15 of them, so their totals differ by 7% while the mutator is exact.
+Also: --warmup auto follows the mutator, work driven by the clock is taken out whatever
+the machine's load, and the outputs show the figures (and nothing new for other cells)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icount.cpus import CpuSplit
+from icount.export import render_results
+from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.serve import adapter as adapters
+from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.server import Target
+from icount.session.options import AUTO, Warmup
+from tests.support.fake_backend import FakeBackend, FakeConfig
+
+SPLIT = CpuSplit((0,), (0,), "test")
+ADAPTER = """
+name = "fake"
+start = ["true", "--port", "{port}"]
+[ready]
+target = "/plaintext"
+[[paths]]
+name = "plaintext"
+target = "/plaintext"
+[paths.expect]
+status = 200
+body = "Hello, World!"
+"""
+N, GC = 7, 1000.0
+MUTATOR = 1000.0 + 27.0 / 100  # the fake's window cost is part of each window's work
+
+
+def gc(i: int) -> float:
+    return GC if i % N == 0 else 0.0
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Target:
+    (tmp_path / "adapter.toml").write_text(ADAPTER)
+    return Target(adapters.load_adapter(tmp_path / "adapter.toml"), tmp_path / "build")
+
+
+def run(target: Target, tmp_path: Path, config: FakeConfig, i: int = 0, **kw: Any) -> RunOutcome:
+    kw.setdefault("idle_seconds", 0)
+    kw.setdefault("warmup", Warmup(20))
+    opts = CellOptions(backend=FakeBackend(config), cpus=SPLIT, runs=1,
+                       reps=kw.pop("reps", 3), requests=100, **kw)  # fmt: skip
+    return measure_run(target, target.adapter.paths[0], opts, tmp_path / f"run-{i}", None,
+                       lambda text: None)  # fmt: skip
+
+
+def cell(outcomes: list[RunOutcome]) -> Cell:
+    runs = tuple(Run(o.value, o.reason is None, o.reason, o.detail) for o in outcomes)
+    return Cell("fake", "plaintext", "fake", UNIT_PER_REQUEST, runs, {}, len(runs), 0.01)
+
+
+def test_the_mutator_is_exact_and_the_collector_apart(target: Target, tmp_path: Path) -> None:
+    outcomes = [run(target, tmp_path, FakeConfig(collector=gc), i) for i in range(3)]
+    for o in outcomes:
+        assert o.reason is None and o.detail is not None
+        assert o.value == pytest.approx(MUTATOR)
+        assert o.detail.runtime == "fake-gc"
+        for r in o.detail.reps:  # 14 or 15 collections: the total is both figures
+            assert r.per_request == pytest.approx(MUTATOR + (r.collector or 0) / r.requests)
+            assert r.collector in (14 * GC, 15 * GC)
+    c = cell(outcomes)
+    f = c.runtime
+    assert c.valid and f is not None and f.windows == 9
+    # windows back to back at one phase to the collector (all 14 here): the interval's
+    # edge term is what holds the truth
+    assert abs(f.collector - GC / N) <= f.half_width
+    truth = MUTATOR + GC / N
+    assert f.total is not None and abs(f.total - truth) <= f.half_width
+
+
+def test_a_total_whose_interval_does_not_fit_is_marked_with_the_windows_it_needs(
+    target: Target, tmp_path: Path
+) -> None:
+    # every 70th request: 1 or 2 collections per window, an interval far wider than 1%
+    config = FakeConfig(collector=lambda i: GC * 100 if i % 70 == 0 else 0.0)
+    c = cell([run(target, tmp_path, config, i) for i in range(2)])
+    f = c.runtime
+    assert c.valid and f is not None and not f.total_valid
+    assert f.reason is not None and "would bring it in" in f.reason
+    assert "total ~" in render_results(Results({}, (c,)), "table", 200)
+
+
+def test_outputs_show_the_three_figures(target: Target, tmp_path: Path) -> None:
+    c = cell([run(target, tmp_path, FakeConfig(collector=gc), i) for i in range(3)])
+    results = Results({}, (c,))
+    table = render_results(results, "table", 200)
+    assert "fake-gc: mutator 1.000k per request (the figure above), collector 140 ±3.333" in table
+    assert "total 1.140k" in table
+    assert "total 1.140k" in render_results(results, "md")
+    header, row = render_results(results, "csv").splitlines()
+    values = dict(zip(header.split(","), row.split(","), strict=True))
+    assert values["runtime"] == "fake-gc" and values["total_valid"] == "true"
+    assert float(values["collector"]) == pytest.approx(140.0)
+    doc = json.loads(render_results(results, "json"))
+    work = doc["cells"][0]["runtime_work"]
+    assert work["runtime"] == "fake-gc" and work["windows"] == 9 and work["total_valid"]
+
+
+def test_a_cell_without_a_collector_shows_nothing_new(target: Target, tmp_path: Path) -> None:
+    c = cell([run(target, tmp_path, FakeConfig(), i) for i in range(3)])
+    assert c.runtime is None
+    results = Results({}, (c,))
+    assert render_results(results, "csv").splitlines()[0].endswith("valid,reason")
+    assert "runtime_work" not in json.loads(render_results(results, "json"))["cells"][0]
+    detail = c.runs[0].detail
+    assert detail is not None and "runtime" not in detail.to_json()
+    assert all(set(r) <= {"instructions", "requests", "processes"}
+               for r in detail.to_json()["reps"])  # fmt: skip
+
+
+def test_auto_warmup_follows_the_mutator_not_the_collector(target: Target, tmp_path: Path) -> None:
+    """Without the collector apart, probes 14 and 15 collections in differ by 7% and
+    auto never settles; the mutator's curve (falling for 300 requests) settles."""
+    config = FakeConfig(cost=lambda i, p: 1000.0 + (500.0 if i < 300 else 0.0), collector=gc)
+    o = run(target, tmp_path, config, warmup=AUTO)
+    assert o.reason is None and o.detail is not None, o.reason
+    assert o.detail.warmup_curve[-1][1] == pytest.approx(MUTATOR)
+    assert o.value == pytest.approx(MUTATOR)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.002], ids=["idle", "loaded"])
+def test_work_driven_by_the_clock_is_taken_out_whatever_the_load(
+    target: Target, tmp_path: Path, delay: float
+) -> None:
+    """200,000 instructions a second of clock-driven work: a loaded machine's windows
+    last longer and count more of it, the mutator is the same."""
+    config = FakeConfig(clock_rate=200_000.0, answer_delay_s=delay)
+    o = run(target, tmp_path, config, idle_seconds=0.2)
+    assert o.reason is None and o.detail is not None and o.value is not None, o.reason
+    assert o.detail.clock_subtracted and all(r.seconds for r in o.detail.reps)
+    assert o.value == pytest.approx(1000.0, rel=0.002)
+    table = render_results(Results({}, (cell([o]),)), "table", 200)
+    assert "taken out of the figure" in table
+
+
+def test_a_collector_pattern_that_is_no_regular_expression_is_one_line_exit_2(
+    tmp_path: Path,
+) -> None:
+    from tests.support.cli import run_icount
+
+    done = run_icount(["serve", "--cmd", "true {port}", "--collector", "("], tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "icount: error: --collector '(' is not a regular expression: missing ), "
+        "unterminated subpattern at position 0"
+    )
