@@ -10,8 +10,16 @@ from typing import Any
 import pytest
 
 from icount.cli import COMMANDS, build_command
+from tests.support.cli import icount_here
 
 Icount = Callable[..., Any]
+
+
+@pytest.fixture(scope="module")
+def icount() -> Icount:
+    """In-process: these commands fail on their arguments or read files only (a call
+    costs no interpreter start; tests/cli/test_in_process.py shows the outputs equal)."""
+    return icount_here
 
 
 def test_help_lists_commands_and_exit_codes(icount: Icount) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from icount.compare import model, render
 from icount.compare.thresholds import parse_thresholds
 from icount.results import Cell, Results, Run
 from icount.results.details import WINDOW_DUMPS, Rep, ServeDetail
+from tests.support.cli import run_icount_here
 from tests.support.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,13 +142,9 @@ def write_results(path: Path, res: Results) -> Path:
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "icount", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """icount in-process (report, compare, table and size only read and write files);
+    test_report_golden_and_byte_identical_on_rerun runs it as a user does too."""
+    return run_icount_here(args, cwd)
 
 
 def golden(name: str, text: str) -> None:
