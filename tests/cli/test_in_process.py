@@ -42,8 +42,9 @@ def test_in_process_equals_a_process_of_its_own(args: list[str], tmp_path: Path)
     )
 
 
-def test_in_process_leaves_the_process_as_it_was(tmp_path: Path) -> None:
-    before = (
+def _state() -> tuple[object, ...]:
+    """What a call could change for the tests after it."""
+    return (
         sys.argv[:],
         sys.modules["__main__"],
         sys.stdout,
@@ -53,16 +54,10 @@ def test_in_process_leaves_the_process_as_it_was(tmp_path: Path) -> None:
         signal.getsignal(signal.SIGINT),
         signal.getsignal(signal.SIGTERM),
     )
+
+
+def test_in_process_leaves_the_process_as_it_was(tmp_path: Path) -> None:
+    before = _state()
     done = run_icount_here(["table", "--format", "xml", BASE], cwd=tmp_path, env={"A": "1"})
     assert done.returncode == 2 and done.stderr.startswith("icount: error: ")
-    after = (
-        sys.argv,
-        sys.modules["__main__"],
-        sys.stdout,
-        sys.stderr,
-        os.getcwd(),
-        dict(os.environ),
-        signal.getsignal(signal.SIGINT),
-        signal.getsignal(signal.SIGTERM),
-    )
-    assert after == before
+    assert _state() == before
