@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icount.errors import UsageError
+from icount.numparse import NumberError, parse_int
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 
@@ -39,10 +40,10 @@ def parse_cpu_list(text: str, flag: str) -> tuple[int, ...]:
         if not part:
             continue
         lo, sep, hi = part.partition("-")
-        try:
-            first = int(lo)
-            last = int(hi) if sep else first
-        except ValueError:
+        try:  # ASCII digits only: int() takes '1_0' and Unicode digits
+            first = parse_int(lo, flag)
+            last = parse_int(hi, flag) if sep else first
+        except NumberError:
             raise UsageError(f"{flag} takes CPU numbers like 0 or 0-3,6, got {text!r}") from None
         if first < 0 or last < first or last - first > 4096:
             raise UsageError(f"{flag}: bad CPU range {part!r}")

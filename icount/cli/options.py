@@ -49,9 +49,11 @@ def parse_exit_codes(text: str) -> frozenset[int] | None:
     """'0,1' -> {0, 1}; 'any' -> None (every exit status accepted)."""
     if text.strip() == "any":
         return None
-    try:
-        codes = frozenset(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
+    from icount.numparse import NumberError, parse_int
+
+    try:  # ASCII digits only: int() takes '1_0' and Unicode digits
+        codes = frozenset(parse_int(p, "--allow-exit") for p in text.split(",") if p.strip())
+    except NumberError:
         raise UsageError(f"--allow-exit takes codes like 0,1 or 'any', got {text!r}") from None
     return codes | {0}
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from icount.errors import UsageError
 from icount.numfmt import parse_percent
+from icount.numparse import NumberError, parse_int
 from icount.stats import DEFAULT_MAX_SPREAD
 
 RUNS = 3  # fresh processes per cell
@@ -49,9 +50,9 @@ class Warmup:
     def parse(cls, text: str) -> Warmup:
         if text.strip() == "auto":
             return AUTO
-        try:
-            n = int(text)
-        except ValueError:
+        try:  # ASCII digits only: int() takes '1_0' and Unicode digits
+            n = parse_int(text, "--warmup")
+        except NumberError:
             raise UsageError(f"--warmup takes a request count or 'auto', got {text!r}") from None
         if n < 0:
             raise UsageError(f"--warmup must be >= 0, got {n}")

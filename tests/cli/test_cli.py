@@ -360,3 +360,30 @@ def test_a_width_no_table_fits_in_is_refused(command: str, flag: str) -> None:
     for text in ("0", "-5", "19"):
         with pytest.raises(BadParameter, match="must be at least"):
             build_command(command).main([flag, text, "x"], standalone_mode=False)
+
+
+@pytest.mark.parametrize("text", ["\u0663", "\uff15", "1_0", "\u0661-\u0662"])
+def test_numbers_inside_text_options_are_ascii_digits_only(text: str) -> None:
+    """--warmup, --allow-exit and the CPU lists are text options that hold numbers;
+    each read them with int(), which takes Unicode digits and underscores."""
+    from icount.cli.options import parse_exit_codes
+    from icount.cpus import parse_cpu_list
+    from icount.errors import UsageError
+    from icount.session.options import Warmup
+
+    with pytest.raises(UsageError, match="--warmup takes a request count"):
+        Warmup.parse(text)
+    with pytest.raises(UsageError, match="--allow-exit takes codes like 0,1"):
+        parse_exit_codes(f"0,{text}")
+    with pytest.raises(UsageError, match="--server-cpus takes CPU numbers"):
+        parse_cpu_list(text, "--server-cpus")
+
+
+def test_numbers_inside_text_options_still_read_ascii_digits() -> None:
+    from icount.cli.options import parse_exit_codes
+    from icount.cpus import parse_cpu_list
+    from icount.session.options import Warmup
+
+    assert Warmup.parse(" 20 ") == Warmup(20)
+    assert parse_exit_codes("1, 3") == frozenset({0, 1, 3})
+    assert parse_cpu_list("0-2, 5", "--load-cpus") == (0, 1, 2, 5)
