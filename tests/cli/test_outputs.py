@@ -10,7 +10,17 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import icount_here
+
 Icount = Callable[..., Any]
+
+
+@pytest.fixture(scope="module")
+def here() -> Icount:
+    """icount in-process, for the commands refused before anything runs or that only
+    read and write files; a FIFO, which could hang a bug, is met in a process of its own."""
+    return icount_here
+
 
 DOC = {
     "format": "icount-results",
@@ -45,33 +55,33 @@ def _one_line_error(done: Any, code: int, message: str) -> None:
     ],
 )
 def test_run_refuses_an_unwritable_output_before_measuring(
-    icount: Icount, tmp_path: Path, output: str, message: str
+    here: Icount, tmp_path: Path, output: str, message: str
 ) -> None:
     (tmp_path / "adir").mkdir()
     (tmp_path / "afile").touch()
     # the error comes before the backend is chosen: no "icount: backend ..." line
-    _one_line_error(icount("run", "-o", output, "--", "true", cwd=tmp_path), 2, message)
+    _one_line_error(here("run", "-o", output, "--", "true", cwd=tmp_path), 2, message)
 
 
-def test_run_never_replaces_a_provenance_file_unasked(icount: Icount, tmp_path: Path) -> None:
+def test_run_never_replaces_a_provenance_file_unasked(here: Icount, tmp_path: Path) -> None:
     (tmp_path / "r5.provenance.json").write_text("{}")
-    done = icount("run", "-o", "r5.json", "--", "true", cwd=tmp_path)
+    done = here("run", "-o", "r5.json", "--", "true", cwd=tmp_path)
     _one_line_error(done, 2, "r5.provenance.json exists; refusing to overwrite it (pass --force)")
     assert (tmp_path / "r5.provenance.json").read_text() == "{}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r5.provenance.json"]
 
 
-def test_an_unused_default_name_is_given_back(icount: Icount, tmp_path: Path) -> None:
-    done = icount("run", "--backend", "gpu", "--", "true", cwd=tmp_path)
+def test_an_unused_default_name_is_given_back(here: Icount, tmp_path: Path) -> None:
+    done = here("run", "--backend", "gpu", "--", "true", cwd=tmp_path)
     _one_line_error(done, 2, "unknown backend 'gpu'")
     assert list((tmp_path / "icount-results").iterdir()) == []  # run-001 is free again
 
 
 def test_serve_never_replaces_a_provenance_file_unasked(
-    icount: Icount, tmp_path: Path, need_valgrind: None
+    here: Icount, tmp_path: Path, need_valgrind: None
 ) -> None:
     (tmp_path / "s.provenance.json").write_text("{}")
-    done = icount(
+    done = here(
         "serve", "--backend", "callgrind", "--cmd", "true {port}", "-o", "s.json", cwd=tmp_path
     )
     _one_line_error(done, 2, "s.provenance.json exists; refusing to overwrite it (pass --force)")
@@ -79,23 +89,21 @@ def test_serve_never_replaces_a_provenance_file_unasked(
 
 @pytest.mark.parametrize("command", ["compare", "report"])
 def test_compare_and_report_never_replace_a_results_file_unasked(
-    icount: Icount, tmp_path: Path, command: str
+    here: Icount, tmp_path: Path, command: str
 ) -> None:
     for name in ("base.json", "new.json", "third.json"):
         (tmp_path / name).write_text(json.dumps(DOC))
     before = (tmp_path / "third.json").read_text()
-    done = icount(command, "base.json", "new.json", "-o", "third.json", cwd=tmp_path)
+    done = here(command, "base.json", "new.json", "-o", "third.json", cwd=tmp_path)
     _one_line_error(done, 2, "--output third.json is an icount results file; refusing")
     assert (tmp_path / "third.json").read_text() == before
     if command == "compare":
-        forced = icount(
-            command, "base.json", "new.json", "-o", "third.json", "--force", cwd=tmp_path
-        )
+        forced = here(command, "base.json", "new.json", "-o", "third.json", "--force", cwd=tmp_path)
         assert forced.returncode == 0, forced.stderr
         assert "verdict" in (tmp_path / "third.json").read_text()  # the table replaced it
     # its own earlier output is replaced without asking
     (tmp_path / "out.txt").write_text("an earlier comparison\n")
-    again = icount(command, "base.json", "new.json", "-o", "out.txt", cwd=tmp_path)
+    again = here(command, "base.json", "new.json", "-o", "out.txt", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
 
 
@@ -161,9 +169,9 @@ def test_report_reads_only_regular_files(icount: Icount, tmp_path: Path, special
     _one_line_error(done, 6, f"{special}: is not a regular file")
 
 
-def test_inline_keep_profiles_that_is_a_file(icount: Icount, tmp_path: Path) -> None:
+def test_inline_keep_profiles_that_is_a_file(here: Icount, tmp_path: Path) -> None:
     (tmp_path / "afile").touch()
-    done = icount("inline", "/bin/true", "/bin/true", "--keep-profiles", "afile", cwd=tmp_path)
+    done = here("inline", "/bin/true", "/bin/true", "--keep-profiles", "afile", cwd=tmp_path)
     _one_line_error(done, 2, "--keep-profiles afile: cannot make the folder: File exists")
 
 
