@@ -31,6 +31,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -196,13 +197,23 @@ class Launcher:
     shim: bool = False
 
 
-def launcher(path: str) -> Launcher | None:
+# The kernel follows a #! interpreter that is itself a script a few levels deep, then
+# fails with ELOOP; scripts naming each other must not recurse without end here.
+MAX_INTERPRETER_DEPTH = 4
+
+
+def launcher(path: str, depth: int = 0) -> Launcher | None:
     """What the #! script at `path` runs, or None when it is no script."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
+        # O_NONBLOCK: a FIFO named as an interpreter must not block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    with open(fd, "rb") as f:
+        try:
+            head = f.read(4096) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        except OSError:
+            return None
     if not head.startswith(b"#!"):
         return None
     line = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
@@ -221,7 +232,8 @@ def launcher(path: str) -> Launcher | None:
         lines = (done or "").strip().splitlines()
         found = lines[-1] if lines and Path(lines[-1]).is_absolute() else None
         return Launcher(tuple(argv), found if found and Path(found).is_file() else None, True)
-    inner = launcher(argv[0]) if argv[0] != path and Path(argv[0]).is_absolute() else None
+    nested = argv[0] != path and Path(argv[0]).is_absolute() and depth < MAX_INTERPRETER_DEPTH
+    inner = launcher(argv[0], depth + 1) if nested else None
     if inner is not None:  # `#!/usr/bin/env python3`, and python3 a shim
         return Launcher(tuple(argv), inner.binary, inner.shim)
     return Launcher(tuple(argv), argv[0])

@@ -258,3 +258,25 @@ def test_a_version_managers_shim_names_the_binary_it_would_exec(tmp_path: Path) 
         "it is a version manager's shim (a #! bash script), which runs the program it "
         "picks unmeasured; give that program's path instead"
     )
+
+
+def test_scripts_naming_each_other_as_interpreter_do_not_recurse_without_end(
+    tmp_path: Path,
+) -> None:
+    """The kernel gives up after a few levels (ELOOP); launcher() recursed until
+    RecursionError, an internal error of icount serve."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    _script(a, f"#!{b}\n")
+    _script(b, f"#!{a}\n")
+    found = procs.launcher(str(a))
+    assert found is not None and found.interpreter == (str(b),)
+    assert procs.launcher_problem([str(a)]) is not None
+
+
+def test_a_fifo_named_as_interpreter_is_not_read(tmp_path: Path) -> None:
+    """Opening a FIFO nobody writes blocks; it is no script either."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    script = _script(tmp_path / "serve", f"#!{fifo}\n")
+    assert procs.launcher(str(fifo)) is None
+    assert procs.launcher(str(script)) == procs.Launcher((str(fifo),), str(fifo))
