@@ -1,10 +1,14 @@
-"""`icount serve` command-line mistakes: one line, exit 2 (or 4), nothing started."""
+"""`icount serve` command-line mistakes: one line, exit 2 (or 4), nothing started.
+
+In-process (tests/support/cli.py) where icount refuses before it launches anything."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import run_icount_here
 
 from .conftest import run_icount
 
@@ -28,7 +32,7 @@ from .conftest import run_icount
     ],
 )
 def test_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
-    done = run_icount(["serve", *args], tmp_path, timeout=60)
+    done = run_icount_here(["serve", *args], tmp_path)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -47,13 +51,13 @@ def test_thread_needs_callgrind(tmp_path: Path) -> None:
 
 
 def test_help_has_examples(tmp_path: Path) -> None:
-    done = run_icount(["serve", "--help"], tmp_path, timeout=60)
+    done = run_icount_here(["serve", "--help"], tmp_path)
     assert done.returncode == 0
     assert "icount serve c-epoll nginx --runs 3" in done.stdout
 
 
 def test_a_cmd_server_that_cannot_be_launched_exits_4(tmp_path: Path) -> None:
-    done = run_icount(["serve", "--cmd", "no-such-server-xyz {port}"], tmp_path, timeout=60)
+    done = run_icount_here(["serve", "--cmd", "no-such-server-xyz {port}"], tmp_path)
     assert done.returncode == 4
     assert done.stderr.strip() == (
         "icount: error: command not found: no-such-server-xyz (check the name and your PATH)"
@@ -69,6 +73,6 @@ def test_a_cmd_server_that_cannot_be_launched_exits_4(tmp_path: Path) -> None:
     ],
 )
 def test_cmd_flags_meet_the_adapter_rules(tmp_path: Path, flags: list[str], message: str) -> None:
-    done = run_icount(["serve", "--cmd", "true {port}", *flags], tmp_path, timeout=60)
+    done = run_icount_here(["serve", "--cmd", "true {port}", *flags], tmp_path)
     assert done.returncode == 2
     assert message in done.stderr and done.stderr.startswith("icount: error: --cmd: ")
