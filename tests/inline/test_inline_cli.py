@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.cli import run_icount_here
+
 from .common import DATA, EXE_A, EXE_B, GOLDEN, ROOT
 
 
@@ -17,6 +19,11 @@ def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
         cwd=cwd,
         timeout=120,
     )
+
+
+def cli_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """In-process: for the mistakes icount refuses before it launches anything."""
+    return run_icount_here(["inline", *args], ROOT)
 
 
 def test_cli_on_saved_profiles_matches_the_golden_table() -> None:
@@ -52,7 +59,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         ((str(tmp_path / "nope"), str(good)), 4, "command not found"),
     ]
     for args, code, text in cases:
-        done = cli(*args)
+        done = cli_here(*args)
         assert done.returncode == code, (args, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and text in lines[0], (args, done.stderr)
