@@ -116,9 +116,23 @@ def _make_folders(folder: Path) -> None:
         if p.exists():
             break
         missing.append(p)
+    if missing and not _MADE:
+        import atexit
+
+        # also for the outputs nothing claims (compare, size, report -o): a command that
+        # fails after this check leaves no empty folders behind
+        atexit.register(_remove_made)
     for p in reversed(missing):
         p.mkdir(exist_ok=True)
         _MADE.append(p)
+
+
+def _remove_made() -> None:
+    """Remove the folders `check_writable` made that stayed empty."""
+    while _MADE:
+        with contextlib.suppress(OSError):
+            _MADE[-1].rmdir()
+        _MADE.pop()
 
 
 def _check_target(path: Path) -> None:
@@ -319,10 +333,7 @@ def release_unused(path: Path) -> None:
         with contextlib.suppress(OSError):
             claim_path(path).unlink()
         os.close(fd)
-    while _MADE:
-        with contextlib.suppress(OSError):
-            _MADE[-1].rmdir()
-        _MADE.pop()
+    _remove_made()
 
 
 # ---------------------------------------------------------------- loading

@@ -188,3 +188,21 @@ def test_an_output_through_a_missing_folder_leaves_no_folder(tmp_path: Path) -> 
     assert (tmp_path / "a" / "b").is_dir()
     results.release_unused(deep)
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "bad.json", "bad.json", "-o", "new/sub/cmp.json"],
+        ["size", "missing.so", "-o", "new/sub/size.json"],
+    ],
+)
+def test_a_command_failing_after_its_output_check_leaves_no_folder(
+    icount: Any, tmp_path: Path, args: list[str]
+) -> None:
+    """Outputs nothing claims (compare, size, report -o) made their folders in the
+    early check and left them empty when the command then failed."""
+    (tmp_path / "bad.json").write_text("{}")
+    done = icount(*args, cwd=tmp_path)
+    assert done.returncode == 6, done.stderr
+    assert not (tmp_path / "new").exists()
