@@ -168,7 +168,7 @@ def run_command(
         floor=floor if floor is not None else ("auto" if minus_floor else None),
     )
     if resume is not None:
-        resume = resume.absolute()
+        resume = Path(os.path.normpath(resume.absolute()))  # as output_path names it
         given = {"allowed_exits" if n == "allow_exit" else n for n in explicit_options(ctx)}
         request = run_plan.resume_request(request, resume, frozenset(given))
     spec = shards.resolve(shard, shard_total, os.environ)

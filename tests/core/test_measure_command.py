@@ -235,3 +235,18 @@ def test_resume_measures_only_the_missing_commands_cli(
         "icount: error: a/callgrind in the file to resume was measured with other parameters "
         "(runs 1 there, 2 now) (use the same options, or start a new results file with -o)"
     ]
+
+
+def test_resume_of_a_path_through_dot_dot_continues_the_file(
+    icount: Icount, need_valgrind: None, tmp_path: Path
+) -> None:
+    """--resume sub/../r.json was refused as 'r.json exists; refusing to overwrite it':
+    the output is named normalised, and the file to resume was not."""
+    out = tmp_path / "r.json"
+    first = icount("run", "--backend", "callgrind", "--runs", "1", "-q", "-o", str(out),
+                   "--cmd", "a=true", cwd=tmp_path)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "sub").mkdir()
+    again = icount("run", "--resume", "sub/../r.json", "--cmd", "b=true", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert [c["name"] for c in json.loads(out.read_text())["cells"]] == ["a", "b"]
