@@ -82,6 +82,12 @@ of each cell as a chart). With
 $GITHUB_STEP_SUMMARY set, the md is appended to that file.
 
 \b
+Every format gives the geometric mean of new/base over the cells valid on
+both sides. --ledger FILE.md --note TEXT appends an entry for the change to
+FILE.md: the date, the commits of both sides, the geometric mean and each
+cell that moved (before -> after); --rejected marks a change not kept.
+
+\b
 Exit codes: 0 no regression; 3 a cell regressed; 5 with --fail-on-invalid,
 a cell is invalid or missing on either side (and none regressed), and with
 --interleave a run failed; 2 usage or refused environments; 4 a tool or
@@ -150,6 +156,13 @@ def compare_command(
         help="Rerun a regressed cell N times, judged on the rerun [default: no rerun].",
         show_default=False,
     ),
+    ledger: Path = typer.Option(
+        None, "--ledger", help="Append an entry for this change to FILE.md (needs --note)."
+    ),
+    note: str = typer.Option(None, "--note", help="With --ledger: what the change was."),
+    rejected: bool = typer.Option(
+        False, "--rejected", help="With --ledger: the change was not kept."
+    ),
 ) -> None:
     from icount import export
     from icount.cli.options import check_sort, table_width
@@ -162,6 +175,7 @@ def compare_command(
     if output is not None:
         _check_output(output, files or [], force)
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
+    _check_ledger(ledger, note, rejected, interleave)
     if interleave:
         if files:
             raise UsageError("--interleave measures commands; it takes no results files")
@@ -199,10 +213,33 @@ def compare_command(
 
     comparison = in_order(comparison, sort)
     _emit(export.render_comparison(comparison, fmt, columns), output, quiet, comparison, columns)
+    if ledger is not None and note is not None:  # a regression is worth its entry too
+        _write_ledger(ledger, comparison, files, note, rejected)
     # A failed measurement fails --interleave always, as it fails `icount run`.
     failure = model.gate(comparison, fail_on_invalid or interleave)
     if failure is not None:
         raise failure
+
+
+def _check_ledger(ledger: Path | None, note: str | None, rejected: bool, interleave: bool) -> None:
+    if ledger is None:
+        if note is not None or rejected:
+            raise UsageError("--note and --rejected describe a --ledger entry: give --ledger FILE")
+        return
+    if interleave:
+        raise UsageError("--ledger records a comparison of results files, not --interleave")
+    if not note or not note.strip():
+        raise UsageError("--ledger needs --note TEXT: what the change was")
+
+
+def _write_ledger(
+    path: Path, comparison: Comparison, files: list[Path], note: str, rejected: bool
+) -> None:
+    from icount.compare import ledger
+    from icount.results.merge import input_files
+
+    base, new = (ledger.side(str(f), [s for s, _ in input_files([f])]) for f in files)
+    ledger.append(path, ledger.entry(comparison, base, new, note, rejected, ledger.today()))
 
 
 def _check_output(output: Path, files: list[Path], force: bool) -> None:

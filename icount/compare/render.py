@@ -9,6 +9,9 @@ JSON format history (bump VERSION and add a line on every change to the layout):
   1 - first version: {format, version, mode, thresholds, forced, summary,
       verdict_line, cells[], pairs, median_ratio}; `build_changes` (optional, only
       with --allow-build-change): the cells compared across build modes.
+  2 - `geometric_mean`: {ratio, cells}, the geometric mean of new/base over the cells
+      with both sides valid (null without any, and for --interleave); CSV column
+      `geomean_ratio`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from icount.stats import Summary
 from icount.tables import Column, Table, render_markdown
 
 FORMAT = "icount-compare"
-VERSION = 1
+VERSION = 2
 
 CSV_HEADER = (
     "name",
@@ -46,6 +49,7 @@ CSV_HEADER = (
     "verdict",
     "why",
     "forced",
+    "geomean_ratio",
 )
 
 
@@ -215,9 +219,17 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         )
     if with_verdict:
         table.notes += allowed_lines(c)
+        table.notes += _geomean_lines(c)
     if with_verdict:
         table.notes.append(verdict_line(c))
     return table
+
+
+def _geomean_lines(c: Comparison) -> list[str]:
+    from icount.compare import geomean
+
+    text = geomean.line(c)
+    return [text] if text and c.pairs is None else []
 
 
 def build_pairs_table(c: Comparison) -> Table:
@@ -251,6 +263,7 @@ def tables(c: Comparison) -> list[Table]:
 
 def render_md(c: Comparison) -> str:
     lines = [verdict_line(c, icons=True), ""]
+    lines += [*_geomean_lines(c), ""] if _geomean_lines(c) else []
     for line in allowed_lines(c):
         lines += [f"> **{line}**", ""]
     notable = [r for r in c.rows if r.verdict is not Verdict.UNCHANGED]
@@ -332,6 +345,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
         **({"build_changes": list(c.build_changes)} if c.build_changes else {}),
         "summary": {v.value: c.count(v) for v in VERDICT_ORDER},
         "verdict_line": verdict_line(c),
+        "geometric_mean": _geomean_json(c),
         "cells": [_row_json(r) for r in c.rows],
         "pairs": None
         if c.pairs is None
@@ -341,12 +355,21 @@ def to_json(c: Comparison) -> dict[str, Any]:
     }
 
 
+def _geomean_json(c: Comparison) -> dict[str, Any] | None:
+    from icount.compare import geomean
+
+    g = geomean.of(c) if c.pairs is None else None
+    return None if g is None else {"ratio": g.ratio, "cells": g.cells}
+
+
 def _num(x: float | None) -> str:
     return numfmt.plain(x) if x is not None and math.isfinite(x) else ""
 
 
 def csv_rows(c: Comparison) -> list[list[object]]:
     forced = "; ".join(allowed_lines(c))
+    g = _geomean_json(c)
+    geo = f"{g['ratio']:.6f}" if g else ""
     out: list[list[object]] = []
     for r in c.rows:
         b, n = r.base, r.new
@@ -368,6 +391,7 @@ def csv_rows(c: Comparison) -> list[list[object]]:
                 r.verdict.value,
                 note(r),
                 forced,
+                geo,
             ]
         )
     return out
@@ -378,7 +402,7 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
     valid new side, {name, unit, value, range, extra}; range and extra are strings
     in that convention. Cells without a new figure are left out (the action needs a
     number), and they show in every other format."""
-    allowed = allowed_lines(c)
+    allowed = allowed_lines(c) + _geomean_lines(c)
     entries: list[dict[str, Any]] = []
     for r in c.rows:
         if r.new is None:

@@ -118,7 +118,7 @@ def test_every_format_says_it_was_forced(fmt: str) -> None:
 
 def test_json_is_versioned_and_sorted() -> None:
     doc = json.loads(export.render_comparison(mixed(), "json"))
-    assert (doc["format"], doc["version"]) == ("icount-compare", 1)
+    assert (doc["format"], doc["version"]) == ("icount-compare", 2)
     assert doc["summary"]["regressed"] == 1
     assert sum(doc["summary"].values()) == len(doc["cells"]) == 9
     assert export.render_comparison(mixed(), "json") == (

@@ -430,9 +430,9 @@ def test_bad_size_documents_name_the_key(change: dict[str, object], message: str
 def test_comparison_of_another_version_is_refused() -> None:
     from icount.errors import ParseError
 
-    doc = {**mixed_comparison_json(), "version": 2}
+    doc = {**mixed_comparison_json(), "version": 3}
     with pytest.raises(
-        ParseError, match=r"^c\.json: comparison format version 2; this icount reads version 1$"
+        ParseError, match=r"^c\.json: comparison format version 3; this icount reads version 1, 2$"
     ):
         charts.comparison_from_json(doc, "c.json")
 
