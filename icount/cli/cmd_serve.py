@@ -240,7 +240,7 @@ def serve_command(
         max_load=max_load,
     )
     if resume is not None:
-        resume = resume.absolute()
+        resume = Path(os.path.normpath(resume.absolute()))  # as output_path names it
         request = plan_mod.resume_request(request, resume, explicit_options(ctx))
     spec = shards.resolve(shard, shard_total, os.environ)
     plan = plan_mod.prepare(

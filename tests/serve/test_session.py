@@ -347,6 +347,22 @@ def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> 
             _session(ServeRequest(cmd=wrong, backend="fake", runs=1, reps=1), tmp_path / "w.json")
 
 
+def test_resume_of_a_path_through_dot_dot_continues_the_file_fake(
+    fake: Path, tmp_path: Path
+) -> None:
+    """--resume sub/../r.json was refused as 'r.json exists; refusing to overwrite it':
+    the output is named normalised, and the file to resume was not."""
+    from icount.serve.plan import ServeRequest
+    from tests.support.cli import run_icount_here
+
+    request = ServeRequest(targets=(str(fake),), backend="fake", runs=1, reps=1, idle_seconds=0)
+    first = _session(request, tmp_path / "r.json")
+    (tmp_path / "sub").mkdir()
+    again = run_icount_here(["serve", "--resume", "sub/../r.json", "-q"], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert results.load(tmp_path / "r.json").sorted() == first.sorted()
+
+
 def test_a_spread_between_windows_is_explained_by_the_functions_behind_it_fake(
     fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
