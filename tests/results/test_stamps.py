@@ -6,13 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from icount.errors import ExitCode
 from icount.results import stamps
 from tests.conftest import Icount
+from tests.support.cli import icount_here
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "fixtures" / "compare" / "loop-base.json"
 OLD, NEW = "1" * 40, "2" * 40
+
+
+@pytest.fixture(scope="module")
+def icount() -> Icount:
+    """In-process: `icount table` reads files (and asks git what REF names)."""
+    return icount_here
 
 
 def _file(folder: Path, name: str, commit: str | None, started: str) -> Path:
