@@ -23,14 +23,20 @@ class Sort(StrEnum):
 
 
 SORTS = tuple(s.value for s in Sort)
-HELP = "Rows as the commands, targets or files were given (order), or by name (name)."
 
 
-def natural_key(name: str) -> tuple[tuple[str | int, ...], str]:
+def natural_key(name: str) -> tuple[tuple[str | tuple[int, str], ...], str]:
     """fib-2 before fib-10: runs of ASCII digits compare by value, the rest as text;
     names equal by that (fib-01, fib-1) by their text, so that the order is total."""
     parts = _DIGITS.split(name)
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), name
+    return tuple(_by_value(p) if i % 2 else p for i, p in enumerate(parts)), name
+
+
+def _by_value(digits: str) -> tuple[int, str]:
+    """A run of digits as its value orders it, without int(): a name from a file may
+    hold more digits than int() converts (4,300)."""
+    significant = digits.lstrip("0")
+    return len(significant), significant
 
 
 def by_name(items: Iterable[T], name: Callable[[T], str]) -> list[T]:
