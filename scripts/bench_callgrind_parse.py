@@ -13,10 +13,10 @@ compiles a C++ file using most of the standard library (fixtures/callgrind/src/
 bench-stdlib.cpp) with `g++ -std=c++17 -O2 -g -c` under
 `valgrind --tool=callgrind --trace-children=yes`, once with --cache-sim=yes
 --branch-sim=yes (13 events) and once with --dump-instr=yes, and keeps the profiles
-of cc1plus (the largest file of each run). `--record cc1plus-small` (2-4 minutes)
-makes the 13-event profile only, of cc1plus compiling a 12-line file that uses
-std::map, std::string and std::ostringstream (SMALL_CPP below): a 7 MB profile of about
-11,600 functions, for a quick check of the 13-event case.
+of cc1plus (the largest file of each run). `--record cc1plus-small` (2 minutes on an
+idle 2-core VM, 7 at load 9) makes the 13-event profile only, of cc1plus compiling a
+12-line file that uses std::map, std::string and std::ostringstream (SMALL_CPP below):
+a 7 MB profile of about 11,600 functions, for a quick check of the 13-event case.
 
 Each round runs `callgrind_annotate FILE` (output discarded) and then
 `icount.callgrind.parser.parse_file(FILE)` in this process (the first round's parse
@@ -97,7 +97,7 @@ def record_cc1plus(out_dir: Path, small: bool = False) -> list[Path]:
         variants = [("cc1plus-cache", CACHE_SIM), ("cc1plus-instr", ["--dump-instr=yes"])]
     files = []
     for name, extra in variants:
-        took = "2 to 4 min" if small else "10 to 60 min"
+        took = "2 to 8 min" if small else "10 to 60 min"
         print(f"recording {name} (valgrind on g++, {took})...", flush=True)
         pattern = out_dir / f"{name}.%p.out"
         argv = ["g++", "-std=c++17", "-O2", "-g", "-c", str(source), "-o", os.devnull]
