@@ -23,8 +23,17 @@ from icount.results import Cell, Results, Run
 from icount.results.details import CommandDetail
 from icount.size import report as size_report
 from icount.tables import Column, Table, render_terminal
+from tests.support.cli import icount_here, run_icount_here
 
 Icount = Callable[..., Any]
+
+
+@pytest.fixture(scope="module")
+def icount() -> Icount:
+    """In-process: the commands here read files or fail on their arguments."""
+    return icount_here
+
+
 FP = {"backend": "callgrind", "tool_version": "valgrind 3.19.0", "arch": "x86_64"}
 LONG = "a-benchmark-" + "with-a-very-long-name-" * 4  # 100 characters
 
@@ -136,7 +145,7 @@ def test_compare_sort_on_the_command_line(icount: Icount, tmp_path: Path) -> Non
 
 
 def test_one_registry_of_formats() -> None:
-    assert export.names(export.Kind.RESULTS) == ("table", "md", "csv", "json", "svg")
+    assert export.names(export.Kind.RESULTS) == ("table", "md", "csv", "json", "bmf", "svg")
     assert export.names(export.Kind.INLINE) == ("table", "md", "json")
     assert "benchmark-json" in export.names(export.Kind.COMPARISON)
     assert export.help_text(export.Kind.INLINE) == "table, md or json."
@@ -149,20 +158,22 @@ def test_one_registry_of_formats() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "formats"),
     [
-        (["table", "x.json", "-f", "benchmark-json"], "benchmark-json does not print results"),
-        (["size", "/bin/true", "-f", "benchmark-json"], "benchmark-json does not print sizes"),
-        (["size", "-f", "xml", "/bin/true"], "unknown format 'xml'"),
+        (["table", "x.json", "-f", "benchmark-json"], "benchmark-json does not print results",
+         "table|md|csv|json|bmf|svg"),
+        (["size", "/bin/true", "-f", "benchmark-json"], "benchmark-json does not print sizes",
+         "table|md|csv|json|svg"),
+        (["size", "-f", "xml", "/bin/true"], "unknown format 'xml'", "table|md|csv|json|svg"),
     ],
 )  # fmt: skip
 def test_a_format_a_command_does_not_print_is_one_line(
-    icount: Icount, args: list[str], message: str
+    icount: Icount, args: list[str], message: str, formats: str
 ) -> None:
     done = icount(*args)
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert done.stderr.startswith("icount: error: ") and done.stderr.count("\n") == 1
-    assert done.stderr.endswith(" (use --format table|md|csv|json|svg)\n")
+    assert done.stderr.endswith(f" (use --format {formats})\n")
 
 
 def test_the_table_follows_columns(icount: Icount, tmp_path: Path) -> None:
@@ -179,17 +190,9 @@ def test_the_table_follows_columns(icount: Icount, tmp_path: Path) -> None:
 
 def run_with_columns(icount: Icount, tmp_path: Path, columns: str, *args: str) -> str:
     import os
-    import subprocess
-    import sys
 
-    done = subprocess.run(
-        [sys.executable, "-m", "icount", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": columns},
-        cwd=tmp_path,
-        check=True,
-    )
+    done = run_icount_here(args, tmp_path, env={**os.environ, "COLUMNS": columns})
+    assert done.returncode == 0, done.stderr
     return done.stdout
 
 
@@ -238,3 +241,15 @@ def test_any_names_at_any_width_keep_every_figure_and_no_control_character(
         assert all(ch == "\n" or ch.isprintable() for ch in text), text
         assert si(s.median) in text
     assert median_range(s.median, s.min, s.max) in export.render_results(res, "table", width)
+
+
+def test_names_with_more_digits_than_int_converts_sort_by_value() -> None:
+    """A name from a file may hold a run of 5,000 digits; int() refuses beyond 4,300
+    (ValueError: an internal error of --sort name)."""
+    long = "fib-" + "9" * 5000
+    assert sorting.names([long, "fib-10", "fib-010", "fib-2"]) == [
+        "fib-2",
+        "fib-010",
+        "fib-10",
+        long,
+    ]
