@@ -87,7 +87,7 @@ def cost_file(draw: st.DrawFn) -> tuple[bytes, int, int, list[list[list[bytes]]]
     return b"# callgrind format\n" + b"\n".join(text) + b"\n", n_pos, n_ev, blocks
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(cost_file(), st.sampled_from([16, 64, 1 << 18]))
 def test_cost_lines_read_like_a_python_reader(
     case: tuple[bytes, int, int, list[list[list[bytes]]]], chunk: int

@@ -98,7 +98,7 @@ def test_every_name_has_a_folder_of_its_own(tmp_path: Path) -> None:
     assert folders["c-O2"] == "c-O2" and folders["a_b"] == "a_b"  # plain names stay readable
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)  # NAMES above holds the edges for sure
 @given(st.lists(st.text(max_size=300), min_size=2, max_size=6, unique=True))
 def test_safe_name_is_one_to_one(names: list[str]) -> None:
     base = Path("/tmp/icount-artifacts")

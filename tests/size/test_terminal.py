@@ -78,7 +78,7 @@ def natural_width(t: Table) -> int:
     return sum(widths) + 3 * (len(widths) - 1)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(tables())
 def test_equals_rich_where_the_table_fits(case: tuple[Table, int]) -> None:
     t, width = case
