@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icount import build_label, environment, jobs, memory, procs, startup_floor
+from icount import build_label, cache_sim, environment, jobs, memory, procs, startup_floor
 from icount.backends import Backend, fingerprint
 from icount.cpus import pinned_self
 from icount.errors import UsageError
@@ -51,6 +53,7 @@ class RunOptions:
     jobs: tuple[tuple[int, ...], ...] = ()
     memory: bool = False  # --memory: the peak RSS of as many native runs
     floors: startup_floor.Floors | None = None  # --floor: each kind's start-up floor
+    cache_sim: bool = False  # --cache-sim: one more run, simulating caches (callgrind)
 
 
 def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
@@ -129,6 +132,7 @@ def _measure_cell(
     job: jobs.Job,
 ) -> Cell:
     runs: list[Run] = []
+    walls: list[float] = []  # the runs' wall times, against which --cache-sim's is stated
     profiles: list[tuple[WindowProfile, int]] = []
     # read before the runs: the binary measured, not one rebuilt meanwhile
     label = build_label.label_of(spec.argv[0])
@@ -139,9 +143,11 @@ def _measure_cell(
             job.check()
             if progress:
                 progress(f"{spec.name}: run {i + 1}/{opts.runs}", counter.done, counter.total)
+            t0 = time.monotonic()
             run, profile = measure_profiled(
                 spec, opts, artifacts / environment.safe_name(spec.name) / f"run-{i + 1}"
             )
+            walls.append(time.monotonic() - t0)
             runs.append(run)
             if profile is not None:
                 profiles.append((profile, 1))
@@ -166,6 +172,14 @@ def _measure_cell(
         with pinned_self(cpus) if cpus else contextlib.nullcontext():
             extra[startup_floor.KEY] = startup_floor.floor_of(
                 label, spec.argv, opts.floors, floor_dir / "build", floor_runs
+            )
+    if opts.cache_sim and len(runs) == opts.runs and all(r.valid for r in runs):
+        if progress:
+            progress(f"{spec.name}: cache simulation", counter.done, counter.total)
+        sim_dir = artifacts / environment.safe_name(spec.name) / "cache-sim"
+        with pinned_self(cpus) if cpus else contextlib.nullcontext():
+            extra[cache_sim.KEY] = cache_sim.simulate(
+                spec.argv, spec.env, sim_dir, opts.timeout, statistics.median(walls)
             )
     if opts.memory and len(runs) == opts.runs and all(r.valid for r in runs):
         if progress:

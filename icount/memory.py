@@ -51,8 +51,9 @@ def command_peaks(
     for _ in range(runs):
         workdir = environment.make_workdir()
         try:
+            program = environment.fixed_program(argv, workdir)  # as the counted runs ran
             done = procs.run(
-                [gnu_time, "-q", "-f", "%M", "-o", str(report), "--", *argv],
+                [gnu_time, "-q", "-f", "%M", "-o", str(report), "--", *program],
                 env=environment.clean_env(workdir, env),
                 cwd=workdir,
                 timeout=timeout,

@@ -42,6 +42,7 @@ class RunRequest:
     keep_profiles: bool = False
     memory: bool = False  # --memory: peak RSS of native runs beside the counts
     floor: str | None = None  # --floor: 'auto' (each cell's kind) or a command line
+    cache_sim: bool = False  # --cache-sim: estimated cycles from callgrind's caches
     profile_top: int = o.PROFILE_TOP  # functions each cell's profile keeps (callgrind)
 
     def to_json(self) -> dict[str, Any]:
@@ -58,6 +59,7 @@ class RunRequest:
             "timeout": self.timeout,
             **({"memory": True} if self.memory else {}),  # absent: files before --memory
             **({"floor": self.floor} if self.floor else {}),
+            **({"cache_sim": True} if self.cache_sim else {}),
         }
 
 
@@ -102,6 +104,7 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "timeout": lambda v: None if v is None else o.float_from_json(v, 0.001, 1e9),
     "memory": _bool_from_json,
     "floor": o.str_from_json,
+    "cache_sim": _bool_from_json,
 }
 
 
@@ -227,6 +230,11 @@ def _prepare(
     if request.memory:  # before anything runs, not at the first cell's native runs
         procs.require("time", memory.TIME_REMEDY)
     choice = backends.choose(request.backend)
+    if request.cache_sim and choice.backend != "callgrind":
+        raise UsageError(
+            f"--cache-sim simulates caches under callgrind, not {choice.backend}",
+            hint="give --backend callgrind",
+        )
     backend = backends.create(
         choice.backend,
         {"keep_profiles": request.keep_profiles, "profile_top": request.profile_top},
@@ -250,6 +258,7 @@ def _prepare(
         jobs=job_cpus,
         memory=request.memory,
         floors=_floors(request.floor),
+        cache_sim=request.cache_sim,
     )
     fp = backends.fingerprint(backend, "command")
     previous = None

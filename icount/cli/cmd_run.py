@@ -117,6 +117,11 @@ def run_command(
     minus_floor: bool = typer.Option(
         False, "--minus-floor", help="Print the counts less their floor (implies --floor auto)."
     ),
+    cache_sim: bool = typer.Option(
+        False,
+        "--cache-sim",
+        help="callgrind: one more run simulating caches, for estimated cycles (never gated).",
+    ),
     memory: bool = typer.Option(
         False, "--memory", help="Also the peak RSS of as many native runs (never under valgrind)."
     ),
@@ -165,6 +170,7 @@ def run_command(
         keep_profiles=keep_profiles,
         profile_top=profile_top,
         memory=memory,
+        cache_sim=cache_sim,
         floor=floor if floor is not None else ("auto" if minus_floor else None),
     )
     if resume is not None:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 MODE_FIELDS = ("optimisation", "lto")
+CACHE_EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
 
 
 def check_label(doc: Any, where: str) -> Mapping[str, Any]:
@@ -56,12 +57,40 @@ def _counts(doc: Any, where: str, key: str, what: str, kind: Any) -> Mapping[str
     return doc
 
 
+def check_cache_sim(doc: Any, where: str) -> Mapping[str, Any]:
+    """A stored simulation: its events' counts and wall times, or why there is none."""
+    if not isinstance(doc, Mapping):
+        raise ValueError(f"{where} must be an object")
+    _reason(doc, where)
+    if doc.get("reason") is not None:
+        return doc
+    events = doc.get("events")
+    if not isinstance(events, Mapping) or not all(
+        isinstance(events.get(e), int)
+        and not isinstance(events.get(e), bool)
+        and 0 <= events[e] < 2**63
+        for e in CACHE_EVENTS
+    ):
+        raise ValueError(f"{where}.events must count {', '.join(CACHE_EVENTS)}")
+    for key in ("wall_s", "counted_wall_s"):
+        v = doc.get(key)
+        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < 1e9:
+            raise ValueError(f"{where}.{key} must be seconds")
+    return doc
+
+
 def _reason(doc: Mapping[str, Any], where: str) -> None:
     if doc.get("reason") is not None and not isinstance(doc["reason"], str):
         raise ValueError(f"{where}.reason must be text")
 
 
 def check(extra: Mapping[str, Any]) -> None:
-    for key, checker in (("build", check_label), ("memory", check_memory), ("floor", check_floor)):
+    checks = (
+        ("build", check_label),
+        ("memory", check_memory),
+        ("floor", check_floor),
+        ("cache_sim", check_cache_sim),
+    )
+    for key, checker in checks:
         if key in extra:
             checker(extra[key], f"cell.extra.{key}")

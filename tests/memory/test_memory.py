@@ -7,6 +7,7 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,14 @@ def test_a_stored_peak_that_is_no_byte_count_is_refused(peaks: object) -> None:
 
 
 def test_a_servers_peak_sums_each_process_once() -> None:
-    # two idle processes, whose high-water marks hold still while they are read
-    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    # two idle processes, whose high-water marks hold still once they say they are ready
+    idle = "import sys, time; print('ready', flush=True); time.sleep(60)"
+    sleepers = [
+        subprocess.Popen([sys.executable, "-c", idle], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     try:
+        assert [p.stdout.readline() for p in sleepers if p.stdout] == ["ready\n"] * 2
         a, b = (memory.status_hwm(p.pid) for p in sleepers)
         assert a is not None and b is not None and a > 0
         pids = [sleepers[0].pid, sleepers[1].pid, sleepers[0].pid]
