@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from icount.results.extras import check as check_measured
+from icount.text import printable
 
 T = TypeVar("T")
 
@@ -142,8 +143,8 @@ def in_cell(doc: Any, index: int, read: Callable[[Any], T]) -> T:
 def _cell_name(doc: Any, index: int) -> str:
     if isinstance(doc, dict):
         parts = [doc.get(k) for k in ("name", "path", "backend")]
-        if all(isinstance(p, str) for p in parts):
-            return "/".join(p for p in parts if p)
+        if all(isinstance(p, str) for p in parts):  # names from the file: escaped
+            return printable("/".join(p for p in parts if p))
     return f"#{index + 1}"
 
 

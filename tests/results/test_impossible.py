@@ -49,6 +49,16 @@ def test_a_valid_run_without_a_value_is_refused(tmp_path: Path) -> None:
     assert text == "cell loop/callgrind: run 2: valid, but it has no value (null)"
 
 
+def test_the_cell_a_refusal_names_has_its_controls_escaped(tmp_path: Path) -> None:
+    """A name from the file went into the message as it was: a newline in it made a
+    second line that read as icount's own."""
+    doc = _bare(json.loads(BASE.read_text()))
+    doc["cells"][0]["name"] = "x\nicount: forged"
+    doc["cells"][0]["runs"][1]["value"] = None
+    text = _refusal(tmp_path, doc)
+    assert text == "cell x\\nicount: forged/callgrind: run 2: valid, but it has no value (null)"
+
+
 @pytest.mark.parametrize("values", [[-100.0] * 3, [-5, 5, 5], [5, 5, -0.5]])
 def test_negative_counts_are_refused(tmp_path: Path, values: list[float]) -> None:
     doc = _bare(json.loads(BASE.read_text()))
