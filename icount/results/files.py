@@ -34,6 +34,7 @@ from icount.errors import OutputError, ParseError, ResultsFileError, UsageError
 from icount.jsonout import dumps
 from icount.results.fields import describe
 from icount.results.model import Results, sort_key
+from icount.text import printable
 
 FORMAT = "icount-results"
 PROVENANCE_FORMAT = "icount-provenance"
@@ -453,7 +454,7 @@ def from_json(doc: Any, src: str) -> Results:
     seen: set[tuple[str, str, str]] = set()
     for cell in results.cells:
         if cell.key in seen:
-            raise ResultsFileError(f"cell {cell.key_text} appears twice", source=src)
+            raise ResultsFileError(f"cell {printable(cell.key_text)} appears twice", source=src)
         seen.add(cell.key)
     return results
 

@@ -59,6 +59,17 @@ def test_the_cell_a_refusal_names_has_its_controls_escaped(tmp_path: Path) -> No
     assert text == "cell x\\nicount: forged/callgrind: run 2: valid, but it has no value (null)"
 
 
+def test_a_cell_named_twice_is_named_escaped(tmp_path: Path) -> None:
+    doc = json.loads(BASE.read_text())
+    doc["cells"][0]["name"] = "x\nicount: forged"
+    doc["cells"].append(doc["cells"][0])
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError) as info:
+        results.load(path)
+    assert str(info.value) == f"{path}: cell x\\nicount: forged/callgrind appears twice"
+
+
 @pytest.mark.parametrize("values", [[-100.0] * 3, [-5, 5, 5], [5, 5, -0.5]])
 def test_negative_counts_are_refused(tmp_path: Path, values: list[float]) -> None:
     doc = _bare(json.loads(BASE.read_text()))
