@@ -13,7 +13,8 @@ icount's own children, where `adopted()` finds them until they are stopped and
 reaped: any child of icount's process that icount did not start itself is one. This
 assumes no other code starts processes in icount's process while it cleans up.
 
-An orphan no longer says whose it was. It belongs to the last child icount started
+An orphan no longer says whose it was. It belongs to the child icount started before
+it was born whose working directory it still has, else to the last child started
 before it was born (to the clock tick, as the kernel records both), among the children
 that may start processes: commands started with `leaf=True` (vgdb) start none, so a
 server's daemon, orphaned while a vgdb talks to the server, stays the server's however
@@ -85,10 +86,25 @@ def adopted_by(child: Child) -> list[psutil.Process]:
         )
     found = []
     for proc, created in _orphans():
-        born_after = [c for c in starters if c.started <= created]
-        if proc.pid != child.pid and born_after and born_after[-1] is child:
+        if proc.pid != child.pid and _owner(proc, created, starters) is child:
             found.append(proc)
     return found
+
+
+def _owner(proc: psutil.Process, created: float, starters: Sequence[Child]) -> Child | None:
+    """Whose orphan `proc` is: of the children started before it was born, the one whose
+    working directory it still has (each cell runs in a work dir of its own, so with
+    --jobs a command's orphan born after another job's command started stays its own),
+    else the last one started."""
+    candidates = [c for c in starters if c.started <= created]
+    if not candidates:
+        return None
+    try:
+        where = proc.cwd()
+    except psutil.Error:  # exited, or not ours to read
+        where = None
+    same = [c for c in candidates if where is not None and c.cwd == where]
+    return same[0] if len(same) == 1 else candidates[-1]
 
 
 def _orphans() -> list[tuple[psutil.Process, float]]:
@@ -305,12 +321,17 @@ class Child:
     """A started process in its own session. Use as a context manager."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], argv: Sequence[str], leaf: bool = False
+        self,
+        popen: subprocess.Popen[bytes],
+        argv: Sequence[str],
+        leaf: bool = False,
+        cwd: str | Path | None = None,
     ) -> None:
         self.popen = popen
         self.argv = list(argv)
         self.pid = popen.pid
         self.leaf = leaf  # starts no processes, so no orphan is its (vgdb)
+        self.cwd = os.path.realpath(cwd if cwd is not None else os.getcwd())  # as /proc says
         # The kernel's record of its birth, as psutil gives every process's: comparable
         # to an orphan's to the clock tick (time.time() is not: psutil's boot time is
         # whole seconds). The pid is not reaped yet, so it is still this process.
@@ -453,7 +474,7 @@ def spawn(
         except OSError as e:  # e.g. ENOEXEC, or a CPU set the kernel refuses in preexec
             raise LaunchError(f"cannot start {exe}: {e.strerror or e}", program=exe) from e
         else:
-            return Child(popen, argv, leaf)
+            return Child(popen, argv, leaf, cwd)
         finally:
             _REGISTRY_LOCK.release()
 

@@ -163,6 +163,33 @@ def test_an_orphan_born_before_a_command_started_is_not_the_commands() -> None:
     assert _running("sleep 3017") == []
 
 
+def test_an_orphan_born_after_another_job_started_stays_its_commands(tmp_path: Path) -> None:
+    """--jobs 2: a command that leaves a process running, orphaned after the other
+    job's command started, was taken for the other command's leftover (the last one
+    started before it was born): the wrong cell invalid, the right one valid. It still
+    runs in its command's work dir."""
+    first, second = tmp_path / "job1", tmp_path / "job2"
+    first.mkdir()
+    second.mkdir()
+    a = procs.spawn(["sh", "-c", "read go; setsid sleep 3019 & exit 0"], cwd=first,
+                    stdin=subprocess.PIPE)  # fmt: skip
+    b = procs.spawn(["sh", "-c", "read go"], cwd=second, stdin=subprocess.PIPE)
+    assert a.popen.stdin is not None and b.popen.stdin is not None
+    a.popen.stdin.write(b"go\n")
+    a.popen.stdin.close()  # a starts its orphan now, after b started
+    assert a.popen.wait(10) == 0  # a exited; both still registered, as procs.run sees them
+    assert procs.wait_until(lambda: _running("sleep 3019"), timeout=5)
+    assert [p.pid for p in procs.adopted_by(b)] == []
+    assert [p.pid for p in procs.adopted_by(a)] == _running("sleep 3019")
+    assert a.wait(10) == 0 and "sleep 3019" in (a.left_behind or "")
+    a.stop(grace_s=2)  # as procs.run stops a command's leftovers when it exits
+    assert _running("sleep 3019") == []
+    b.popen.stdin.write(b"go\n")
+    b.popen.stdin.close()
+    assert b.wait(10) == 0 and b.left_behind is None
+    b.stop(grace_s=2)
+
+
 def _ignores_sigterm(marker: str) -> procs.Child:
     child = procs.spawn(["sh", "-c", f"trap '' TERM; echo up; exec sleep {marker}"],
                         stdout=subprocess.PIPE)  # fmt: skip
