@@ -234,14 +234,18 @@ def _refusal(
     max_spread: float,
     curve: Sequence[tuple[int, float]],
     warmed: int,
+    totals: Sequence[float],
 ) -> str | None:
     """Reps that keep falling mean the server was still warming up, and reps that
     contradict the probe an auto warm-up settled on mean it settled too soon: never a
     valid run. (Reps that merely differ, as a garbage collector makes them, are
     explained with the cell: see spread.py.) `per_request`: the reps' mutator figures."""
-    return still_warming(per_request, max_spread, warmed, bool(curve)) or moved_after_settling(
-        curve, per_request, max_spread
-    )
+    warming = still_warming(per_request, max_spread, warmed, bool(curve))
+    if warming and totals[-1] and (totals[0] - totals[-1]) / totals[-1] < max_spread / 4:
+        # the mutator fell as the runtime's work rose (a split that moved between
+        # windows, not a process that warmed up): the whole count did not fall
+        warming = None
+    return warming or moved_after_settling(curve, per_request, max_spread)
 
 
 def _idle(
@@ -322,7 +326,7 @@ def _windows(
         window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share,
         runtime=runtime, clock_subtracted=subtract, runtime_curve=_runtime_curve(curve, probes),
     )  # fmt: skip
-    why = _refusal(detail.mutator_per_request, opts.max_spread, curve, warmup)
+    why = _refusal(detail.mutator_per_request, opts.max_spread, curve, warmup, detail.per_request)
     if why:
         raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)

@@ -89,7 +89,8 @@ def test_every_table_entry_is_a_regular_expression_with_evidence() -> None:
         assert runtime.markers
         for entry in runtime.entries:
             re.compile(entry.pattern)
-            assert entry.kind in (runtimes.COLLECTOR, runtimes.COMPILER, runtimes.HELPER)
+            assert entry.kind in (runtimes.COLLECTOR, runtimes.COMPILER, runtimes.HELPER,
+                                  runtimes.SELF)  # fmt: skip
             assert entry.evidence
 
 
@@ -97,3 +98,29 @@ def test_every_table_entry_is_a_regular_expression_with_evidence() -> None:
 def test_a_bad_collector_pattern_is_refused_with_the_reason(pattern: str) -> None:
     why = runtimes.check_pattern(pattern)
     assert why is not None and why.startswith(f"--collector {pattern!r}")
+
+
+def test_go_is_counted_by_the_self_cost_of_functions_only_its_collector_runs() -> None:
+    """mallocgc (the allocating mutator's, 40) stays the mutator's; scanobject (its
+    recursive activation too) and a gcWork method are the collector's, whoever called
+    them: Go's stack switches leave inclusive costs unreliable."""
+    prof = parse_bytes(profile("""fn=runtime.mallocgc
+0 40
+cfn=runtime.scanobject
+calls=1 0
+0 25
+fn=runtime.scanobject
+0 20
+cfn=runtime.scanobject'2
+calls=1 0
+0 5
+fn=runtime.scanobject'2
+0 5
+fn=runtime.(*gcWork).tryGet
+0 7
+fn=main.handler
+0 100
+"""), "go")  # fmt: skip
+    work = runtimes.runtime_work(prof)
+    assert work.runtime == "go"
+    assert (work.collector, work.compiler) == (32, 0)

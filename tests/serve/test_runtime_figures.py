@@ -157,3 +157,20 @@ def test_a_collector_pattern_that_is_no_regular_expression_is_one_line_exit_2(
         "icount: error: --collector '(' is not a regular expression: missing ), "
         "unterminated subpattern at position 0"
     )
+
+
+def test_a_mutator_that_falls_as_the_collector_rises_is_not_still_warming(
+    target: Target, tmp_path: Path
+) -> None:
+    """Work the split moves from the mutator to the collector window by window (the
+    total flat) is not a server warming up."""
+    config = FakeConfig(
+        cost=lambda i, p: 1000.0 - (i // 100) * 10.0,
+        collector=lambda i: (i // 100) * 10.0 or 0.001,
+        window_cost=0,
+    )
+    o = run(target, tmp_path, config)
+    assert o.reason is None and o.detail is not None, o.reason
+    totals = [r.per_request for r in o.detail.reps]
+    assert max(totals) - min(totals) < 0.01  # the whole count did not fall
+    assert o.detail.mutator_per_request[0] > o.detail.mutator_per_request[-1]
