@@ -31,6 +31,7 @@ from icount.results.extras import CACHE_EVENTS as EVENTS
 KEY = "cache_sim"  # cell.extra[KEY]: {events: {name: count}, wall_s, counted_wall_s} or reason
 LL_COST, RAM_COST = 5, 35
 TITLE = "est. cycles"
+CSV_COLUMN = "est_cycles"
 
 
 def estimate(e: Mapping[str, int]) -> int:
@@ -122,6 +123,12 @@ def text(cell: Any) -> str:
         return ""
     events = doc.get("events")
     return numfmt.si(estimate(events)) if isinstance(events, Mapping) else "-"
+
+
+def csv_value(cell: Any) -> str:
+    doc = cell.extra.get(KEY)
+    events = doc.get("events") if isinstance(doc, Mapping) else None
+    return str(estimate(events)) if isinstance(events, Mapping) else ""
 
 
 def has_cache_sim(cells: Sequence[Any]) -> bool:

@@ -7,12 +7,13 @@ cell shows `-` with a numbered reason under the table.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from icount import allocations, build_label, numfmt, sorting
+from icount import allocations, build_label, cache_sim, memory, numfmt, sorting, startup_floor
 from icount.explained import describe
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
@@ -87,10 +88,28 @@ def _recorded_columns(results: Results) -> list[ExtraColumn]:
     columns = []
     if any("binary_bytes" in c.extra for c in results.cells):
         columns.append(ExtraColumn("binary size", lambda name: binary_size_text(results, name)))
+    if startup_floor.has_floor(results.cells):
+        floor = functools.partial(_first, results, key=startup_floor.KEY, text=startup_floor.text)
+        columns.append(ExtraColumn("floor", floor))
+    if cache_sim.has_cache_sim(results.cells):
+        cycles = functools.partial(_first, results, key=cache_sim.KEY, text=cache_sim.text)
+        columns.append(ExtraColumn(cache_sim.TITLE, cycles))
+    if memory.has_memory(results.cells):
+        peak = functools.partial(_first, results, key=memory.KEY, text=memory.text)
+        columns.append(ExtraColumn(memory.TITLE, peak))
     if allocations.measured(results.cells):  # calls into the allocator, from the profiles
         title = allocations.title(results.cells)
         columns.append(ExtraColumn(title, lambda name: allocations.text(results, name)))
     return columns
+
+
+def _first(results: Results, name: str, key: str, text: Callable[[Cell], str]) -> str:
+    """A figure the cells carry in `extra[key]` (memory.py's peak RSS, startup_floor.py's
+    floor), of the row's first cell that has one."""
+    for c in sorted(results.cells, key=lambda c: c.key):
+        if c.name == name and key in c.extra:
+            return text(c)
+    return ""
 
 
 def row_names(cells: Sequence[Cell], sort: str = SORT_ORDER) -> list[str]:
@@ -146,6 +165,12 @@ def build_table(
         table.notes.append(f"median (min-max) of fresh processes; {numfmt.LEGEND}")
     table.notes += counting_notes(cells)
     table.notes += explaining_notes(cells)
+    if startup_floor.has_floor(cells):
+        table.notes += startup_floor.notes(sorted(cells, key=sort_key))
+    if cache_sim.has_cache_sim(cells):
+        table.notes += cache_sim.notes(sorted(cells, key=sort_key))
+    if memory.has_memory(cells):
+        table.notes += memory.notes(sorted(cells, key=sort_key))
     modes = build_label.differing_modes(sorted(cells, key=sort_key))
     if modes:
         table.notes.append(modes)
@@ -269,8 +294,9 @@ def _cell_text(cell: Cell | None, reasons: list[str]) -> str:
 def csv_table(
     results: Results, sort: str = SORT_ORDER
 ) -> tuple[tuple[str, ...], list[list[object]]]:
-    """The CSV's header and rows: a collected runtime's and the allocator's columns only
-    where a cell has them, so that every other file's CSV stays as it was."""
+    """The CSV's header and rows: a collected runtime's, the allocator's and the opt-in
+    figures' (--floor, --cache-sim, --memory) columns only where a cell has them, so
+    that every other file's CSV stays as it was."""
     rows = csv_rows(results, sort)
     cells = sorted(results.cells, key=_cell_order(sort))
     header: tuple[str, ...] = CSV_HEADER
@@ -282,6 +308,10 @@ def csv_table(
     if allocations.measured(cells):  # the allocator's calls, where a profile counted them
         header = (*header, *allocations.CSV_COLUMNS)
         rows = [row + allocations.csv_values(c) for row, c in zip(rows, cells, strict=True)]
+    for figure in (startup_floor, cache_sim, memory):
+        if any(figure.KEY in c.extra for c in cells):
+            header = (*header, figure.CSV_COLUMN)
+            rows = [[*row, figure.csv_value(c)] for row, c in zip(rows, cells, strict=True)]
     return header, rows
 
 

@@ -29,6 +29,7 @@ from icount.results import Cell, Results, Run
 from icount.stats import summarize
 
 KEY = "floor"  # cell.extra[KEY]: {kind, argv, runs: [counts], reason?}
+CSV_COLUMN = "floor"  # the floor's median
 TRIVIAL_C = "int main(void) { return 0; }\n"
 TRIVIAL_GO = "package main\n\nfunc main() {}\n"
 UNIT_MINUS = "instructions minus start-up floor"
@@ -217,6 +218,11 @@ def median(cell: Cell) -> float | None:
 
 def has_floor(cells: Sequence[Cell]) -> bool:
     return any(KEY in c.extra for c in cells)
+
+
+def csv_value(cell: Cell) -> str:
+    m = median(cell)
+    return "" if m is None else numfmt.plain(m)
 
 
 def text(cell: Cell) -> str:

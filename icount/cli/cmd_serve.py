@@ -137,6 +137,12 @@ def serve_command(
         help="Also count each target's cold start: the instructions from exec to its first "
         "correct answer (a cell of its own, path cold-start).",
     ),
+    memory: bool = typer.Option(
+        False,
+        "--memory",
+        help="Also each cell's peak RSS, every server process summed, from as many native "
+        "runs after the same warm-up and requests (never under valgrind).",
+    ),
     idle_seconds: float = typer.Option(
         o.IDLE_SECONDS,
         "--idle-seconds",
@@ -144,19 +150,19 @@ def serve_command(
         "clock [1; 0: none].",
     ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
-    collector: list[str] = typer.Option(
-        [],
-        "--collector",
-        metavar="PATTERN",
-        help="callgrind: a collector entry point (a regular expression over whole function "
-        "names, counted inclusively) for a runtime icount's table does not know; repeatable.",
-    ),
     profile_top: int = typer.Option(
         o.PROFILE_TOP,
         "--profile-top",
         min=0,
         help="callgrind: functions each cell's profile keeps (self and inclusive "
         "instructions, calls), the rest in one row [20; 0: no profile].",
+    ),
+    collector: list[str] = typer.Option(
+        [],
+        "--collector",
+        metavar="PATTERN",
+        help="callgrind: a collector entry point (a regular expression over whole function "
+        "names, counted inclusively) for a runtime icount's table does not know; repeatable.",
     ),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
     shard: str = typer.Option(
@@ -232,6 +238,7 @@ def serve_command(
         warmup_instrumented=warmup_instrumented,
         idle_seconds=o.check_idle_seconds(idle_seconds),
         cold_start=cold_start,
+        memory=memory,
         keep_profiles=keep_profiles,
         collectors=tuple(collector),
         profile_top=profile_top,

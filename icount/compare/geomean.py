@@ -2,7 +2,7 @@
 
 A change that makes one cell 2x faster and another 2x slower is no change overall: the
 geometric mean of the ratios new/base is 1, where their arithmetic mean says +25%. It is
-taken over every cell whose two sides are valid with a median above 0 (a ratio exists),
+taken over every cell whose two sides are valid with medians above 0 (a ratio exists),
 whatever its verdict, so that cells inside their thresholds count too.
 """
 
@@ -26,14 +26,25 @@ class GeoMean:
 
 
 def of(c: Comparison) -> GeoMean | None:
+    """Over the rows whose change is a finite percentage (the base median is not so near
+    0 that the ratio overflows: 5e-324 made it infinite)."""
     logs = [
-        math.log(r.new.median / r.base.median)
+        math.log1p(r.delta_pct)
         for r in c.rows
-        if r.base is not None and r.new is not None and r.base.median > 0 and r.new.median > 0
+        if r.base is not None
+        and r.new is not None
+        and r.new.median > 0
+        and r.delta_pct is not None
+        and math.isfinite(r.delta_pct)
+        and r.delta_pct > -1
     ]
     if not logs:
         return None
-    return GeoMean(math.exp(math.fsum(logs) / len(logs)), len(logs))
+    try:
+        ratio = math.exp(math.fsum(logs) / len(logs))
+    except OverflowError:
+        return None
+    return GeoMean(ratio, len(logs)) if math.isfinite(ratio) else None
 
 
 def line(c: Comparison) -> str | None:

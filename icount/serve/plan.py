@@ -62,6 +62,7 @@ class ServeRequest:
     max_load: float | None = None
     idle_seconds: float = o.IDLE_SECONDS  # an idle window after each run's reps; 0: none
     cold_start: bool = False  # a cold-start cell per target besides its paths
+    memory: bool = False  # --memory: each cell's peak RSS from native runs (serve/native.py)
 
     def to_json(self, adapters: tuple[Target, ...]) -> dict[str, Any]:
         """The plan as the provenance records it (targets as absolute adapter paths),

@@ -18,10 +18,17 @@ static void touch(size_t mib) {
 int main(int argc, char **argv) {
     int port = atoi(argv[1]);
     signal(SIGPIPE, SIG_IGN);
+    int done[2];
+    char byte = 0;
+    if (pipe(done)) return 1;
     if (fork() == 0) {
         touch(CHILD_MIB);
+        if (write(done[1], &byte, 1) != 1) return 1;  /* its memory is all there now */
         for (;;) pause();
     }
+    /* listen only once the child has touched its memory: the server is ready with both
+       peaks reached, and no window counts the child's memset */
+    if (read(done[0], &byte, 1) != 1) return 1;
     touch(PARENT_MIB);
     int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
