@@ -317,6 +317,14 @@ def _preexec(cpus: frozenset[int] | None, real_uid: int | None) -> None:
         os.setresuid(real_uid, 0, 0)
 
 
+def _real_dir(cwd: str | Path | None) -> str | None:
+    """`cwd` (None: icount's own) resolved; None when icount's own was removed."""
+    try:
+        return os.path.realpath(cwd if cwd is not None else os.getcwd())
+    except OSError:
+        return None
+
+
 class Child:
     """A started process in its own session. Use as a context manager."""
 
@@ -331,7 +339,7 @@ class Child:
         self.argv = list(argv)
         self.pid = popen.pid
         self.leaf = leaf  # starts no processes, so no orphan is its (vgdb)
-        self.cwd = os.path.realpath(cwd if cwd is not None else os.getcwd())  # as /proc says
+        self.cwd = _real_dir(cwd)  # as /proc names it, for whose orphan is whose
         # The kernel's record of its birth, as psutil gives every process's: comparable
         # to an orphan's to the clock tick (time.time() is not: psutil's boot time is
         # whole seconds). The pid is not reaped yet, so it is still this process.

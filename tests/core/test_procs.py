@@ -307,3 +307,18 @@ def test_a_fifo_named_as_interpreter_is_not_read(tmp_path: Path) -> None:
     script = _script(tmp_path / "serve", f"#!{fifo}\n")
     assert procs.launcher(str(fifo)) is None
     assert procs.launcher(str(script)) == procs.Launcher((str(fifo),), str(fifo))
+
+
+def test_a_command_starts_from_a_working_directory_that_was_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each child notes its working directory (whose orphans are whose); icount's own,
+    removed under it, must not make starting one fail."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    done = procs.run(["/bin/sh", "-c", "exit 0"], cwd=tmp_path, timeout=10)
+    assert done.returncode == 0
+    child = procs.spawn(["/bin/sh", "-c", "exit 0"])
+    assert child.wait(10) == 0 and child.cwd is None
