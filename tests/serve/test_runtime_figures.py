@@ -12,28 +12,15 @@ from typing import Any
 
 import pytest
 
-from icount.cpus import CpuSplit
 from icount.export import render_results
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.serve import adapter as adapters
 from icount.serve.runs import CellOptions, RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import AUTO, Warmup
+from tests.serve.test_runs import ADAPTER, SPLIT
 from tests.support.fake_backend import FakeBackend, FakeConfig
 
-SPLIT = CpuSplit((0,), (0,), "test")
-ADAPTER = """
-name = "fake"
-start = ["true", "--port", "{port}"]
-[ready]
-target = "/plaintext"
-[[paths]]
-name = "plaintext"
-target = "/plaintext"
-[paths.expect]
-status = 200
-body = "Hello, World!"
-"""
 N, GC = 7, 1000.0
 MUTATOR = 1000.0 + 27.0 / 100  # the fake's window cost is part of each window's work
 
