@@ -31,7 +31,8 @@ class WindowProfile(Mapping[str, float]):
     """A window's functions. As a mapping it is their self instructions by name (what
     the spread notes compare); `costs` holds the whole figures, `allocations` and
     `frees` the calls into the allocator from outside it, `top` how many functions its
-    cell keeps."""
+    cell keeps; `edges` the inclusive instructions of the calls from one function into
+    another (a flame graph's layers), by (caller, callee)."""
 
     def __init__(
         self,
@@ -39,7 +40,9 @@ class WindowProfile(Mapping[str, float]):
         allocations: int = 0,
         frees: int = 0,
         top: int = PROFILE_TOP,
+        edges: Mapping[tuple[str, str], float] | None = None,
     ) -> None:
+        self.edges = dict(edges or {})
         self.costs = dict(costs)
         self.allocations = allocations
         self.frees = frees
@@ -72,6 +75,21 @@ class WindowProfile(Mapping[str, float]):
             out[key] = FunctionCost(had.self_ir + c.self_ir, incl, had.calls + c.calls)
         return out
 
+    def pooled_edges(self) -> dict[tuple[str, str], float]:
+        """`edges` with the code without a symbol in one pool, as `pooled` has it. A
+        recursion level keeps its name (`f'2`): pooled with its first level, the calls
+        between them would be a cycle, and a flame graph's layers would have none."""
+        out: dict[tuple[str, str], float] = {}
+        for (a, b), cost in self.edges.items():
+            key = (_unnamed(a), _unnamed(b))
+            if key[0] != key[1]:
+                out[key] = out.get(key, 0.0) + cost
+        return out
+
+
+def _unnamed(name: str) -> str:
+    return UNNAMED if _HEX.fullmatch(_RECURSION.sub("", name)) else name
+
 
 def sum_windows(profiles: Sequence[WindowProfile]) -> WindowProfile:
     """The profiles of one window's processes as one (every process of a server)."""
@@ -82,6 +100,10 @@ def sum_windows(profiles: Sequence[WindowProfile]) -> WindowProfile:
             costs[name] = c if had is None else FunctionCost(
                 had.self_ir + c.self_ir, had.inclusive + c.inclusive, had.calls + c.calls
             )  # fmt: skip
+    edges: dict[tuple[str, str], float] = {}
+    for p in profiles:
+        for key, cost in p.edges.items():
+            edges[key] = edges.get(key, 0.0) + cost
     top = profiles[0].top if profiles else PROFILE_TOP
     return WindowProfile(costs, sum(p.allocations for p in profiles),
-                         sum(p.frees for p in profiles), top)  # fmt: skip
+                         sum(p.frees for p in profiles), top, edges)  # fmt: skip

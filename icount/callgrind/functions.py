@@ -76,11 +76,18 @@ def window_profile(prof: Profile, top: int = PROFILE_TOP) -> WindowProfile:
         costs[fn.name] = c if had is None else FunctionCost(
             had.self_ir + c.self_ir, had.inclusive + c.inclusive, had.calls + c.calls
         )  # fmt: skip
+    edges: dict[tuple[str, str], float] = {}
+    names = [f.name for f in prof.functions]
+    edge_cost = prof.call_cost[:, ir].tolist()
+    for a, b, cost in zip(caller.tolist(), callee.tolist(), edge_cost, strict=True):
+        if a != b and cost:
+            key = (names[a], names[b])
+            edges[key] = edges.get(key, 0.0) + float(cost)
     kind = np.array([allocator_kind(f.name) for f in prof.functions], dtype=np.int64)
     if not len(callee) or not kind.any():
-        return WindowProfile(costs, 0, 0, top)
+        return WindowProfile(costs, 0, 0, top, edges)
     outside = kind[caller] == 0  # a call from the allocator to itself is not the program's
     into = kind[callee]
     allocs = int(count[outside & (into == 1)].sum())
     frees = int(count[outside & (into == 2)].sum())
-    return WindowProfile(costs, allocs, frees, top)
+    return WindowProfile(costs, allocs, frees, top, edges)

@@ -14,11 +14,13 @@ from typing import Any
 from icount import numfmt
 from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
+from icount.charts.flame import diff_sections, flame_sections
 from icount.charts.history import HistoryInput, history_section
 from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
 from icount.compare import explain
 from icount.report import SORT_ORDER
 from icount.results import Cell, Results
+from icount.results.profile import CellProfile
 
 PAGE_STYLE = """\
 :root{color-scheme:light dark;--fg:#1f2328;--bg:#ffffff;--muted:#59636e;--line:#d1d9e0;\
@@ -72,6 +74,9 @@ class ResultsInput:
 class ComparisonInput:
     name: str
     doc: ComparisonDoc
+    # changed cells' two profiles (label, base, new), where the report compared the
+    # results files itself (--compare): their differential flame graphs
+    profiles: tuple[tuple[str, CellProfile, CellProfile], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,7 @@ def results_section(item: ResultsInput, sid: str) -> str:
         )
         figs = [warmup.curve_figure(c, cs, f"{sid}-w{k}") for k, (c, cs) in enumerate(curves)]
         out.append(f'<div class="curves">{"".join(inline(f) for f in figs)}</div>')
+    out += flame_sections(cells, sid)
     out.append(_details("Numbers", _results_numbers(cells)))
     out.append(_details("Environment fingerprint", _kv(fp)))
     if item.provenance is not None:
@@ -229,6 +235,7 @@ def comparison_section(item: ComparisonInput, sid: str) -> str:
         out.append(f'<ul class="notable">{"".join(items)}</ul>')
     if doc.rows:
         out.append(_chart(diverging.comparison_figure(doc, f"{sid}-")))
+    out += diff_sections(item.profiles, sid)
     head = [
         "cell",
         "backend",

@@ -222,4 +222,11 @@ def _comparison(
     given = render.given_order(model.compare(base, new, limits, diffs), new, base)
     comparison = render.in_order(given, sort)
     name = f"{names[base_path]} → {names[new_path]}"
-    return charts.ComparisonInput(name, charts.comparison_doc(comparison))
+    profiles = tuple(
+        (r.label, b.profile, n.profile)
+        for r in comparison.rows
+        if r.explained is not None  # a changed cell whose two sides kept profiles
+        for b in base.cells if b.key == r.key and b.profile is not None
+        for n in new.cells if n.key == r.key and n.profile is not None
+    )  # fmt: skip
+    return charts.ComparisonInput(name, charts.comparison_doc(comparison), profiles)

@@ -50,6 +50,23 @@ class Others:
 
 
 @dataclass(frozen=True)
+class Edge:
+    """The calls from one function into another: their inclusive instructions per
+    request (per run), the median over the windows."""
+
+    caller: str
+    callee: str
+    inclusive: float
+
+    def to_json(self) -> list[Any]:
+        return [self.caller, self.callee, self.inclusive]
+
+
+# calls kept per kept function: the flame graph's layers (icount/charts/flame.py)
+EDGES_PER_FUNCTION = 8
+
+
+@dataclass(frozen=True)
 class CellProfile:
     per: str  # PER_REQUEST or PER_RUN
     windows: int  # windows (runs) the medians are taken over
@@ -58,8 +75,11 @@ class CellProfile:
     others: Others
     allocations: float  # allocator calls per request (per run)
     frees: float
+    # the costliest calls, largest first; empty in profiles written without them
+    edges: tuple[Edge, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        edges = {"edges": [e.to_json() for e in self.edges]} if self.edges else {}
         return {
             "per": self.per,
             "windows": self.windows,
@@ -68,7 +88,7 @@ class CellProfile:
             "others": self.others.to_json(),
             "allocations": self.allocations,
             "frees": self.frees,
-        }
+        } | edges
 
     def by_name(self) -> dict[str, FunctionRow]:
         return {f.name: f for f in self.functions}
@@ -118,7 +138,17 @@ def cell_profile(
         others=Others(len(rows) - len(kept), rest(0), rest(2)),
         allocations=_median([w.allocations / n for w, n in windows]),
         frees=_median([w.frees / n for w, n in windows]),
+        edges=_edges(windows, top * EDGES_PER_FUNCTION),
     )
+
+
+def _edges(windows: Sequence[tuple[WindowProfile, int]], keep: int) -> tuple[Edge, ...]:
+    pooled = [(w.pooled_edges(), n) for w, n in windows]
+    keys = sorted({k for e, _ in pooled for k in e})
+    rows = [Edge(a, b, _median([e.get((a, b), 0.0) / n for e, n in pooled])) for a, b in keys]
+    rows = [r for r in rows if r.inclusive > 0]
+    rows.sort(key=lambda r: (-r.inclusive, r.caller, r.callee))
+    return tuple(rows[:keep])
 
 
 def profile_from_json(doc: Any) -> CellProfile | None:
@@ -152,4 +182,13 @@ def profile_from_json(doc: Any) -> CellProfile | None:
         ),
         allocations=count(d["allocations"], f"{what}.allocations"),
         frees=count(d["frees"], f"{what}.frees"),
+        edges=tuple(_edge(e, f"{what}.edges[]") for e in list_(d.get("edges", []), what)),
     )
+
+
+def _edge(doc: Any, what: str) -> Edge:
+    row = list_(doc, what)
+    if len(row) != 3:
+        raise ValueError(f"{what} is [caller, callee, inclusive]")
+    return Edge(str_(row[0], f"{what} caller"), str_(row[1], f"{what} callee"),
+                count(row[2], f"{what} inclusive"))  # fmt: skip

@@ -107,3 +107,20 @@ def test_a_damaged_profile_is_refused_naming_the_field(tmp_path: Path, edit, sai
     with pytest.raises(Exception) as e:
         results.load(out)
     assert said in str(e.value) and "cell srv/json/callgrind" in str(e.value)
+
+
+def test_the_costliest_calls_are_kept_per_request_and_read_back(tmp_path: Path) -> None:
+    edges = {("main", "f"): 900.0, ("f", "f'2"): 50.0, ("0x1", "main"): 1000.0}
+    costs = {"main": FunctionCost(100, 1000, 1), "f'2": FunctionCost(0, 0, 1)}
+    w = WindowProfile(costs, top=1, edges=edges)
+    c = _cell([(w, 10)])
+    assert c.profile is not None
+    # per request, largest first; a recursion level stays a layer of its own
+    assert [(e.caller, e.callee, e.inclusive) for e in c.profile.edges] == [
+        ("[code without a symbol: JIT-compiled or stripped]", "main", 100.0),
+        ("main", "f", 90.0),
+        ("f", "f'2", 5.0),
+    ]
+    out = tmp_path / "r.json"
+    results.save(out, Results({"backend": "callgrind"}, (c,)), None, overwrite=False)
+    assert results.load(out).cells[0].profile == c.profile
