@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +29,11 @@ from icount.errors import ParseError
 from icount.results.extras import MODE_FIELDS
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from icount.compare.model import Comparison
     from icount.results import Cell
+    from icount.serve.adapter import Adapter
 
 MAX_UNITS = 4096  # compile units read for producers: enough for any mode, bounded time
 MAX_PRODUCERS = 8
@@ -56,6 +60,21 @@ def label_of(program: str) -> dict[str, Any]:
         label["unread"] = _short(e.message)
     label["mode"] = mode_of(label)
     return label
+
+
+def of_server(adapter: Adapter, build_dir: Path) -> dict[str, Any] | None:
+    """The label of what a target's server runs: its interpreter where the start command
+    is one (python, node: their versions), else the adapter's binary, else the start
+    command's program; None when none can be found before it starts."""
+    from icount.serve.adapter import binary_path
+
+    first = adapter.start[0] if adapter.start else ""
+    start = shutil.which(first) if first and "{" not in first else None
+    if start and _INTERPRETER.match(os.path.basename(start)):
+        return label_of(start)
+    binary = binary_path(adapter, build_dir)
+    program = str(binary) if binary is not None else start
+    return label_of(program) if program else None
 
 
 def _binary(path: str) -> dict[str, Any]:

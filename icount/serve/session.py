@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from icount import build_label, environment, jobs, memory, results
 from icount import cpus as cpus_mod
-from icount import environment, jobs, memory, results
 from icount.errors import RunFailedError
 from icount.profiles import WindowProfile
 from icount.progress import Progress
@@ -85,6 +85,9 @@ def _extra(target: Target, windows: Sequence[spread.Window], max_spread: float) 
     """What the table shows beside the counts: the binary's size, and why the windows
     differ where they differ enough to ask."""
     extra = binary_sizes(target)
+    label = build_label.of_server(target.adapter, target.build_dir)
+    if label is not None:  # what built it, which compare checks (build_label.py)
+        extra["build"] = label
     explained = spread.explain(windows, max_spread)
     if explained is not None:
         extra["spread_explained"] = explained

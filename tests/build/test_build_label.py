@@ -122,3 +122,22 @@ def test_a_table_of_cells_built_in_different_modes_says_so() -> None:
     assert "built in different modes: slow -O0 no LTO; fast -O2 no LTO" in notes[-1]
     alike = Results({}, (cell("a", "-O2", 0), cell("b", "-O2", 1)))
     assert not any("modes" in n for n in report.build_table(alike).notes)
+
+
+def test_a_server_is_labelled_by_its_interpreter_or_its_binary(
+    builds: dict[str, Path], tmp_path: Path
+) -> None:
+    from icount.serve.adapter import Adapter
+
+    def adapter(start: tuple[str, ...], binary: str | None) -> Adapter:
+        return Adapter("t", tmp_path, (), start, {}, "/", 5.0, binary, ())
+
+    python = shutil.which("python3")
+    assert python is not None
+    by_interpreter = build_label.of_server(adapter((python, "app.py"), "app.py"), tmp_path)
+    assert by_interpreter is not None
+    assert str(by_interpreter["interpreter"]).startswith("Python 3.")
+    exe = str(builds["-O2"])
+    by_binary = build_label.of_server(adapter((exe, "{port}"), exe), tmp_path)
+    assert by_binary is not None and by_binary["mode"]["optimisation"] == "-O2"
+    assert build_label.of_server(adapter(("{build}/srv",), None), tmp_path) is None
