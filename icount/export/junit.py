@@ -56,6 +56,7 @@ def _message(r: Row) -> str:
 
 
 def document(c: Comparison) -> ET.Element:
+    from icount.compare import geomean
     from icount.compare import render as compare
 
     counts = {
@@ -73,6 +74,9 @@ def document(c: Comparison) -> ET.Element:
     )
     for line in compare.allowed_lines(c):  # --force, --allow-build-change
         ET.SubElement(props, "property", {"name": "allowed", "value": printable(line)})
+    mean = geomean.line(c) if c.pairs is None else None
+    if mean:
+        ET.SubElement(props, "property", {"name": "geometric_mean", "value": mean})
     for r in c.rows:
         case = ET.SubElement(
             suite,
