@@ -141,7 +141,8 @@ def to_json(f: RuntimeFigures) -> dict[str, Any]:
         "mutator": f.mutator,
         "collector": round(f.collector, 3),
         "compiler": round(f.compiler, 3),
-        "interval_95": round(f.half_width, 3),
+        # one window has no interval: null, as JSON has no infinity
+        "interval_95": round(f.half_width, 3) if math.isfinite(f.half_width) else None,
         "windows": f.windows,
         "total": None if f.total is None else round(f.total, 3),
         "total_valid": f.total_valid,
@@ -162,7 +163,7 @@ def csv_values(f: RuntimeFigures | None) -> list[object]:
         "" if f.mutator is None else numfmt.plain(f.mutator),
         f"{f.collector:.3f}",
         f"{f.compiler:.3f}",
-        f"{f.half_width:.3f}",
+        f"{f.half_width:.3f}" if math.isfinite(f.half_width) else "",
         "" if f.total is None else f"{f.total:.3f}",
         "true" if f.total_valid else "false",
     ]
@@ -175,10 +176,12 @@ def note(f: RuntimeFigures) -> str:
     if f.compiler:
         work += f" + compiler {si(f.compiler)}"
     mutator = "-" if f.mutator is None else si(f.mutator)
-    head = (
-        f"{f.runtime}: mutator {mutator} per request (the figure above), {work} "
+    spread = (
         f"±{si(f.half_width)} (mean of {f.windows} windows, 95%)"
+        if math.isfinite(f.half_width)
+        else f"(mean of {f.windows} window{'s' if f.windows != 1 else ''}: no interval)"
     )
+    head = f"{f.runtime}: mutator {mutator} per request (the figure above), {work} {spread}"
     clock = (
         "; the clock's rate x window time is taken out of the mutator" if f.clock_subtracted else ""
     )

@@ -96,6 +96,23 @@ def test_outputs_show_the_three_figures(target: Target, tmp_path: Path) -> None:
     assert work["runtime"] == "fake-gc" and work["windows"] == 9 and work["total_valid"]
 
 
+def test_one_window_has_no_interval_and_every_format_says_so(
+    target: Target, tmp_path: Path
+) -> None:
+    # one run of one window (the docs' --runs 1 --reps 1): no interval can be taken, and
+    # JSON has no infinity (this was an internal error of icount serve)
+    c = cell([run(target, tmp_path, FakeConfig(collector=gc), reps=1)])
+    f = c.runtime
+    assert f is not None and f.windows == 1 and not f.total_valid
+    assert f.reason is not None and "one window gives no interval" in f.reason
+    results = Results({}, (c,))
+    assert "(mean of 1 window: no interval)" in render_results(results, "table", 200)
+    doc = json.loads(render_results(results, "json"))
+    assert doc["cells"][0]["runtime_work"]["interval_95"] is None
+    header, row = render_results(results, "csv").splitlines()
+    assert dict(zip(header.split(","), row.split(","), strict=True))["interval_95"] == ""
+
+
 def test_a_cell_without_a_collector_shows_nothing_new(target: Target, tmp_path: Path) -> None:
     c = cell([run(target, tmp_path, FakeConfig(), i) for i in range(3)])
     assert c.runtime is None
