@@ -63,7 +63,7 @@ class Edge:
 
 
 # calls kept per kept function: the flame graph's layers (icount/charts/flame.py)
-EDGES_PER_FUNCTION = 8
+EDGES_PER_FUNCTION = 5
 
 
 @dataclass(frozen=True)
