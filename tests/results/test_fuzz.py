@@ -133,8 +133,10 @@ def _must_hold(path: Path, original: results.Results) -> None:
     assert results.load(again).sorted() == res.sorted()
 
 
+# 200 draws meet each class of mutation (a dropped key, a raw edge, an edge value, the
+# statistics left out, a cut: the rarest, 1 in 20) ten times or more; FUZZ_N=5000 hunts longer.
 @settings(
-    max_examples=int(__import__("os").environ.get("FUZZ_N", "400")),
+    max_examples=int(__import__("os").environ.get("FUZZ_N", "200")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -262,7 +264,7 @@ def _comparison_documents() -> list[Any]:
 COMPARISONS = _comparison_documents()
 
 
-@settings(max_examples=int(__import__("os").environ.get("FUZZ_N", "400")) // 2, deadline=None)
+@settings(max_examples=int(__import__("os").environ.get("FUZZ_N", "200")) // 2, deadline=None)
 @given(st.integers(min_value=0, max_value=2**32))
 def test_mutated_comparison_files_load_or_are_refused(seed: int) -> None:
     """`forced` given as a number raised TypeError in `icount report`."""
