@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icount.results.details import Detail, detail_to_json
+from icount.results.details import Detail, ServeDetail, detail_to_json
 from icount.results.profile import CellProfile
 from icount.results.runtime import RuntimeFigures
 from icount.results.runtime import figures as runtime_figures
@@ -107,7 +107,9 @@ class Cell:
     def runtime(self) -> RuntimeFigures | None:
         """A collected runtime's mutator, own work and total (results/runtime.py); None
         for every other cell."""
-        return runtime_figures(self)
+        details = [r.detail for r in self.runs if r.valid and isinstance(r.detail, ServeDetail)]
+        median = self.summary.median if self.summary else None
+        return runtime_figures(details, median, self.valid, self.max_spread)
 
     def to_json(self) -> dict[str, Any]:
         s = self.summary

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from icount import numfmt
 from icount.results.details import ServeDetail
-
-if TYPE_CHECKING:  # model.Cell renders these figures: no import at run time
-    from icount.results.model import Cell
 
 # Student's t, two-sided 95%, by degrees of freedom (1..30); beyond, the normal's 1.96
 # plus the usual 2.4/df correction (within 0.2% of the exact quantile from 30 on)
@@ -62,14 +60,13 @@ class RuntimeFigures:
         return self.collector + self.compiler
 
 
-def _details(cell: Cell) -> list[ServeDetail]:
-    return [r.detail for r in cell.runs if r.valid and isinstance(r.detail, ServeDetail)]
-
-
-def figures(cell: Cell) -> RuntimeFigures | None:
-    """The cell's runtime figures, or None for a cell whose reps hold no runtime work
-    (runtimes without a collector, cells measured before: nothing changes for them)."""
-    details = _details(cell)
+def figures(
+    details: Sequence[ServeDetail], mutator: float | None, valid: bool, max_spread: float
+) -> RuntimeFigures | None:
+    """A cell's runtime figures from its valid runs' details, its median (the mutator),
+    whether it is valid and its spread limit; None for a cell whose reps hold no runtime
+    work (runtimes without a collector, cells measured before: nothing changes for them).
+    It takes the cell's parts, not the Cell: model.py builds the Cell from these figures."""
     runtime = next((d.runtime for d in details if d.runtime), None)
     if runtime is None:
         return None
@@ -88,26 +85,25 @@ def figures(cell: Cell) -> RuntimeFigures | None:
     edges_hw = len(details) * event / requests
     half = math.hypot(spread_hw, edges_hw)  # independent: where collections fell, and edges
     clock = any(d.clock_subtracted for d in details)
-    mutator = cell.summary.median if cell.summary else None
-    if mutator is None or not cell.valid:
+    if mutator is None or not valid:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, None, False,
                               "the mutator's figure is not valid", clock)  # fmt: skip
     total = mutator + collector + compiler
-    limit = cell.max_spread * total
+    limit = max_spread * total
     if 2 * half <= limit:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, True,
                               None, clock)  # fmt: skip
-    why = _reason(half, n, spread_hw, edges_hw, limit, total, cell)
+    why = _reason(half, n, spread_hw, edges_hw, limit, total, max_spread)
     return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, False, why,
                           clock)  # fmt: skip
 
 
 def _reason(half: float, n: int, spread_hw: float, edges_hw: float, limit: float,
-            total: float, cell: Cell) -> str:  # fmt: skip
+            total: float, max_spread: float) -> str:  # fmt: skip
     width = 2 * half / total * 100
     head = (
         f"the total's 95% interval is {width:.2f}% of it over {n} window"
-        f"{'s' if n != 1 else ''}, wider than the {cell.max_spread * 100:g}% limit"
+        f"{'s' if n != 1 else ''}, wider than the {max_spread * 100:g}% limit"
     )
     if n < 2 or not math.isfinite(spread_hw):
         return f"{head}: one window gives no interval; measure at least 2 (--reps)"

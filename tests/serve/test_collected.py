@@ -13,7 +13,6 @@ import pytest
 from icount import backends
 from icount import cpus as cpus_mod
 from icount.results import UNIT_PER_REQUEST, Cell, Run
-from icount.results.runtime import figures
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, measure_run
 from icount.serve.server import Target
@@ -68,7 +67,7 @@ def test_the_collector_is_counted_apart_and_the_mutator_exactly(
     assert base.value is not None and work.value is not None
     # the mutator does not see the collector's loop at all
     assert work.value == pytest.approx(base.value, rel=1e-4), (base.value, work.value)
-    b, w = figures(cell_of(base)), figures(cell_of(work))
+    b, w = cell_of(base).runtime, cell_of(work).runtime
     assert b is not None and w is not None
     collected = w.collector - b.collector
     print(f"mutator {base.value:.2f} vs {work.value:.2f}; collector {collected:.2f} vs "
