@@ -260,11 +260,14 @@ def _idle(
     # from when opening began to when closing does
     elapsed = time.monotonic() - server.opened_at
     time.sleep(max(seconds - elapsed - server.close_latency_s, 0.0))
+    # the time it counted, as a window's: a busy machine oversleeps, and a rate taken
+    # over the asked-for seconds would then be too high and take too much out of the reps
+    counted_s = time.monotonic() + server.close_latency_s - server.opened_at
     count = server.close_window()
-    idle = IdleCount(count.instructions, seconds)
+    idle = IdleCount(count.instructions, round(counted_s, 6))
     window_s = statistics.median(walls)
     per_window = statistics.median(r.instructions for r in reps)
-    share = count.instructions / seconds * window_s / per_window if per_window else 0.0
+    share = count.instructions / idle.seconds * window_s / per_window if per_window else 0.0
     return idle, (float(f"{share:.2g}") if share >= TIME_SHARE_SHOWN else None)
 
 

@@ -45,7 +45,8 @@ def test_the_idle_rate_recovers_work_driven_by_the_clock(
                           idle_seconds=10.0)  # fmt: skip
         assert outcome.reason is None and outcome.detail is not None, outcome.reason
         idle = outcome.detail.idle
-        assert idle is not None and idle.seconds == 10.0
+        # the seconds it counted: the 10 asked for, a little more where the machine is busy
+        assert idle is not None and 10.0 - 1e-2 <= idle.seconds < 11.0, idle
         rates.append(idle.instructions / idle.seconds)
         # the share of a window it explains is reported: millions a second against a
         # 200-request window that lasts a fraction of a second under callgrind
