@@ -17,6 +17,7 @@ from icount.charts.figure import Figure, inline
 from icount.charts.flame import diff_sections, flame_sections
 from icount.charts.history import HistoryInput, history_section
 from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
+from icount.charts.ledger import LedgerInput, ledger_section
 from icount.compare import explain
 from icount.report import SORT_ORDER
 from icount.results import Cell, Results
@@ -85,7 +86,7 @@ class SizesInput:
     doc: SizeDoc
 
 
-Input = ResultsInput | ComparisonInput | SizesInput | HistoryInput
+Input = ResultsInput | ComparisonInput | SizesInput | HistoryInput | LedgerInput
 
 
 def e(text: str) -> str:
@@ -333,6 +334,8 @@ def _heading(item: Input) -> str:
         return f"Comparison: {item.name}"
     if isinstance(item, HistoryInput):
         return f"History: {item.name}"
+    if isinstance(item, LedgerInput):
+        return f"Ledger: {item.name}"
     return f"{'Size diff' if item.doc.diff else 'Sizes'}: {item.name}"
 
 
@@ -347,6 +350,8 @@ def render(items: Sequence[Input]) -> str:
             sections.append(comparison_section(item, sid))
         elif isinstance(item, HistoryInput):
             sections.append(history_section(item, sid))
+        elif isinstance(item, LedgerInput):
+            sections.append(ledger_section(item, sid))
         else:
             sections.append(sizes_section(item, sid))
     names = ", ".join(i.name for i in items)

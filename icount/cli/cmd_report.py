@@ -87,6 +87,9 @@ def report_command(
     history: Path = typer.Option(
         None, "--history", help="A history folder (icount history): a line per cell over commits."
     ),
+    ledger: Path = typer.Option(
+        None, "--ledger", help="A ledger (icount compare --ledger): a row per change tried."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
 ) -> None:
     from icount import charts, numfmt
@@ -96,7 +99,7 @@ def report_command(
 
     check_sort(sort)
     inputs = [*(compare or ()), *(files or [])]
-    if not inputs and history is None:
+    if not inputs and history is None and ledger is None:
         raise UsageError("report takes results, compare or size JSON files (or --compare BASE NEW)")
     if not compare and (threshold or min_delta is not None or force):
         raise UsageError("--threshold, --min-delta and --force need --compare BASE NEW")
@@ -116,6 +119,10 @@ def report_command(
         if not loaded:
             raise UsageError(f"history {history} holds no entry (NNNN-COMMIT.json)")
         items.append(HistoryInput(str(history), render.build(loaded)))
+    if ledger is not None:
+        from icount.charts.ledger import load as load_ledger
+
+        items.append(load_ledger(ledger, str(ledger)))
     page = charts.report_html(items)
     if output == "-":
         typer.echo(page, nl=False)

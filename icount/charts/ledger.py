@@ -1,0 +1,81 @@
+"""The ledger (`icount compare --ledger`) as a page of the report: one row per change
+tried, kept or rejected, with its geometric mean and the cells that moved.
+
+The ledger is a Markdown file icount appends to (compare/ledger.py) and people may
+edit, so it is read leniently: an entry is a `## DATE · DECISION · NOTE` heading and
+the list under it; lines of another shape are left out, never an error. Its own
+module, so the page only dispatches to it (page.py). Pure: one file gives one page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from icount.charts import svg
+from icount.errors import ParseError
+
+MAX_LEDGER_BYTES = 16 * 1024 * 1024
+GEOMEAN = "- geometric mean"
+
+
+@dataclass
+class Entry:
+    date: str
+    decision: str
+    note: str
+    geomean: str = ""
+    moved: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LedgerInput:
+    name: str  # the ledger file, as given
+    entries: tuple[Entry, ...]
+
+
+def parse(text: str) -> tuple[Entry, ...]:
+    entries: list[Entry] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            parts = [p.strip() for p in line[3:].split(" · ", 2)]
+            parts += [""] * (3 - len(parts))
+            entries.append(Entry(parts[0], parts[1], parts[2]))
+        elif entries and line.startswith(GEOMEAN):
+            entries[-1].geomean = line.removeprefix("- ").split(": ", 1)[-1]
+        elif entries and line.startswith("  - "):
+            entries[-1].moved.append(line[4:].replace("`", ""))
+    return tuple(entries)
+
+
+def load(path: Path, name: str) -> LedgerInput:
+    try:
+        if path.stat().st_size > MAX_LEDGER_BYTES:
+            raise ParseError(f"larger than {MAX_LEDGER_BYTES} bytes: not a ledger", source=name)
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise ParseError(f"cannot read the ledger: {err.strerror or err}", source=name) from None
+    entries = parse(text)
+    if not entries:
+        raise ParseError("no entry (## DATE · DECISION · NOTE): not a ledger", source=name)
+    return LedgerInput(name, entries)
+
+
+def ledger_section(item: LedgerInput, sid: str) -> str:
+    e = svg.esc
+    kept = sum(1 for x in item.entries if x.decision == "kept")
+    titles = ("date", "decision", "change", "geometric mean", "cells that moved")
+    left = ' class="l"'
+    head = "".join(f"<th{left if k < 3 else ''}>{h}</th>" for k, h in enumerate(titles))
+    rows = "".join(
+        f'<tr><td class="l">{e(x.date)}</td><td class="l">{e(x.decision)}</td>'
+        f'<td class="l">{e(x.note)}</td><td>{e(x.geomean)}</td>'
+        f"<td>{'<br/>'.join(e(m) for m in x.moved) or '-'}</td></tr>"
+        for x in item.entries
+    )
+    return (
+        f'<h2 id="{sid}">Ledger: {e(item.name)}</h2>'
+        f"<p>{len(item.entries)} changes tried, {kept} kept, "
+        f"{len(item.entries) - kept} rejected.</p>"
+        f'<div class="scroll"><table><tr>{head}</tr>{rows}</table></div>'
+    )
