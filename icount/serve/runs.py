@@ -324,6 +324,10 @@ def _windows(
     subtract = share is not None  # the clock's share is worth taking out
     if not subtract:  # a window's time is kept where it is subtracted for
         reps = [dataclasses.replace(r, seconds=None) for r in reps]
+        # and so is the idle window's measured length: elsewhere the seconds asked for,
+        # so that a server without clock-driven work writes the same file every time
+        if idle is not None:
+            idle = IdleCount(idle.instructions, opts.idle_seconds)
     runtime = next(iter(runtime_names), None)
     detail = ServeDetail(
         window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share,
