@@ -5,6 +5,8 @@ check that nothing is left."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import socket
 from collections.abc import Callable, Iterator
@@ -84,13 +86,30 @@ def cells(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(c["name"], c["path"]): c for c in doc["cells"]}
 
 
+# icount runs a program from a link in its work dir (WORKDIR/bin/NAME), so a server's
+# command line names the link, not the test's folder the link points into
+_WORKDIR_PROGRAM = re.compile(r"/icount-[^/]+/bin/[^/]+$")
+
+
+def _names(arg: str, marker: str) -> bool:
+    if marker in arg:
+        return True
+    if not _WORKDIR_PROGRAM.search(arg):
+        return False
+    # a link still there points into `marker` or not; one whose work dir is gone belongs
+    # to a process that outlived the icount that made it: a leftover whoever made it
+    return not os.path.lexists(arg) or marker in os.path.realpath(arg)
+
+
 def leftovers(marker: str) -> list[str]:
-    """Processes whose command line mentions `marker` (a test's own temp folder)."""
+    """Processes whose command line mentions `marker` (a test's own temp folder), also
+    through the link icount runs a program from, and any process still running a
+    program from a work dir icount has removed."""
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if marker in cmdline:
-            found.append(f"{proc.info['pid']}: {cmdline[:200]}")
+        argv = proc.info["cmdline"] or []
+        if any(_names(a, marker) for a in argv):
+            found.append(f"{proc.info['pid']}: {' '.join(argv)[:200]}")
     return found
 
 
