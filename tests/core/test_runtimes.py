@@ -124,3 +124,18 @@ fn=main.handler
     work = runtimes.runtime_work(prof)
     assert work.runtime == "go"
     assert (work.collector, work.compiler) == (32, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "collector"),
+    [
+        ("VM_GenCollectForAllocation::doit()", True),  # the serial collector's young pauses
+        ("VM_G1CollectForAllocation::doit()", True),
+        ("VM_ParallelGCFailedAllocation::doit()", True),
+        ("VM_Deoptimize::doit()", False),  # a safepoint operation that is no collection
+    ],
+)
+def test_hotspot_collections_are_matched_whatever_the_collector(name: str, collector: bool) -> None:
+    (hotspot,) = [r for r in runtimes.TABLE if r.name == "hotspot"]
+    kinds = [e.kind for e in hotspot.entries if re.fullmatch(e.pattern, name)]
+    assert kinds == ([runtimes.COLLECTOR] if collector else [])
