@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -83,6 +84,20 @@ def _optional(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda value: None if value is None else read(value)
 
 
+def _patterns(value: Any) -> tuple[str, ...]:
+    """--collector patterns as recorded: a list of regular expressions."""
+    if not isinstance(value, list):
+        raise ValueError("not a list")
+    for pattern in value:
+        if not isinstance(pattern, str):
+            raise ValueError("not a pattern")
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ValueError(str(e)) from None
+    return tuple(value)
+
+
 # Options that --resume takes from the file unless given again, and how each is read.
 RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "runs": lambda v: o.int_from_json(v, 1, 100),
@@ -98,7 +113,12 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "warmup_instrumented": o.bool_from_json,
     "idle_seconds": lambda v: o.float_from_json(v, 0, o.MAX_IDLE_SECONDS),
     "cold_start": o.bool_from_json,
+    "memory": o.bool_from_json,
+    "profile_top": lambda v: o.int_from_json(v, 0, 10**6),
+    "collectors": _patterns,
 }
+# the command-line parameter of an option whose field is named otherwise
+_PARAMETER = {"collectors": "collector"}
 
 
 def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]) -> ServeRequest:
@@ -123,7 +143,7 @@ def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]
                 )
             changes["targets"] = tuple(str(t) for t in targets)
     for option, read in RESUMED_OPTIONS.items():
-        if option not in explicit and option in plan:
+        if _PARAMETER.get(option, option) not in explicit and option in plan:
             try:
                 changes[option] = read(plan[option])
             except ValueError:

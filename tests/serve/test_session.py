@@ -463,3 +463,29 @@ def report_title(res: results.Results) -> str:
     title = report.build_table(res).title
     assert title is not None
     return title
+
+
+def test_resume_restores_memory_profile_top_and_collectors_unless_given(tmp_path: Path) -> None:
+    """Options a session was asked for that change what its cells hold: a resumed session
+    that silently dropped them would measure its last cells without them."""
+    import json
+
+    from icount.errors import UsageError
+    from icount.results.files import provenance_path
+    from icount.serve.plan import ServeRequest, resume_request
+
+    out = tmp_path / "r.json"
+    plan = {"targets": ["/a/adapter.toml"], "memory": True, "profile_top": 5,
+            "collectors": ["my_gc_.*", "Sweep::run"]}  # fmt: skip
+    provenance_path(out).write_text(json.dumps({"plan": plan}))
+    resumed = resume_request(ServeRequest(), out, frozenset())
+    assert (resumed.memory, resumed.profile_top) == (True, 5)
+    assert resumed.collectors == ("my_gc_.*", "Sweep::run")
+    # given again on the command line (the parameter is --collector): that one wins
+    given = ServeRequest(collectors=("other",), profile_top=7)
+    again = resume_request(given, out, frozenset({"collector", "profile_top"}))
+    assert (again.collectors, again.profile_top, again.memory) == (("other",), 7, True)
+    plan["collectors"] = ["("]
+    provenance_path(out).write_text(json.dumps({"plan": plan}))
+    with pytest.raises(UsageError, match="recorded collectors"):
+        resume_request(ServeRequest(), out, frozenset())
