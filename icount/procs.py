@@ -104,7 +104,14 @@ def _owner(proc: psutil.Process, created: float, starters: Sequence[Child]) -> C
     except psutil.Error:  # exited, or not ours to read
         where = None
     same = [c for c in candidates if where is not None and c.cwd == where]
-    return same[0] if len(same) == 1 else candidates[-1]
+    if len(same) == 1:
+        return same[0]
+    # birth times are clock ticks (10 ms): a child started in the orphan's own tick may
+    # have started after it (a short command run just after a server's daemon was born),
+    # so the last one started in an earlier tick is the better guess, where there is one
+    pool = same or candidates
+    earlier = [c for c in pool if c.started < created]
+    return earlier[-1] if earlier else pool[0]
 
 
 def _orphans() -> list[tuple[psutil.Process, float]]:
