@@ -71,12 +71,6 @@ def _exits_from_json(value: Any) -> frozenset[int] | None:
     return frozenset(o.int_from_json(v, -255, 255) for v in value)
 
 
-def _bool_from_json(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(value)
-    return value
-
-
 def _commands_from_json(value: Any) -> tuple[CommandSpec, ...]:
     if not isinstance(value, list) or not value:
         raise ValueError(value)
@@ -102,9 +96,9 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "max_spread": o.spread_from_json,
     "allowed_exits": _exits_from_json,
     "timeout": lambda v: None if v is None else o.float_from_json(v, 0.001, 1e9),
-    "memory": _bool_from_json,
+    "memory": o.bool_from_json,
     "floor": o.str_from_json,
-    "cache_sim": _bool_from_json,
+    "cache_sim": o.bool_from_json,
 }
 
 
