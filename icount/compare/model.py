@@ -14,6 +14,14 @@ counts only when all three hold:
 
 Interleaved comparisons use the median of the per-pair ratios new/base instead of
 the medians' ratio, and rule 3 asks that every pair's ratio lie on the same side of 1.
+
+A collected runtime's cell (results/runtime.py) is judged twice: its mutator as above
+(the cell's value), and its total (mutator + collector + compiler) by rules 1 and 2 and,
+in place of rule 3, the total's change beyond the two sides' 95% intervals combined
+(TotalChange). A total shown `~` (its interval too wide) never gates. The cell regresses
+when either regresses, so a total's regression alone fails the gate (exit 3): a server
+whose collector work grew by more than the threshold, beyond the noise, costs its users
+as much as a slower handler. It improves when one improves and neither regresses.
 """
 
 from __future__ import annotations
@@ -30,11 +38,13 @@ from typing import TYPE_CHECKING, Any
 from icount.compare.explain import Explanation, explain
 from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
-from icount.numfmt import plain, plural
+from icount.numfmt import plain, plural, si, signed_percent
 from icount.results import Cell, Results, Run
+from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary, summarize
 
 if TYPE_CHECKING:
+    from icount.compare.control import Rounds
     from icount.history.noise import Noise
 
 NoiseMap = Mapping[tuple[str, str, str], "Noise"]
@@ -84,6 +94,10 @@ class Row:
     confirm: Summary | None = None
     # a changed cell's functions that moved most, where both sides kept a profile
     explained: Explanation | None = None
+    # a collected runtime's totals, where either side has a runtime's figures
+    total: TotalChange | None = None
+    # an interleaved row's own pairs and control arm (compare/control.py), where it has
+    rounds: Rounds | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -92,6 +106,21 @@ class Row:
     @property
     def label(self) -> str:
         return f"{self.name}/{self.path}" if self.path else self.name
+
+
+@dataclass(frozen=True)
+class TotalChange:
+    """The totals per request (mutator + the runtime's own work) of a collected
+    runtime's cell on both sides, and how their change was judged."""
+
+    base: RuntimeFigures | None  # None: that side has no runtime's figures
+    new: RuntimeFigures | None
+    delta: float | None  # new total - base total, where both are valid
+    delta_pct: float | None
+    interval: float | None  # the 95% half-width of the difference (both sides in quadrature)
+    verdict: Verdict | None  # REGRESSED, IMPROVED or UNCHANGED; None: the totals do not gate
+    rule: str  # which rule decided, or why the totals do not gate
+    decides: bool = False  # the total's verdict is the row's (the mutator alone was unchanged)
 
 
 @dataclass(frozen=True)
@@ -271,10 +300,69 @@ def _row(
     exact_delta = exact(ns.median) - base_median
     change = exact_delta / abs(base_median) if pct is not None else None
     verdict, why = _judge(change, exact_delta, overlap, threshold, min_delta)
-    return Row(
+    row = Row(
         some.name, some.path, some.backend, some.unit,
         bs, ns, delta, pct, threshold, rule, verdict, why, basis,
     )  # fmt: skip
+    assert base is not None and new is not None
+    if base.runtime is None and new.runtime is None:
+        return row  # every cell that is not a collected runtime's: as it always was
+    return _with_total(row, _total(base.runtime, new.runtime, threshold, min_delta))
+
+
+def _total(
+    base: RuntimeFigures | None, new: RuntimeFigures | None, threshold: float, min_delta: float
+) -> TotalChange:
+    """The totals judged: beyond the threshold (exactly, as the mutator), --min-delta, and
+    the 95% interval of their difference."""
+    for side, f in (("base", base), ("new", new)):
+        why = None
+        if f is None:
+            why = f"{side} has no runtime's figures: the totals are not compared"
+        elif f.total is None or not f.total_valid:
+            shown = "none" if f.total is None else f"~{si(f.total)}"
+            why = f"{side}'s total is {shown} (not valid): the totals do not gate"
+        if why is not None:
+            return TotalChange(base, new, None, None, None, None, why)
+    assert base is not None and new is not None and base.total is not None
+    assert new.total is not None
+    delta = new.total - base.total
+    # The two intervals are independent (other processes, other windows), so the
+    # difference's standard error is the root sum of squares of theirs, and so is its 95%
+    # half-width where the t factors are alike. Adding them (intervals that must not
+    # overlap) would test at ~99.5% and let real changes of twice one interval pass.
+    interval = math.hypot(base.half_width, new.half_width)
+    beyond = abs(delta) > interval
+    within = None if beyond else f"within the 95% interval ±{plain(interval)} of the difference"
+    base_total = exact(base.total)
+    exact_delta = exact(new.total) - base_total
+    change = exact_delta / abs(base_total) if base.total else None
+    verdict, why = _judge(change, exact_delta, within, threshold, min_delta)
+    if verdict is Verdict.UNCHANGED and not why:
+        why = "within the threshold"
+    elif verdict is not Verdict.UNCHANGED:
+        why = f"beyond the threshold and the 95% interval ±{plain(interval)}"
+    return TotalChange(base, new, delta, _pct(delta, base.total), interval, verdict, why)
+
+
+def _with_total(row: Row, total: TotalChange) -> Row:
+    """The row's verdict with the total's: a regression of either regresses the cell."""
+    moved = total.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
+    takes = (total.verdict is Verdict.REGRESSED and row.verdict is not Verdict.REGRESSED) or (
+        total.verdict is Verdict.IMPROVED and row.verdict is Verdict.UNCHANGED
+    )
+    if not (moved and takes):
+        return dataclasses.replace(row, total=total)
+    assert total.verdict is not None and total.delta_pct is not None
+    moved_by = f" {signed_percent(row.delta_pct)}" if row.delta_pct is not None else ""
+    mutator = row.verdict.value + moved_by + (f": {row.why}" if row.why else "")
+    why = (
+        f"the total {total.verdict.value} {signed_percent(total.delta_pct)}, {total.rule}; "
+        f"the mutator {mutator}"
+    )
+    return dataclasses.replace(
+        row, verdict=total.verdict, why=why, total=dataclasses.replace(total, decides=True)
+    )
 
 
 def judge(base: Cell, new: Cell, thresholds: Thresholds, noise: NoiseMap | None = None) -> Row:
@@ -315,12 +403,12 @@ def _explained(row: Row, base: Cell | None, new: Cell | None) -> Row:
 
 def compare_pairs(
     name: str, backend: str, unit: str, pairs: Sequence[Pair],
-    failed: tuple[Verdict, str] | None, thresholds: Thresholds,
+    failed: tuple[Verdict, str] | None, thresholds: Thresholds, path: str = "",
 ) -> Comparison:  # fmt: skip
     """One row judged on the median of the per-pair ratios new/base.
 
     `failed` is (invalid in base or invalid in new, why) when a run failed."""
-    threshold, rule = thresholds.for_label(name)
+    threshold, rule = thresholds.for_label(f"{name}/{path}" if path else name)
     pairs = tuple(pairs)
     bases = [p.base for p in pairs if p.base is not None]
     news = [p.new for p in pairs if p.new is not None]
@@ -331,7 +419,7 @@ def compare_pairs(
         failed = (Verdict.INVALID_IN_BASE, "no pair produced a ratio (base counted 0)")
     if failed is not None:
         verdict, why = failed
-        row = Row(name, "", backend, unit, bs, ns, None, None, threshold, rule, verdict, why)
+        row = Row(name, path, backend, unit, bs, ns, None, None, threshold, rule, verdict, why)
         return Comparison((row,), thresholds, pairs=pairs)
     assert bs is not None and ns is not None  # every ratio has both sides
     exact_ratio: Fraction = statistics.median(
@@ -343,7 +431,7 @@ def compare_pairs(
     overlap = None if separated else f"pair ratios {min(ratios):.4f}-{max(ratios):.4f} straddle 1"
     exact_delta = exact(ns.median) - exact(bs.median)
     verdict, why = _judge(exact_ratio - 1, exact_delta, overlap, threshold, thresholds.min_delta)
-    row = Row(name, "", backend, unit, bs, ns, delta, ratio - 1, threshold, rule, verdict, why)
+    row = Row(name, path, backend, unit, bs, ns, delta, ratio - 1, threshold, rule, verdict, why)
     return Comparison((row,), thresholds, pairs=pairs)
 
 

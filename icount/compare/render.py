@@ -12,19 +12,29 @@ JSON format history (bump VERSION and add a line on every change to the layout):
   2 - `geometric_mean`: {ratio, cells}, the geometric mean of new/base over the cells
       with both sides valid (null without any, and for --interleave); CSV column
       `geomean_ratio`.
+     Later, optional (files without them read as before): `cells[].total`, only on a
+     collected runtime's cell: {base, new (each {total, interval_95, valid, reason} or
+     null), delta, delta_pct, interval_95 (of the difference), verdict (null where the
+     totals do not gate), rule, decides}; CSV columns from `base_total` on, only when a
+     row has a total.
+     `cells[].rounds`, only on an interleaved cell with a control arm or of an interleave
+     of several cells (`--base-target`): {pairs, median_ratio, control (null, or {values,
+     drift, first_last, failed})}.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections import Counter
 from typing import Any
 
 from icount import numfmt
 from icount.compare import explain
-from icount.compare.model import VERDICT_ORDER, Comparison, Row, Verdict
+from icount.compare.model import VERDICT_ORDER, Comparison, Row, TotalChange, Verdict
 from icount.results import Results
+from icount.results.runtime import RuntimeFigures
 from icount.sorting import Sort, by_name
 from icount.stats import Summary
 from icount.tables import Column, Table, render_markdown
@@ -51,6 +61,26 @@ CSV_HEADER = (
     "forced",
     "geomean_ratio",
 )
+# a collected runtime's totals: only in comparisons with such a cell (other files keep
+# their bytes)
+CSV_TOTAL = (
+    "base_total",
+    "base_total_interval_95",
+    "new_total",
+    "new_total_interval_95",
+    "total_delta_pct",
+    "total_interval_95",
+    "total_verdict",
+    "total_rule",
+)
+
+
+def csv_header(c: Comparison) -> tuple[str, ...]:
+    return CSV_HEADER + (CSV_TOTAL if _has_totals(c) else ())
+
+
+def _has_totals(c: Comparison) -> bool:
+    return any(r.total is not None for r in c.rows)
 
 
 def given_order(c: Comparison, new: Results, base: Results) -> Comparison:
@@ -172,6 +202,11 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         Column("new"),
         Column("delta"),
         Column("change"),
+    ]
+    totals = _has_totals(c)
+    if totals:  # a collected runtime's: the base, new and change of the total per request
+        columns += [Column("base total"), Column("new total"), Column("total change")]
+    columns += [
         Column("threshold"),
         Column("verdict", "left"),
     ]
@@ -202,11 +237,20 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
             _median(r.new, r.unit),
             _delta(r),
             _change(r),
-            pct_text(r.threshold),
-            verdict,
         ]
+        if totals:
+            t = r.total
+            cells += [
+                _total_text(t.base if t else None),
+                _total_text(t.new if t else None),
+                numfmt.signed_percent(t.delta_pct) if t and t.delta_pct is not None else "",
+            ]
+        cells += [pct_text(r.threshold), verdict]
         table.add_row(cells)
     table.notes += notes
+    if totals:
+        table.notes += [total_line(r.label, r.total) for r in rows if r.total is not None]
+        table.notes.append(TOTALS_LEGEND)
     if with_verdict:  # Markdown names them under each changed cell's line instead
         table.notes += [explain.line(r.label, r.explained) for r in rows if r.explained]
     if units == [numfmt.UNIT_BYTES]:  # icount size -o: one exact reading per file
@@ -225,6 +269,37 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
     return table
 
 
+TOTALS_LEGEND = (
+    "base, new: a collected runtime's mutator; total: mutator + the runtime's own work "
+    "(collector, compiler) per request ±its 95% interval, ~ where that interval is wider "
+    "than the spread limit; a total's change counts beyond the threshold and the two "
+    "intervals in quadrature"
+)
+
+
+def _total_text(f: RuntimeFigures | None) -> str:
+    """'55.64k ±109.4', '~55.64k ±3.1k' (not valid), '-' (none)."""
+    if f is None or f.total is None:
+        return "-"
+    mark = "" if f.total_valid else "~"
+    spread = f" ±{numfmt.si(f.half_width)}" if math.isfinite(f.half_width) else ""
+    return f"{mark}{numfmt.si(f.total)}{spread}"
+
+
+def total_line(label: str, t: TotalChange) -> str:
+    """'node/json: total 55.64k ±109.4 -> 58.1k ±98.3 +4.42%: regressed, beyond ...'."""
+    return f"{label}: {_total_judged(t)}"
+
+
+def _total_judged(t: TotalChange) -> str:
+    change = f" {numfmt.signed_percent(t.delta_pct)}" if t.delta_pct is not None else ""
+    verdict = f"{t.verdict.value}, " if t.verdict is not None else ""
+    decides = " (decides the cell)" if t.decides else ""
+    return (
+        f"total {_total_text(t.base)} -> {_total_text(t.new)}{change}: {verdict}{t.rule}{decides}"
+    )
+
+
 def _geomean_lines(c: Comparison) -> list[str]:
     from icount.compare import geomean
 
@@ -232,33 +307,52 @@ def _geomean_lines(c: Comparison) -> list[str]:
     return [text] if text and c.pairs is None else []
 
 
-def build_pairs_table(c: Comparison) -> Table:
-    table = Table(
-        columns=[Column("pair"), Column("base"), Column("new"), Column("new/base")],
-        title="interleaved pairs (base then new)",
-    )
-    for i, p in enumerate(c.pairs or (), 1):
-        table.add_row(
-            [
-                str(i),
-                numfmt.si(p.base) if p.base is not None else "-",
-                numfmt.si(p.new) if p.new is not None else "-",
-                f"{p.ratio:.4f}" if p.ratio is not None else "-",
-            ]
-        )
-    ratios = [p.ratio for p in c.pairs or () if p.ratio is not None]
+def build_pairs_table(c: Comparison, row: Row | None = None) -> Table:
+    """The comparison's pairs, or (an interleave of several cells) `row`'s own; with a
+    control arm, its figure in each round beside them (compare/control.py)."""
+    rounds = row.rounds if row is not None else (c.rows[0].rounds if c.rows else None)
+    pairs = rounds.pairs if row is not None and rounds is not None else c.pairs or ()
+    ctl = rounds.control if rounds is not None else None
+    columns = [Column("pair"), Column("base"), Column("new"), Column("new/base")]
+    title = "interleaved pairs (base then new)"
+    if ctl is not None:
+        columns.append(Column("control"))
+        title = "interleaved rounds (base, new and control, the order rotated each round)"
+    table = Table(columns=columns, title=title if row is None else f"{row.label}: {title}")
+    for i, p in enumerate(pairs, 1):
+        cells = [
+            str(i),
+            numfmt.si(p.base) if p.base is not None else "-",
+            numfmt.si(p.new) if p.new is not None else "-",
+            f"{p.ratio:.4f}" if p.ratio is not None else "-",
+        ]
+        if ctl is not None:
+            value = ctl.values[i - 1] if i <= len(ctl.values) else None
+            cells.append(numfmt.si(value) if value is not None else "-")
+        table.add_row(cells)
+    ratios = [p.ratio for p in pairs if p.ratio is not None]
     if ratios:
+        median = statistics.median(ratios)
         table.notes.append(
-            f"median ratio {c.median_ratio:.4f} (min {min(ratios):.4f}, max {max(ratios):.4f}); "
+            f"median ratio {median:.4f} (min {min(ratios):.4f}, max {max(ratios):.4f}); "
             "the verdict gates on the median ratio"
         )
+    if ctl is not None:
+        table.notes.append(ctl.describe())
     return table
+
+
+def pairs_tables(c: Comparison) -> list[Table]:
+    """The interleaved pairs: the comparison's (one cell), or each cell's own."""
+    if c.pairs:
+        return [build_pairs_table(c)]
+    return [build_pairs_table(c, r) for r in c.rows if r.rounds is not None and r.rounds.pairs]
 
 
 def tables(c: Comparison) -> list[Table]:
     """The terminal tables: the interleaved pairs first, where there are any."""
     main = build_table(c)
-    return [build_pairs_table(c), main] if c.pairs is not None else [main]
+    return [*pairs_tables(c), main]
 
 
 def render_md(c: Comparison) -> str:
@@ -275,6 +369,7 @@ def render_md(c: Comparison) -> str:
         elif r.basis:
             detail += f"; {r.basis}"
         lines.append(f"- **{r.verdict.value}**: `{r.label}` {detail}".rstrip())
+        lines += [f"  - {_total_judged(r.total)}"] if r.total is not None else []
         lines += explain.markdown(r.explained) if r.explained else []
     if notable:
         lines.append("")
@@ -283,8 +378,8 @@ def render_md(c: Comparison) -> str:
         "",
         render_markdown(build_table(c, with_verdict=False)).rstrip("\n"),
     ]
-    if c.pairs is not None:
-        lines += ["", render_markdown(build_pairs_table(c)).rstrip("\n")]
+    for t in pairs_tables(c):
+        lines += ["", render_markdown(t).rstrip("\n")]
     lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
@@ -327,6 +422,34 @@ def _row_json(r: Row) -> dict[str, Any]:
         **({"confirm": _side(r.confirm)} if r.confirm is not None else {}),
         # only where both sides kept a profile (compare/explain.py)
         **({"explained": r.explained.to_json()} if r.explained is not None else {}),
+        # only on a collected runtime's cell
+        **({"total": _total_json(r.total)} if r.total is not None else {}),
+        # only on an interleaved cell with a control arm or of several interleaved cells
+        **({"rounds": r.rounds.to_json()} if r.rounds is not None else {}),
+    }
+
+
+def _total_side(f: RuntimeFigures | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
+    return {
+        "total": f.total,
+        "interval_95": _finite(f.half_width),
+        "valid": f.total_valid,
+        "reason": f.reason,
+    }
+
+
+def _total_json(t: TotalChange) -> dict[str, Any]:
+    return {
+        "base": _total_side(t.base),
+        "new": _total_side(t.new),
+        "delta": _finite(t.delta),
+        "delta_pct": _finite(t.delta_pct),
+        "interval_95": _finite(t.interval),
+        "verdict": t.verdict.value if t.verdict is not None else None,
+        "rule": t.rule,
+        "decides": t.decides,
     }
 
 
@@ -370,6 +493,7 @@ def csv_rows(c: Comparison) -> list[list[object]]:
     forced = "; ".join(allowed_lines(c))
     g = _geomean_json(c)
     geo = f"{g['ratio']:.6f}" if g else ""
+    totals = _has_totals(c)
     out: list[list[object]] = []
     for r in c.rows:
         b, n = r.base, r.new
@@ -393,8 +517,25 @@ def csv_rows(c: Comparison) -> list[list[object]]:
                 forced,
                 geo,
             ]
+            + (_total_csv(r.total) if totals else [])
         )
     return out
+
+
+def _total_csv(t: TotalChange | None) -> list[object]:
+    if t is None:
+        return [""] * len(CSV_TOTAL)
+    b, n = t.base, t.new
+    return [
+        _num(b.total if b else None),
+        _num(b.half_width if b else None),
+        _num(n.total if n else None),
+        _num(n.half_width if n else None),
+        f"{t.delta_pct * 100:.4f}" if t.delta_pct is not None else "",
+        _num(t.interval),
+        t.verdict.value if t.verdict is not None else "",
+        t.rule,
+    ]
 
 
 def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
@@ -414,6 +555,8 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
             extra.insert(1, f"change: {numfmt.signed_percent(r.delta_pct)}")
         if r.basis:
             extra.append(f"threshold: {pct_text(r.threshold)} ({r.basis})")
+        if r.rounds is not None and r.rounds.control is not None:
+            extra.append(r.rounds.control.describe())
         extra += allowed
         entries.append(
             {

@@ -15,7 +15,7 @@ def render(doc: d.Document, width: int) -> str:
     if isinstance(doc, d.ComparisonDoc):
         from icount.compare import render as compare
 
-        return render_csv(compare.CSV_HEADER, compare.csv_rows(doc.comparison))
+        return render_csv(compare.csv_header(doc.comparison), compare.csv_rows(doc.comparison))
     if isinstance(doc, d.SizeDoc):
         from icount.size import render as size
 

@@ -1,0 +1,171 @@
+"""A collected runtime's totals in `icount compare`: the mutator judged as every cell,
+the total beyond both the threshold and the two sides' 95% intervals, `~` never gating.
+
+The cells are the measured node-http /json file (runtime_cells.py) and cells derived
+from it for each rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from icount import export
+from icount.charts import comparison_from_json
+from icount.compare.model import Comparison, Row, Verdict, compare
+from icount.compare.thresholds import parse_thresholds
+from icount.results import Cell
+from tests.support.golden import assert_golden
+
+from .conftest import Cli
+from .runtime_cells import derived, node_cell, of, without_runtime
+from .test_compare_cli import Write
+from .test_compare_render import FORMATS, GOLDEN, SUFFIX
+
+CASES: dict[str, Callable[[Cell], Cell]] = {
+    "same": lambda c: c,
+    "gc-up": lambda c: derived(c, collector=1.2),  # total +1.55%, interval ±171
+    "gc-small": lambda c: derived(c, collector=1.03),  # total +0.23%
+    "gc-down": lambda c: derived(c, collector=0.5),
+    "noisy": lambda c: derived(c, windows=[0.0, 5.0, 0.0]),  # a total shown ~
+    "mutator-down-gc-up": lambda c: derived(c, collector=2.0, mutator=0.95),
+}
+
+
+def _pairs() -> list[tuple[Cell, Cell]]:
+    # without its profile: these cells' functions are the measured ones on both sides
+    c = dataclasses.replace(node_cell(), profile=None)
+    out = [
+        (dataclasses.replace(c, name=n), dataclasses.replace(f(c), name=n))
+        for n, f in CASES.items()
+    ]
+    old = dataclasses.replace(without_runtime(c), name="before")
+    out.append((old, dataclasses.replace(c, name="before")))
+    return out
+
+
+def sample(threshold: str = "1%") -> Comparison:
+    pairs = _pairs()
+    return compare(
+        of([b for b, _ in pairs]), of([n for _, n in pairs]), parse_thresholds([threshold], 10)
+    )
+
+
+def rows(c: Comparison) -> dict[str, Row]:
+    return {r.name: r for r in c.rows}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_golden(fmt: str) -> None:
+    text = export.render_comparison(sample(), fmt, 110)
+    assert_golden(GOLDEN / f"runtime.{SUFFIX[fmt]}", text)
+    assert export.render_comparison(sample(), fmt, 110) == text
+
+
+def test_the_measured_cell_has_a_valid_total() -> None:
+    f = node_cell().runtime
+    assert f is not None and f.total is not None and f.total_valid
+    assert f.total == pytest.approx(f.mutator + f.collector + f.compiler)  # type: ignore[operator]
+    assert 0 < f.half_width < 0.005 * f.total
+
+
+def test_a_total_beyond_the_threshold_and_the_interval_regresses_the_cell() -> None:
+    r = rows(sample())["gc-up"]
+    assert r.delta == 0  # the mutator did not move
+    assert r.total is not None and r.total.verdict is Verdict.REGRESSED and r.total.decides
+    assert r.verdict is Verdict.REGRESSED
+    assert r.total.delta is not None and r.total.interval is not None
+    assert abs(r.total.delta) > r.total.interval
+    assert r.why.startswith("the total regressed +1.55%, beyond the threshold and the 95% interval")
+
+
+def test_the_interval_is_both_sides_in_quadrature() -> None:
+    t = rows(sample())["gc-up"].total
+    assert t is not None and t.base is not None and t.new is not None and t.interval is not None
+    assert t.interval == pytest.approx((t.base.half_width**2 + t.new.half_width**2) ** 0.5)
+
+
+def test_a_total_within_the_threshold_is_unchanged() -> None:
+    r = rows(sample())["gc-small"]
+    assert r.verdict is Verdict.UNCHANGED
+    assert r.total is not None and r.total.rule == "within the threshold"
+
+
+def test_a_total_beyond_the_threshold_but_within_the_interval_is_unchanged() -> None:
+    # +0.23% beyond a 0.1% threshold, but the 129 instructions are inside ±157
+    r = rows(sample("0.1%"))["gc-small"]
+    assert r.verdict is Verdict.UNCHANGED
+    assert r.total is not None and r.total.verdict is Verdict.UNCHANGED
+    assert r.total.rule.startswith("within the 95% interval ±157.")
+
+
+def test_a_total_shown_tilde_never_gates() -> None:
+    r = rows(sample())["noisy"]
+    assert r.total is not None and r.total.new is not None
+    assert not r.total.new.total_valid and r.total.new.total is not None
+    assert r.total.new.total > 1.05 * r.total.base.total  # type: ignore[union-attr,operator]
+    assert r.total.verdict is None and r.verdict is Verdict.UNCHANGED
+    assert "(not valid): the totals do not gate" in r.total.rule
+
+
+def test_a_side_without_runtime_figures_is_not_compared_on_totals() -> None:
+    r = rows(sample())["before"]
+    assert r.total is not None and r.total.base is None and r.total.verdict is None
+    assert r.total.rule == "base has no runtime's figures: the totals are not compared"
+
+
+def test_a_total_regression_outweighs_a_mutator_improvement() -> None:
+    r = rows(sample())["mutator-down-gc-up"]
+    assert r.delta_pct == pytest.approx(-0.05)
+    assert r.verdict is Verdict.REGRESSED
+    assert "the mutator improved -5.00%" in r.why
+
+
+def test_a_total_improvement_improves_an_unchanged_cell() -> None:
+    r = rows(sample())["gc-down"]
+    assert r.verdict is Verdict.IMPROVED and r.total is not None and r.total.decides
+
+
+def test_a_mutator_regression_stays_one_whatever_the_total() -> None:
+    c = dataclasses.replace(node_cell(), profile=None)
+    c_new = derived(c, collector=0.2, mutator=1.05)  # mutator +5%, total down
+    r = compare(of([c]), of([c_new]), parse_thresholds(["1%"], 10)).rows[0]
+    assert r.verdict is Verdict.REGRESSED and r.why == ""
+    assert r.total is not None and r.total.verdict is Verdict.IMPROVED and not r.total.decides
+
+
+def test_the_json_loads_back_in_the_report() -> None:
+    doc = json.loads(export.render_comparison(sample(), "json"))
+    assert doc["version"] == 2
+    total = next(c for c in doc["cells"] if c["name"] == "gc-up")["total"]
+    assert total["verdict"] == "regressed" and total["decides"] is True
+    back = comparison_from_json(doc, "runtime.json")
+    assert len(back.rows) == len(doc["cells"])
+
+
+def test_a_total_regression_alone_exits_3(cli: Cli, write: Write) -> None:
+    c = node_cell()
+    base = write("base.json", of([c]))
+    new = write("new.json", of([derived(c, collector=1.2)]))
+    done = cli("compare", base, new)
+    assert done.code == 3, done.err
+    assert "the total regressed +1.55%" in done.out
+    same = cli("compare", base, base)
+    assert same.code == 0, same.err
+
+
+def test_the_stored_file_renders_as_measured(tmp_path: Path) -> None:
+    # the real results file: its table's note names the three figures
+    from icount.report import build_table
+    from icount.tables import render_terminal
+
+    from .runtime_cells import node
+
+    text = render_terminal(build_table(node(), [], "order"), 200)
+    assert "v8: mutator 51.33k per request (the figure above), collector 4.313k ±109.4" in text
+    assert "total 55.64k" in text
+    del tmp_path
