@@ -4,11 +4,12 @@ entry points counted inclusively and once, helper threads split by what they nam
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from icount import runtimes
-from icount.callgrind.parser import parse_bytes
+from icount.callgrind.parser import parse_bytes, parse_file
 
 
 def profile(body: str) -> bytes:
@@ -139,3 +140,65 @@ def test_hotspot_collections_are_matched_whatever_the_collector(name: str, colle
     (hotspot,) = [r for r in runtimes.TABLE if r.name == "hotspot"]
     kinds = [e.kind for e in hotspot.entries if re.fullmatch(e.pattern, name)]
     assert kinds == ([runtimes.COLLECTOR] if collector else [])
+
+
+def test_a_task_dispatcher_shared_by_a_worker_and_the_main_thread_counts_once() -> None:
+    """V8's CancelableTask::Run thunk runs a worker's compile task (90) and the main
+    thread's minor GC task (10): the worker is counted whole (its compile apart) and the
+    main thread's collection once, whatever share of the thunk each thread brought."""
+    prof = parse_bytes(profile("""fn=node::(anonymous namespace)::PlatformWorkerThread(void*)
+0 5
+cfn=thunk to v8::internal::CancelableTask::Run()
+calls=3 0
+0 90
+fn=uv_run
+0 200
+cfn=thunk to v8::internal::CancelableTask::Run()
+calls=1 0
+0 10
+fn=thunk to v8::internal::CancelableTask::Run()
+0 0
+cfn=v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal()
+calls=3 0
+0 90
+cfn=v8::internal::MinorGCJob::Task::RunInternal()
+calls=1 0
+0 10
+fn=v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal()
+0 90
+fn=v8::internal::MinorGCJob::Task::RunInternal()
+0 0
+cfn=v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)
+calls=1 0
+0 10
+fn=v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)
+0 10
+"""), "v8")  # fmt: skip
+    work = runtimes.runtime_work(prof)
+    assert (work.collector, work.compiler) == (10 + 5, 90)
+
+
+V8_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "v8"
+
+
+def test_a_cold_node_window_counts_its_background_compiling_once() -> None:
+    """A real window: node-http's 1000 requests after 1,100 (fixtures/v8/README.md). Its
+    worker threads (the root PlatformWorkerThread) ran 32 TurboFan compile tasks through
+    the thunk the main thread's minor GC task also goes through; counted twice (once
+    in the thread, once through the thunk) the mutator read -229.6k per request. The
+    main thread's root, uv_run, holds everything the worker does not."""
+    prof = parse_file(V8_FIXTURES / "node-http-cold.callgrind")
+    names = [f.name for f in prof.functions]
+    incl = dict(zip(names, prof.inclusive_cost()[:, prof.event_index("Ir")].tolist(), strict=True))
+    worker = incl["node::(anonymous namespace)::PlatformWorkerThread(void*)"]
+    main_thread = incl["uv_run"]
+    assert worker + main_thread == pytest.approx(prof.totals["Ir"], rel=0.005)
+    work = runtimes.runtime_work(prof)
+    compile_task = incl["v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal()"]
+    assert work.compiler == pytest.approx(compile_task, rel=1e-4)
+    # the rest of the worker (its scavenging jobs, waits) and the main thread's GCs
+    main_gc = incl["v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, "
+                   "v8::internal::GarbageCollectionReason, v8::GCCallbackFlags)"]  # fmt: skip
+    assert work.collector == pytest.approx(worker - compile_task + main_gc, rel=0.01)
+    mutator = prof.totals["Ir"] - work.collector - work.compiler
+    assert mutator == pytest.approx(main_thread - main_gc, rel=0.01)
