@@ -46,7 +46,10 @@ double, until two probes in a row agree within half of --max-spread, or three th
 stopped falling agree within it (capped at 200,000 requests and 900 s), and records the
 curve; reps that fall window after window mark a run as still warming up. An idle
 window after the reps (--idle-seconds) counts the work the clock drives; a spread
-between windows names the functions behind it.
+between windows names the functions behind it. A collected runtime's own work (its
+collector, background compiler) is counted apart from the mutator; where the interval of
+its mean is too wide for the cell's total, a run adds windows until it fits, within
+--max-windows and --max-extra-seconds.
 
 \b
 --shard I/N measures only shard I of N of the session's cells, the same split on
@@ -149,6 +152,19 @@ def serve_command(
         help="An idle window after each run's reps, for the rate of work driven by the "
         "clock [1; 0: none].",
     ),
+    max_windows: int = typer.Option(
+        o.MAX_WINDOWS,
+        "--max-windows",
+        help="A collected runtime: windows a run takes at most, --reps included, adding "
+        f"them until its total's 95% interval fits --max-spread [{o.MAX_WINDOWS}; --reps: none "
+        "added].",
+    ),
+    max_extra_seconds: float = typer.Option(
+        o.MAX_EXTRA_SECONDS,
+        "--max-extra-seconds",
+        help="A collected runtime: seconds a run spends at most on the windows it adds "
+        f"[{o.MAX_EXTRA_SECONDS:g}; 0: none].",
+    ),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
     profile_top: int = typer.Option(
         o.PROFILE_TOP,
@@ -239,6 +255,8 @@ def serve_command(
         idle_seconds=o.check_idle_seconds(idle_seconds),
         cold_start=cold_start,
         memory=memory,
+        max_windows=o.check_max_windows(max_windows),
+        max_extra_seconds=o.check_max_extra_seconds(max_extra_seconds),
         keep_profiles=keep_profiles,
         collectors=tuple(collector),
         profile_top=profile_top,

@@ -47,6 +47,7 @@ class ServeParams(TypedDict, total=False):
     processes: str
     kind: str  # "cold-start" for a cold-start cell; absent for per-request cells
     idle_seconds: float
+    collectors: list[str]  # --collector patterns (callgrind); absent where none were given
     request_bytes: int | None
     request_sha256: str | None
 
@@ -165,6 +166,11 @@ class ServeDetail:
     runtime_curve: tuple[tuple[int, float], ...] = ()
     # the idle window's rate x each window's wall time was taken out of the mutator
     clock_subtracted: bool = False
+    # windows added after the --reps ones (the last of `reps`) for the runtime's interval
+    # (serve/runs.py): they count for the runtime's mean, not for the run's median
+    added_windows: int = 0
+    # the cap that stopped adding them, as the option with its value ("--max-windows 20")
+    window_cap: str | None = None
 
     @property
     def per_request(self) -> tuple[float, ...]:
@@ -184,8 +190,14 @@ class ServeDetail:
         return (rep.instructions - rep.runtime_work - clock) / rep.requests
 
     @property
+    def asked_reps(self) -> tuple[Rep, ...]:
+        """The --reps windows, without the ones added for the runtime's interval."""
+        return self.reps[: len(self.reps) - self.added_windows]
+
+    @property
     def mutator_per_request(self) -> tuple[float, ...]:
-        return tuple(self.mutator(r) for r in self.reps)
+        """The mutator of each --reps window: what the run's median and its rules take."""
+        return tuple(self.mutator(r) for r in self.asked_reps)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -207,6 +219,10 @@ class ServeDetail:
             out["clock_subtracted"] = True
         if self.runtime_curve:
             out["runtime_curve"] = [[n, v] for n, v in self.runtime_curve]
+        if self.added_windows:
+            out["added_windows"] = self.added_windows
+        if self.window_cap is not None:
+            out["window_cap"] = self.window_cap
         return out
 
 
@@ -243,10 +259,15 @@ def detail_from_json(doc: Any) -> Detail:
     lifetimes = d.get("lifetimes")
     idle = d.get("idle")
     share = d.get("time_share")
+    reps = tuple(_rep(r) for r in list_(d["reps"], "detail.reps"))
+    added = count_int(d.get("added_windows", 0), "detail.added_windows")
+    if added > len(reps):
+        raise ValueError("detail.added_windows is more than its reps")
+    cap = d.get("window_cap")
     return ServeDetail(
         window=str_(d["window"], "detail.window"),
         warmup=count_int(d["warmup"], "detail.warmup"),
-        reps=tuple(_rep(r) for r in list_(d["reps"], "detail.reps")),
+        reps=reps,
         request=None
         if request is None
         else RequestIdentity(
@@ -269,6 +290,8 @@ def detail_from_json(doc: Any) -> Detail:
         runtime_curve=tuple(
             _curve_point(p) for p in list_(d.get("runtime_curve", []), "detail.runtime_curve")
         ),
+        added_windows=added,
+        window_cap=None if cap is None else str_(cap, "detail.window_cap"),
     )
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,8 @@ class RuntimeFigures:
     total_valid: bool
     reason: str | None  # why the total is not valid
     clock_subtracted: bool  # the clock's rate x window time was taken out of the mutator
+    added_windows: int = 0  # of `windows`, those added for the interval (serve/runs.py)
+    window_cap: str | None = None  # the cap that stopped a run's added windows, if one did
 
     @property
     def work(self) -> float:
@@ -85,26 +87,89 @@ def figures(
     edges_hw = len(details) * event / requests
     half = math.hypot(spread_hw, edges_hw)  # independent: where collections fell, and edges
     clock = any(d.clock_subtracted for d in details)
+    added = sum(d.added_windows for d in details)
+    cap = next((d.window_cap for d in details if d.window_cap), None)
     if mutator is None or not valid:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, None, False,
-                              "the mutator's figure is not valid", clock)  # fmt: skip
+                              "the mutator's figure is not valid", clock, added,
+                              cap)  # fmt: skip
     total = mutator + collector + compiler
     limit = max_spread * total
     if 2 * half <= limit:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, True,
-                              None, clock)  # fmt: skip
-    why = _reason(half, n, spread_hw, edges_hw, limit, total, max_spread)
+                              None, clock, added, cap)  # fmt: skip
+    why = _reason(half, n, spread_hw, edges_hw, limit, total, max_spread, cap)
     return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, False, why,
-                          clock)  # fmt: skip
+                          clock, added, cap)  # fmt: skip
+
+
+def windows_to_fit(earlier: Sequence[ServeDetail], run: ServeDetail, runs: int,
+                   max_spread: float, spread_scale: float = 1.0) -> int | None:  # fmt: skip
+    """The fewest windows `run` needs (its reps counted) for the cell's total to be valid,
+    projected: its windows pooled with the cell's `earlier` runs', and each of the cell's
+    `runs` still to come taking as many windows alike `run`'s. None when more than
+    MAX_WINDOWS_ASKED would be needed or `run` holds no runtime work. `spread_scale`
+    scales the spread measured between windows (the caller asks how the need reads with
+    a spread narrower than a few windows measured)."""
+    mine = [r for r in run.reps if r.collector is not None]
+    if not run.runtime or not mine:
+        return None
+    before = [r for d in earlier for r in d.reps if r.collector is not None]
+    seen = before + mine
+    per_window = [r.runtime_work / r.requests for r in seen]
+    if len(per_window) < 2:
+        return len(run.reps) + 1  # a second window is what gives a spread at all
+    sd = statistics.stdev(per_window) * spread_scale
+    work = sum(r.runtime_work for r in seen)
+    requests = sum(r.requests for r in seen)
+    calls = sum(r.runtime_calls or 0 for r in seen)
+    event = work / calls if calls else 0.0
+    lives = max(runs, len(earlier) + 1)  # runs in the cell, each with its edges
+    alike = lives - len(earlier)  # this run and those to come
+    values = [statistics.median(d.mutator_per_request) for d in (*earlier, run)]
+    total = statistics.median(values) + work / requests
+    limit = max_spread * total
+    per_rep = sum(r.requests for r in mine) / len(mine)
+
+    def fits(m: int) -> bool:
+        n = len(before) + m * alike
+        spread_hw = t95(n - 1) * sd / math.sqrt(n)
+        edges_hw = lives * event / (sum(r.requests for r in before) + m * alike * per_rep)
+        return 2 * math.hypot(spread_hw, edges_hw) <= limit
+
+    return _fewest(fits, len(run.reps))
+
+
+def _fewest(fits: Callable[[int], bool], have: int) -> int | None:
+    """The fewest windows from `have` on that fit (None: more than MAX_WINDOWS_ASKED).
+    Every part of the interval shrinks as windows are added, so doubling then halving
+    finds it."""
+    if fits(have):
+        return have
+    high = have
+    while not fits(high):
+        if high >= MAX_WINDOWS_ASKED:
+            return None
+        high *= 2
+    low = high // 2
+    while low + 1 < high:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid
+    return high
 
 
 def _reason(half: float, n: int, spread_hw: float, edges_hw: float, limit: float,
-            total: float, max_spread: float) -> str:  # fmt: skip
+            total: float, max_spread: float, cap: str | None) -> str:  # fmt: skip
     width = 2 * half / total * 100
     head = (
         f"the total's 95% interval is {width:.2f}% of it over {n} window"
         f"{'s' if n != 1 else ''}, wider than the {max_spread * 100:g}% limit"
     )
+    if cap is not None:  # windows were added until a cap stopped them
+        head += f" (more windows than the cap of {cap} a run allows)"
     if n < 2 or not math.isfinite(spread_hw):
         return f"{head}: one window gives no interval; measure at least 2 (--reps)"
     if edges_hw * 2 >= limit:
@@ -112,20 +177,14 @@ def _reason(half: float, n: int, spread_hw: float, edges_hw: float, limit: float
             f"{head}: the runtime's work comes in events too large for the requests "
             "counted; longer windows (--requests) would bring it in"
         )
-    # both parts shrink with more windows: the spread as 1/sqrt(n), the edges as 1/n
-    need = n
-    while need < MAX_WINDOWS_ASKED:
-        need *= 2
-        if 2 * math.hypot(spread_hw * math.sqrt(n / need), edges_hw * n / need) <= limit:
-            break
-    low, high = need // 2, need
-    while low + 1 < high:  # the fewest that fit
-        mid = (low + high) // 2
-        if 2 * math.hypot(spread_hw * math.sqrt(n / mid), edges_hw * n / mid) <= limit:
-            high = mid
-        else:
-            low = mid
-    if high >= MAX_WINDOWS_ASKED:
+    # both parts shrink with more windows: the spread as t/sqrt(n), the edges as 1/n
+    sd_hw = spread_hw / t95(n - 1)
+
+    def fits(m: int) -> bool:
+        return 2 * math.hypot(t95(m - 1) * sd_hw * math.sqrt(n / m), edges_hw * n / m) <= limit
+
+    high = _fewest(fits, n)
+    if high is None:
         return f"{head}: many more windows would be needed"
     return f"{head}: about {high - n} more window{'s' if high - n != 1 else ''} would bring it in"
 
@@ -144,7 +203,17 @@ def to_json(f: RuntimeFigures) -> dict[str, Any]:
         "total_valid": f.total_valid,
         "total_reason": f.reason,
         "clock_subtracted": f.clock_subtracted,
-    }
+    } | _added_json(f)
+
+
+def _added_json(f: RuntimeFigures) -> dict[str, Any]:
+    """Written only where windows were added: cells measured before read as they did."""
+    out: dict[str, Any] = {}
+    if f.added_windows:
+        out["added_windows"] = f.added_windows
+    if f.window_cap is not None:
+        out["window_cap"] = f.window_cap
+    return out
 
 
 CSV_COLUMNS = ("runtime", "mutator", "collector", "compiler", "interval_95", "total",

@@ -64,6 +64,9 @@ class ServeRequest:
     idle_seconds: float = o.IDLE_SECONDS  # an idle window after each run's reps; 0: none
     cold_start: bool = False  # a cold-start cell per target besides its paths
     memory: bool = False  # --memory: each cell's peak RSS from native runs (serve/native.py)
+    # a collected runtime's windows added until its total's interval fits: a run's caps
+    max_windows: int = o.MAX_WINDOWS
+    max_extra_seconds: float = o.MAX_EXTRA_SECONDS
 
     def to_json(self, adapters: tuple[Target, ...]) -> dict[str, Any]:
         """The plan as the provenance records it (targets as absolute adapter paths),
@@ -116,6 +119,8 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "memory": o.bool_from_json,
     "profile_top": lambda v: o.int_from_json(v, 0, 10**6),
     "collectors": _patterns,
+    "max_windows": lambda v: o.int_from_json(v, 1, o.MAX_WINDOWS_LIMIT),
+    "max_extra_seconds": lambda v: o.float_from_json(v, 0, o.MAX_EXTRA_SECONDS_LIMIT),
 }
 # the command-line parameter of an option whose field is named otherwise
 _PARAMETER = {"collectors": "collector"}
@@ -239,6 +244,8 @@ class Plan:
             load_kind=self.load_kind,
             max_spread=self.request.max_spread,
             idle_seconds=self.request.idle_seconds,
+            max_windows=self.request.max_windows,
+            max_extra_seconds=self.request.max_extra_seconds,
         )
 
     def notes(self) -> list[str]:
@@ -340,6 +347,7 @@ COMPARABLE_PARAMS = (
     "http_method",
     "thread",
     "processes",
+    "collectors",  # absent where none were given: cells measured before compare alike
 )
 
 
@@ -374,6 +382,8 @@ def prepare(
 ) -> Plan:
     """Resolve and check everything before the first server starts."""
     o.check_idle_seconds(request.idle_seconds)
+    o.check_max_windows(request.max_windows)
+    o.check_max_extra_seconds(request.max_extra_seconds)
     split = cpus_mod.split(request.server_cpus, request.load_cpus)
     chosen = choose_targets(request.targets, request.cmd)
     load1 = os.getloadavg()[0]

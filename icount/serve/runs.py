@@ -29,6 +29,22 @@ A collected runtime's own work (icount/runtimes.py: its collector and background
 compiler, found by the backend from the profile's call graph) is kept apart in each rep:
 the run's value and every warm-up and refusal rule follow the mutator (the rest), and
 the cell's runtime figure is the mean over every window (icount/results/runtime.py).
+
+Where that mean's interval is too wide for the cell's total to be valid, windows are
+added after the --reps ones, of the same --requests, until the interval projected for
+the cell fits (this run's windows pooled with the cell's earlier runs', the runs still
+to come assumed alike), or a cap stops them: --max-windows a run, --reps included, and
+--max-extra-seconds a run of added windows. The added windows serve the runtime's mean
+only. The run's median and every refusal rule take the --reps windows, so that the
+mutator means what the cell's params say (the median of --reps windows) whatever the
+collector's noise asked for, and a run is judged on the same evidence as one of a
+runtime without a collector; the refusals are decided before any window is added, so
+that a refused run spends nothing on them. The idle window comes before them for the
+same reason: the clock's rate must be known to judge the reps, and it is subtracted from
+the added windows alike. A run stops adding early when even half the spread measured
+between its windows would need more than the caps allow: the time would be spent for a
+total that stays `~` (Express's needs hundreds of windows). The cap that stopped a run is
+recorded with it, and the total's reason names it.
 """
 
 from __future__ import annotations
@@ -37,7 +53,7 @@ import dataclasses
 import hashlib
 import statistics
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +72,7 @@ from icount.results.details import (
     RequestIdentity,
     ServeDetail,
 )
+from icount.results.runtime import windows_to_fit
 from icount.serve.adapter import PathSpec
 from icount.serve.http_client import LoadResult
 from icount.serve.loadgen import LoadGenerator
@@ -83,6 +100,8 @@ from icount.session import options
 from icount.session.options import Warmup
 
 IDLE_SETTLE_S = 0.5
+# the wall clock the added windows' time cap reads (a test gives its own, not a sleep)
+CLOCK: Callable[[], float] = time.monotonic
 
 
 @dataclass(frozen=True)
@@ -100,6 +119,9 @@ class CellOptions:
     max_spread: float = options.MAX_SPREAD
     auto_limits: AutoLimits = field(default_factory=AutoLimits)
     idle_seconds: float = options.IDLE_SECONDS  # an idle window after the reps; 0: none
+    # windows added for a collected runtime's interval: a run's caps
+    max_windows: int = options.MAX_WINDOWS  # --reps included
+    max_extra_seconds: float = options.MAX_EXTRA_SECONDS
 
 
 @dataclass(frozen=True)
@@ -280,9 +302,16 @@ def _decide(server: Server, backend: Backend) -> WindowMethod:
 
 
 def _windows(
-    server: Server, port: int, path: PathSpec, opts: CellOptions, window: str, note: Note
+    server: Server,
+    port: int,
+    path: PathSpec,
+    opts: CellOptions,
+    window: str,
+    note: Note,
+    earlier: Sequence[ServeDetail] = (),
 ) -> tuple[ServeDetail, tuple[float, ...], tuple[Mapping[str, float] | None, ...]]:
-    """Verify, warm up, then --reps windows on a ready server."""
+    """Verify, warm up, then --reps windows on a ready server, and the windows added for
+    a collected runtime's interval (`earlier`: the cell's valid runs before this one)."""
     curve: tuple[tuple[int, float], ...] = ()
     probes: list[float] = []  # the runtime's work per request in each probe, recorded
     with _client(server, opts, port, path) as client:
@@ -302,13 +331,16 @@ def _windows(
         reps: list[Rep] = []
         rps: list[float] = []
         walls: list[float] = []
+        took: list[float] = []  # each window's wall time, opening and closing included
         functions: list[Mapping[str, float] | None] = []
         runtime_names: list[str] = []
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
+            t0 = CLOCK()
             rep, result, by_function, work = _window(
                 server, client, opts.requests, f"rep {r + 1}", opts.backend.instruction_floor
             )
+            took.append(CLOCK() - t0)
             reps.append(rep)
             rps.append(round(result.rps, 1))
             walls.append(result.wall_s)
@@ -320,23 +352,82 @@ def _windows(
         if opts.idle_seconds > 0:
             note(f"idle window: {opts.idle_seconds:g} s")
             idle, share = _idle(server, opts.idle_seconds, reps, walls)
+        subtract = share is not None  # the clock's share is worth taking out
+        if not subtract:  # a window's time is kept where it is subtracted for
+            reps = [dataclasses.replace(r, seconds=None) for r in reps]
+            # and so is the idle window's measured length: elsewhere the seconds asked
+            # for, so that a server without clock-driven work writes the same file
+            if idle is not None:
+                idle = IdleCount(idle.instructions, opts.idle_seconds)
+        runtime = next(iter(runtime_names), None)
+        detail = ServeDetail(
+            window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle,
+            time_share=share, runtime=runtime, clock_subtracted=subtract,
+            runtime_curve=_runtime_curve(curve, probes),
+        )  # fmt: skip
+        mutator = detail.mutator_per_request
+        why = _refusal(mutator, opts.max_spread, curve, warmup, detail.per_request)
+        if not why and runtime is not None:
+            detail, added_rps = _added_windows(server, client, opts, detail, earlier, took, note)
+            rps.extend(added_rps)
     check_alive(server)
-    subtract = share is not None  # the clock's share is worth taking out
-    if not subtract:  # a window's time is kept where it is subtracted for
-        reps = [dataclasses.replace(r, seconds=None) for r in reps]
-        # and so is the idle window's measured length: elsewhere the seconds asked for,
-        # so that a server without clock-driven work writes the same file every time
-        if idle is not None:
-            idle = IdleCount(idle.instructions, opts.idle_seconds)
-    runtime = next(iter(runtime_names), None)
-    detail = ServeDetail(
-        window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle, time_share=share,
-        runtime=runtime, clock_subtracted=subtract, runtime_curve=_runtime_curve(curve, probes),
-    )  # fmt: skip
-    why = _refusal(detail.mutator_per_request, opts.max_spread, curve, warmup, detail.per_request)
     if why:
         raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)
+
+
+def _added_windows(
+    server: Server,
+    client: LoadGenerator,
+    opts: CellOptions,
+    detail: ServeDetail,
+    earlier: Sequence[ServeDetail],
+    took: Sequence[float],
+    note: Note,
+) -> tuple[ServeDetail, tuple[float, ...]]:
+    """Windows after the reps while the cell's total would not be valid, within the caps
+    (see the module's docstring): `detail` with them, and their client throughputs."""
+    per_window = statistics.median(took) if took else 0.0
+    spent = 0.0
+    rps: list[float] = []
+    cap: str | None = None
+    windows_cap = f"--max-windows {opts.max_windows}"
+    time_cap = f"--max-extra-seconds {opts.max_extra_seconds:g}"
+    while True:
+        have = len(detail.reps)
+        need = windows_to_fit(earlier, detail, opts.runs, opts.max_spread)
+        if need is not None and need <= have:
+            break
+        # the need read with half the spread measured: beyond the caps, none are taken
+        hope = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 0.5)
+        if have >= opts.max_windows or hope is None or hope > opts.max_windows:
+            cap = windows_cap
+            break
+        if spent + per_window > opts.max_extra_seconds or (
+            spent + (hope - have) * per_window > opts.max_extra_seconds
+        ):
+            cap = time_cap
+            break
+        n = have + 1
+        needed = f"about {need}" if need is not None else "many"
+        note(f"rep {n}/{opts.max_windows} (added: the runtime's interval needs {needed} "
+             f"windows a run): {opts.requests} requests")  # fmt: skip
+        t0 = CLOCK()
+        rep, result, _, _ = _window(
+            server, client, opts.requests, f"rep {n}", opts.backend.instruction_floor
+        )
+        spent += CLOCK() - t0
+        if not detail.clock_subtracted:
+            rep = dataclasses.replace(rep, seconds=None)
+        rps.append(round(result.rps, 1))
+        detail = dataclasses.replace(
+            detail, reps=(*detail.reps, rep), added_windows=detail.added_windows + 1
+        )
+        per_window = spent / detail.added_windows  # the added windows' own pace from now
+    if cap is not None:
+        note(f"windows added for the runtime's interval stopped at {cap}")
+        detail = dataclasses.replace(detail, window_cap=cap)
+    return detail, tuple(rps)
 
 
 def _runtime_curve(
@@ -429,9 +520,12 @@ def measure_run(
     run_dir: Path,
     window: WindowMethod | None,
     note: Note,
+    earlier: Sequence[ServeDetail] = (),
 ) -> RunOutcome:
     """One fresh server process (two, under the differential method). `window` is the
-    session's decision so far; None lets this run's preflight decide."""
+    session's decision so far; None lets this run's preflight decide. `earlier`: the
+    cell's valid runs so far, pooled with this one's windows to judge whether windows
+    must be added for a collected runtime's interval."""
     decided = window
     try:
         if decided is None or decided.name != WINDOW_DIFFERENTIAL:
@@ -450,7 +544,9 @@ def measure_run(
                     if problem is not None:
                         raise RunInvalid(f"{opts.backend.name} control failed: {problem}")
                 if decided.name != WINDOW_DIFFERENTIAL:
-                    detail, rps, functions = _windows(server, port, path, opts, decided.name, note)
+                    detail, rps, functions = _windows(
+                        server, port, path, opts, decided.name, note, earlier
+                    )
         if decided.name == WINDOW_DIFFERENTIAL:
             detail, rps = _differential(target, path, opts, run_dir, note)
             functions = ()

@@ -149,7 +149,8 @@ def _measure_cell(
             if p.cold_start:
                 outcome = measure_cold_start(t, p, opts, run_dir, noted)
             else:
-                outcome = measure_run(t, p, opts, run_dir, state.window, noted)
+                earlier = [r.detail for r in runs if isinstance(r.detail, ServeDetail)]
+                outcome = measure_run(t, p, opts, run_dir, state.window, noted, earlier)
             if state.window is None:
                 state.window = outcome.window
             state.client_rps.setdefault(key, []).append(list(outcome.client_rps))

@@ -25,6 +25,16 @@ READY_TIMEOUT_S = 60.0  # --cmd: the first answer of a server
 PROFILE_TOP = 20  # functions each cell's profile keeps (~2 KB of JSON a cell); 0: none
 IDLE_SECONDS = 1.0  # an idle window after each run's reps; 0: none
 MAX_IDLE_SECONDS = 600.0
+# A collected runtime's windows added to a run until its total's interval fits
+# (serve/runs.py): at most this many windows a run, --reps included, and this many
+# seconds a run spent on the added ones. A collector whose windows differ by 1.1% of the
+# total (c-epoll's every-700th-request test) fits with 9 windows over 2 runs; Express's,
+# 12% apart, would need ~440 a cell, beyond any cap worth waiting for (such a run adds
+# none). 120 s a run bounds a 3-run cell's added time at 6 minutes.
+MAX_WINDOWS = 20
+MAX_WINDOWS_LIMIT = 1000  # --max-windows at most: a results file holds every window
+MAX_EXTRA_SECONDS = 120.0
+MAX_EXTRA_SECONDS_LIMIT = 24 * 3600.0
 
 
 def percent_text(fraction: float) -> str:
@@ -137,4 +147,19 @@ def str_from_json(value: Any) -> str:
 def check_idle_seconds(seconds: float) -> float:
     if not 0 <= seconds <= MAX_IDLE_SECONDS:
         raise UsageError(f"--idle-seconds takes 0 to {MAX_IDLE_SECONDS:g} seconds")
+    return seconds
+
+
+def check_max_windows(windows: int) -> int:
+    """--max-windows: at most --reps adds none (the reps are always taken)."""
+    if not 1 <= windows <= MAX_WINDOWS_LIMIT:
+        raise UsageError(f"--max-windows takes 1 to {MAX_WINDOWS_LIMIT} windows, got {windows}")
+    return windows
+
+
+def check_max_extra_seconds(seconds: float) -> float:
+    if not 0 <= seconds <= MAX_EXTRA_SECONDS_LIMIT:
+        raise UsageError(
+            f"--max-extra-seconds takes 0 to {MAX_EXTRA_SECONDS_LIMIT:g} seconds, got {seconds:g}"
+        )
     return seconds

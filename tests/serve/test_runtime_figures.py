@@ -101,7 +101,7 @@ def test_one_window_has_no_interval_and_every_format_says_so(
 ) -> None:
     # one run of one window (the docs' --runs 1 --reps 1): no interval can be taken, and
     # JSON has no infinity (this was an internal error of icount serve)
-    c = cell([run(target, tmp_path, FakeConfig(collector=gc), reps=1)])
+    c = cell([run(target, tmp_path, FakeConfig(collector=gc), reps=1, max_windows=1)])
     f = c.runtime
     assert f is not None and f.windows == 1 and not f.total_valid
     assert f.reason is not None and "one window gives no interval" in f.reason

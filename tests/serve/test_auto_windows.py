@@ -1,0 +1,282 @@
+"""Windows added for a collected runtime's interval (serve/runs.py `_added_windows`):
+after the --reps windows, more of the same --requests until the cell's total is valid,
+within --max-windows and --max-extra-seconds a run; the run's median and its rules keep
+to the --reps windows. Through the fake backend (counts known by construction, no
+sleeps: the time cap reads a fake clock), and once under callgrind with c-epoll's known
+collector (periodic_work(), every 700th request)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icount import backends
+from icount import cpus as cpus_mod
+from icount.errors import UsageError
+from icount.export import render_results
+from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results.details import ServeDetail, detail_from_json
+from icount.results.files import provenance_path
+from icount.serve import adapter as adapters
+from icount.serve import plan as plan_mod
+from icount.serve import runs as runs_mod
+from icount.serve.adapter import load_adapter
+from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.server import Target
+from icount.session import options as o
+from icount.session.options import Warmup
+from tests.serve.test_runs import ADAPTER, SPLIT
+from tests.support.fake_backend import FakeBackend, FakeConfig
+
+from .conftest import AdapterMaker
+
+MUTATOR = 1000.0 + 27.0 / 100  # the fake's window cost is part of each window's work
+
+
+def every(n: int, work: float) -> Callable[[int], float]:
+    """A collector of `work` instructions every `n`th request: windows of 100 requests
+    hold one or two of them when n is 70, so they differ by work/100 per request."""
+    return lambda i: work if i % n == 0 else 0.0
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Target:
+    (tmp_path / "adapter.toml").write_text(ADAPTER)
+    return Target(adapters.load_adapter(tmp_path / "adapter.toml"), tmp_path / "build")
+
+
+def run(target: Target, tmp_path: Path, config: FakeConfig, i: int = 0,
+        earlier: Sequence[ServeDetail] = (), notes: list[str] | None = None,
+        **kw: Any) -> RunOutcome:  # fmt: skip
+    opts = CellOptions(backend=FakeBackend(config), cpus=SPLIT, runs=kw.pop("runs", 1),
+                       reps=3, requests=100, warmup=Warmup(20), idle_seconds=0, **kw)  # fmt: skip
+    note = (lambda text: None) if notes is None else notes.append
+    return measure_run(target, target.adapter.paths[0], opts, tmp_path / f"run-{i}", None,
+                       note, earlier)  # fmt: skip
+
+
+def cell(outcomes: Sequence[RunOutcome]) -> Cell:
+    runs = tuple(Run(x.value, x.reason is None, x.reason, x.detail) for x in outcomes)
+    return Cell("fake", "plaintext", "fake", UNIT_PER_REQUEST, runs, {}, len(runs), 0.01)
+
+
+def asked_only(outcome: RunOutcome) -> RunOutcome:
+    """The run as it was before any window was added."""
+    d = outcome.detail
+    assert d is not None
+    kept = dataclasses.replace(d, reps=d.asked_reps, added_windows=0)
+    return dataclasses.replace(outcome, detail=kept)
+
+
+def test_windows_are_added_until_the_totals_interval_fits(target: Target, tmp_path: Path) -> None:
+    notes: list[str] = []
+    # the mutator of the windows after request 400 is 100 more: the added windows must
+    # not move the run's median, which is the --reps windows'
+    config = FakeConfig(cost=lambda i, p: 1000.0 + (100.0 if i >= 400 else 0.0),
+                        collector=every(70, 1500.0))  # fmt: skip
+    outcome = run(target, tmp_path, config, notes=notes)
+    d = outcome.detail
+    assert outcome.reason is None and d is not None, outcome.reason
+    assert d.added_windows > 0 and len(d.reps) == 3 + d.added_windows <= o.MAX_WINDOWS
+    assert d.window_cap is None
+    assert all(r.requests == 100 for r in d.reps)
+    assert outcome.value == pytest.approx(MUTATOR)  # the median of the 3 asked-for reps
+    assert len(outcome.functions) == 3  # the spread explanation keeps to them too
+    before, after = cell([asked_only(outcome)]).runtime, cell([outcome]).runtime
+    assert before is not None and not before.total_valid  # ~ with the 3 windows asked
+    assert after is not None
+    assert after.total_valid, after.reason
+    assert after.windows == len(d.reps) and after.added_windows == d.added_windows
+    truth = MUTATOR + 1500.0 / 70
+    assert after.total is not None and abs(after.total - truth) <= after.half_width
+    # one window fewer would not have fitted: windows stop as soon as it does
+    fewer = dataclasses.replace(d, reps=d.reps[:-1], added_windows=d.added_windows - 1)
+    shorter = cell([dataclasses.replace(outcome, detail=fewer)]).runtime
+    assert shorter is not None and not shorter.total_valid
+    added = [n for n in notes if "(added: the runtime's interval needs about" in n]
+    assert len(added) == d.added_windows and added[0].startswith("rep 4/20 (added")
+    # the file says how many were added, and reads back the same
+    doc = d.to_json()
+    assert doc["added_windows"] == d.added_windows and "window_cap" not in doc
+    assert detail_from_json(json.loads(json.dumps(doc))) == d
+    work = json.loads(render_results(Results({}, (cell([outcome]),)), "json"))
+    assert work["cells"][0]["runtime_work"]["added_windows"] == d.added_windows
+
+
+def test_the_cells_earlier_runs_are_pooled(target: Target, tmp_path: Path) -> None:
+    """A run whose cell's earlier run already took the windows the cell needs adds none,
+    where the same run alone, assuming the cell's other run alike, adds its share."""
+    first = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)))  # runs=1: all
+    assert first.detail is not None and first.detail.added_windows > 0
+    second = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)), 1,
+                 [first.detail], runs=2)  # fmt: skip
+    alone = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)), 2, runs=2)
+    assert second.detail is not None and alone.detail is not None
+    assert second.detail.added_windows == 0 and alone.detail.added_windows > 0
+    assert alone.detail.added_windows < first.detail.added_windows  # its share of the need
+    f = cell([first, second]).runtime
+    assert f is not None
+    assert f.total_valid, f.reason
+
+
+def test_a_cap_in_windows_stops_them_and_the_total_stays_not_valid(
+    target: Target, tmp_path: Path
+) -> None:
+    notes: list[str] = []
+    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)), notes=notes,
+                  max_windows=8)  # fmt: skip
+    d = outcome.detail
+    assert outcome.reason is None and d is not None
+    assert len(d.reps) == 8 and d.window_cap == "--max-windows 8"
+    c = cell([outcome])
+    f = c.runtime
+    assert c.valid and f is not None and not f.total_valid and f.window_cap == "--max-windows 8"
+    assert f.reason is not None
+    assert "over 8 windows, wider than the 1% limit (more windows than the cap of " in f.reason
+    assert "--max-windows 8 a run allows): about " in f.reason
+    assert f.reason.endswith("more windows would bring it in")
+    assert "windows added for the runtime's interval stopped at --max-windows 8" in notes
+    assert "total ~" in render_results(Results({}, (c,)), "table", 200)
+
+
+def test_a_cap_in_time_stops_them(
+    target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each window reads 10 s on the clock the cap reads: 65 s hold six added windows of
+    the nine the interval needs (the first test's)."""
+    ticks = iter(range(0, 10**6, 10))  # read as each window starts and ends
+    monkeypatch.setattr(runs_mod, "CLOCK", lambda: float(next(ticks)))
+    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)),
+                  max_extra_seconds=65.0)  # fmt: skip
+    d = outcome.detail
+    assert d is not None and d.window_cap == "--max-extra-seconds 65", d
+    assert d.added_windows == 6
+    f = cell([outcome]).runtime
+    assert f is not None and not f.total_valid and f.reason is not None
+    assert "cap of --max-extra-seconds 65 a run allows" in f.reason
+
+
+def test_a_need_far_beyond_the_caps_adds_no_window(target: Target, tmp_path: Path) -> None:
+    """Windows a hundred times noisier than the limit (Express's kind): even half the
+    spread measured would need more than the cap, so none is spent on it."""
+    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 20_000.0)))
+    d = outcome.detail
+    assert d is not None and d.added_windows == 0 and d.window_cap == "--max-windows 20"
+    f = cell([outcome]).runtime
+    assert f is not None and not f.total_valid
+    assert f.reason is not None and "cap of --max-windows 20 a run allows" in f.reason
+
+
+def test_nothing_changes_without_runtime_work(target: Target, tmp_path: Path) -> None:
+    # windows that differ by a collector the backend does not find: no runtime, none added
+    config = FakeConfig(cost=lambda i, p: 1000.0 + (5e4 if i % 250 == 0 else 0.0))
+    outcome = run(target, tmp_path, config)
+    d = outcome.detail
+    assert d is not None and len(d.reps) == 3 and d.added_windows == 0 and d.window_cap is None
+    doc = d.to_json()
+    assert "added_windows" not in doc and "window_cap" not in doc
+    # nor where the runtime's interval fits with the windows asked for
+    fits = run(target, tmp_path, FakeConfig(collector=every(7, 1000.0)), 1)
+    assert fits.detail is not None and len(fits.detail.reps) == 3
+    assert fits.detail.window_cap is None
+    f = cell([fits]).runtime
+    assert f is not None and f.total_valid and f.added_windows == 0
+
+
+def test_a_detail_claiming_more_added_windows_than_reps_is_refused(
+    target: Target, tmp_path: Path
+) -> None:
+    outcome = run(target, tmp_path, FakeConfig())
+    assert outcome.detail is not None
+    doc = outcome.detail.to_json() | {"added_windows": 4}
+    with pytest.raises(ValueError, match="added_windows is more than its reps"):
+        detail_from_json(doc)
+
+
+def test_the_caps_are_recorded_in_the_plan_and_resumed_unless_given(tmp_path: Path) -> None:
+    request = plan_mod.ServeRequest(max_windows=40, max_extra_seconds=30.0)
+    saved = request.to_json(())
+    assert (saved["max_windows"], saved["max_extra_seconds"]) == (40, 30.0)
+    out = tmp_path / "r.json"
+    provenance_path(out).write_text(json.dumps({"plan": {**saved, "targets": ["/a.toml"]}}))
+    resumed = plan_mod.resume_request(plan_mod.ServeRequest(), out, frozenset())
+    assert (resumed.max_windows, resumed.max_extra_seconds) == (40, 30.0)
+    given = plan_mod.ServeRequest(max_windows=5)
+    again = plan_mod.resume_request(given, out, frozenset({"max_windows"}))
+    assert (again.max_windows, again.max_extra_seconds) == (5, 30.0)
+    # a session recorded before the caps existed resumes with the defaults
+    provenance_path(out).write_text(json.dumps({"plan": {"targets": ["/a.toml"]}}))
+    old = plan_mod.resume_request(plan_mod.ServeRequest(), out, frozenset())
+    assert (old.max_windows, old.max_extra_seconds) == (o.MAX_WINDOWS, o.MAX_EXTRA_SECONDS)
+    provenance_path(out).write_text(json.dumps({"plan": {"max_windows": 0}}))
+    with pytest.raises(UsageError, match="the recorded max_windows 0 is not valid"):
+        plan_mod.resume_request(plan_mod.ServeRequest(targets=("x",)), out, frozenset())
+
+
+def test_collector_patterns_are_in_the_cells_params_and_must_match_to_resume(
+    target: Target,
+) -> None:
+    path = target.adapter.paths[0]
+    with_them = CellOptions(backend=backends.create("callgrind", {"collector": "my_gc\nSweep"}),
+                            cpus=SPLIT)  # fmt: skip
+    without = CellOptions(backend=backends.create("callgrind", {}), cpus=SPLIT)
+    params = plan_mod.cell_params(path, with_them)
+    assert params["collectors"] == ["my_gc", "Sweep"]
+    assert "collectors" not in plan_mod.cell_params(path, without)  # as cells before read
+    assert "collectors" in plan_mod.COMPARABLE_PARAMS  # --resume refuses to mix the two
+
+
+def test_the_caps_are_checked_when_given() -> None:
+    with pytest.raises(UsageError, match="--max-windows takes 1 to 1000 windows, got 0"):
+        o.check_max_windows(0)
+    with pytest.raises(UsageError, match="--max-extra-seconds takes 0 to 86400 seconds"):
+        o.check_max_extra_seconds(-1.0)
+    assert (o.check_max_windows(3), o.check_max_extra_seconds(0.0)) == (3, 0.0)
+
+
+N, K = 700, 5000  # periodic_work(): 2K instructions every Nth request
+TRUTH = 2 * K / N  # 14.29 per request: windows of 1000 requests hold 1 or 2 calls
+
+
+def c_epoll_run(make_adapter: AdapterMaker, tmp_path: Path, loop: int, i: int,
+                earlier: Sequence[ServeDetail] = ()) -> RunOutcome:  # fmt: skip
+    adapter = load_adapter(make_adapter(f"k{loop}", "--every", str(N), "--every-loop", str(loop)))
+    split = cpus_mod.split(None, None)
+    backend = backends.create("callgrind", {"collector": "periodic_work"})
+    opts = CellOptions(backend=backend, cpus=split, runs=2, reps=3, requests=1000,
+                       warmup=Warmup(100), idle_seconds=0)  # fmt: skip
+    with cpus_mod.pinned_self(split.load):
+        return measure_run(Target(adapter, tmp_path / "build"), adapter.paths[0], opts,
+                           tmp_path / f"run-{loop}-{i}", None, lambda text: None,
+                           earlier)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_added_windows_bring_a_known_collectors_total_in_with_the_truth_inside(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    base = c_epoll_run(make_adapter, tmp_path, 0, 0)  # the call alone: a few instructions
+    first = c_epoll_run(make_adapter, tmp_path, K, 1)
+    assert first.detail is not None
+    second = c_epoll_run(make_adapter, tmp_path, K, 2, [first.detail])
+    for x in (base, first, second):
+        assert x.reason is None and x.detail is not None and x.value is not None, x.reason
+    assert base.value is not None and first.value is not None
+    assert first.value == pytest.approx(base.value, rel=1e-4)  # the mutator stays exact
+    b = cell([base]).runtime
+    before = cell([asked_only(first), asked_only(second)]).runtime
+    after = cell([first, second]).runtime
+    assert b is not None and before is not None and after is not None
+    added = sum(x.detail.added_windows for x in (first, second) if x.detail)
+    truth = base.value + b.collector + TRUTH
+    print(f"truth {truth:.3f}; 6 windows: {before.total} ±{before.half_width:.3f} "
+          f"({before.reason}); {after.windows} windows ({added} added): {after.total} "
+          f"±{after.half_width:.3f}")  # fmt: skip
+    assert not before.total_valid and added > 0
+    assert after.total_valid, after.reason
+    assert after.total is not None and abs(after.total - truth) <= after.half_width
