@@ -6,7 +6,9 @@ a bar's length is only ever compared with bars of the same unit. The axis spans 
 valid cells only: an invalid cell's figures do not hold, and one 171.5M cell of a
 failed run left every valid bar a few pixels wide. Where the valid medians span
 LOG_FROM times or more, the axis is logarithmic (and says so), so that the smallest
-bar is still seen beside the largest.
+bar is still seen beside the largest. A collected runtime's cells have a chart of their
+own after these (charts/runtime.py): mutator, collector and compiler stacked, with the
+total's interval.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure
+from icount.charts.runtime import runtime_figure
 from icount.report import SORT_NAME, SORT_ORDER, row_names
 from icount.results import UNIT_PER_REQUEST, Cell, Results
 from icount.results.model import sort_key
@@ -236,6 +239,9 @@ def results_figures(results: Results, prefix: str, sort: str = SORT_ORDER) -> li
         counts_figure([c for c in cells if c.unit == unit], f"{prefix}u{i}")
         for i, unit in enumerate(sorted({c.unit for c in cells}))
     ]
+    stacked = runtime_figure(cells, f"{prefix}r")  # only where a cell has a runtime's figures
+    if stacked is not None:
+        figs.append(stacked)
     sizes = binary_sizes(cells)
     if sizes:
         figs.append(binary_size_figure(sizes, f"{prefix}b"))

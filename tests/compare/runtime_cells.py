@@ -36,10 +36,12 @@ def derived(
     mutator: float = 1.0,
     windows: Sequence[float] | None = None,
     name: str | None = None,
+    compiler: float = 0.0,
 ) -> Cell:
     """`cell` with every window's collector work times `collector` (or, with `windows`,
-    each run's windows' collector work times these factors in turn) and every run's
-    mutator times `mutator`; the windows' instructions move by the same work."""
+    each run's windows' collector work times these factors in turn), `compiler`
+    instructions of compiling added to each window, and every run's mutator times
+    `mutator`; the windows' instructions move by the same work."""
     runs = []
     for run in cell.runs:
         d = run.detail
@@ -50,12 +52,10 @@ def derived(
             factor = windows[k % len(windows)] if windows is not None else collector
             mut = rep.instructions - rep.runtime_work
             new_gc = gc * factor
+            jit = (rep.compiler or 0.0) + compiler
+            count = mut * mutator + new_gc + jit
             reps.append(
-                dataclasses.replace(
-                    rep,
-                    collector=new_gc,
-                    instructions=mut * mutator + new_gc + rep.runtime_work - gc,
-                )
+                dataclasses.replace(rep, collector=new_gc, compiler=jit, instructions=count)
             )
         value = None if run.value is None else run.value * mutator
         runs.append(Run(value, run.valid, run.reason, dataclasses.replace(d, reps=tuple(reps))))

@@ -157,10 +157,26 @@ def load_json(path: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """One headless Chromium for the session; skips, naming why, where none can run."""
+def _browsers() -> Iterator[list[Any]]:
+    """The session's headless Chromium (one at a time), closed at the end."""
+    held: list[Any] = []
+    try:
+        yield held
+    finally:
+        for b in held:
+            b.close()
+
+
+@pytest.fixture
+def browser(_browsers: list[Any]) -> Any:
+    """One headless Chromium for the session, started again where it died: an in-process
+    icount (run_icount_here) stops, at its exit, every child of this process that its
+    own procs module does not track, and this browser is one. Skips, naming why, where
+    none can run."""
     from .browser import Browser, BrowserError, find_chromium
 
+    if _browsers and _browsers[-1].proc.poll() is None:
+        return _browsers[-1]
     binary = find_chromium()
     if binary is None:
         pytest.skip("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
@@ -168,7 +184,5 @@ def browser() -> Iterator[Any]:
         b = Browser(binary)
     except (BrowserError, OSError) as e:
         pytest.skip(f"chromium cannot start here: {e}")
-    try:
-        yield b
-    finally:
-        b.close()
+    _browsers.append(b)
+    return b
