@@ -44,6 +44,11 @@ HELPER = "helper"  # a helper thread's start function: the rest of the thread is
 # follow (Go switches goroutine and system stacks, and inclusive costs across a switch
 # land on whatever callgrind's shadow stack held)
 SELF = "collector-self"
+# the runtime's scheduler (finding work, parking and waking goroutines and threads, its
+# network poller), counted by self cost and kept apart from the collector: how much of it
+# a request costs depends on whether the next request had arrived when the server looked
+# for it (go-http, below), not on the code the request runs
+SCHEDULER = "scheduler-self"
 KINDS = (COLLECTOR, COMPILER)
 USER = "user"  # the runtime name of a profile where only --collector patterns matched
 
@@ -109,8 +114,7 @@ TABLE: tuple[Runtime, ...] = (
             # scanobject, findObject (mallocgc and memclrNoHeapPointers are the
             # allocating mutator's and stay its). So counted, go-http json (2 runs x 3
             # windows of 10,000): mutator 38.33k-38.61k, collector 792 ±52, total 39.32k
-            # valid; plaintext's two processes still differ by 1.45% (their totals by
-            # 1.26%: not the collector; the spread notes name netpoll and stealWork).
+            # valid.
             Entry(r"runtime\.(scanobject|scanblock|scanstack|scanframeworker|greyobject|"
                   r"findObject|gcDrain|gcDrainN|markroot\w*|gcmarknewobject|wbBufFlush1?|"
                   r"gcBgMarkWorker|gcAssistAlloc1?|gcFlushBgCredit|gcStart|gcMarkDone|"
@@ -121,6 +125,54 @@ TABLE: tuple[Runtime, ...] = (
                   r"\(\*pageAlloc\)\.scavenge\w*|markBitsForAddr|heapBitsForAddr|"
                   r"\(\*gcControllerState\)\.\w+)",
                   SELF, "go-http spread notes: runtime.scanblock, scanobject, findObject"),
+            # The sweeper's frees and the mark bits of a new cycle: go-http plaintext, a
+            # window of 10,000 requests with one more collection than another of the same
+            # process (collector 716 vs 523 per request) also held (*mheap).freeSpanLocked
+            # +9.2, nextSpanForSweep +6.9, (*spanSet).pop +6.7, (*pageAlloc).free +5.7,
+            # newMarkBits +3.4, (*scavengeIndex).mark +3.2, (*activeSweep).end +2.7,
+            # (*sweepLocker).tryAcquire +2.2 per request, none of which a request runs.
+            Entry(r"runtime\.(\(\*mheap\)\.(freeSpan|freeSpanLocked|freeSpan\.func1|"
+                  r"nextSpanForSweep)|\(\*spanSet\)\.\w+|\(\*pageAlloc\)\.free|"
+                  r"newMarkBits|newAllocBits|\(\*activeSweep\)\.\w+|\(\*sweepLocker\)\.\w+|"
+                  r"\(\*scavengeIndex\)\.\w+|\(\*mcache\)\.prepareForSweep)",
+                  SELF, "go-http plaintext: a window with one more collection (2026-12-02)"),
+            # Why go-http plaintext was refused (two processes 1.45% apart, spread notes
+            # netpoll and stealWork): the scheduler, not the collector nor any state of the
+            # process (GOMAXPROCS=1 from the one CPU icount pins it to, 6-7 threads, no
+            # spinning M, in every process; one process's windows differed as much as two
+            # processes'). With one keep-alive connection, after answering, the server
+            # reads the next request: already there, it parses it at once; not yet there,
+            # the read fails (EAGAIN), the goroutine parks, the P finds nothing to run
+            # (findRunnable, stealWork), blocks in netpoll, and is woken when it comes.
+            # Measured (plain callgrind, pinned, windows of one process, 2026-12-02,
+            # machine loaded): a client that answers at once: 33.89k-34.14k per request,
+            # 1.03-1.18 reads per request; the same client sleeping 2 ms before each
+            # request (every read waits): 36.63k-36.75k, 2.0 reads. The 2.7k between them
+            # is the scheduler's, poller's and syscall hand-off's functions below (netpoll
+            # +451, stealWork +273, findRunnable +239, casgstatus +157, unlock2 +112,
+            # nanotime1 +96, lock2 +86, pidleget +70 ...); net/http, bufio and textproto
+            # read the same in both. In icount's windows the share of requests that waited
+            # moved from window to window with the machine's load (netpoll 0.30-1.08 calls
+            # per request), 33.73k-35.06k per request. Natively (/proc's syscr) the server
+            # waits for nearly every request: 1.95 reads per request. Counted apart, the
+            # rest read 29.54k-29.72k in those 9 windows (0.62%), 29.62k-29.68k and
+            # 29.77k-29.78k with the client answering at once and sleeping. The locks and
+            # the clock are here because the scheduler's wait is most of their variation;
+            # what the request itself spends in them goes along (it stays in the total).
+            Entry(r"runtime\.(netpoll\w*|stealWork|findRunnable|schedule|execute|park_m|"
+                  r"gopark|goready|ready|casgstatus|pidleget|pidleput|wirep|acquirep|"
+                  r"releasep|handoffp|checkTimers\w*|checkRunqsNoP|checkIdleGCNoP|"
+                  r"timeSleepUntil|\(\*limiterEvent\)\.\w+|notetsleep\w*|notesleep|"
+                  r"notewakeup|futexsleep|futexwakeup|futex\.abi0|epollwait\.abi0|stopm|"
+                  r"startm|wakep|mPark|injectglist|runqget|runqput\w*|runqgrab|runqsteal|"
+                  r"globrunq\w*|sysmon|retake|usleep\.abi0|resetspinning|checkdead|"
+                  r"incidlelocked|mcall|gogo\.abi0|goexit\d*|gfget|gfput|newproc1?|"
+                  r"updateTimerPMask|clearDeletedTimers|runtimer|dodeltimer0?|osyield\.abi0|"
+                  r"entersyscall\w*|exitsyscall\w*|reentersyscall|lock2|unlock2|"
+                  r"nanotime1\.abi0|save|systemstack\.abi0|gosave_systemstack_switch)|gogo|"
+                  r"internal/poll\.(runtime_pollWait|\(\*pollDesc\)\.wait\w*)",
+                  SCHEDULER, "go-http plaintext: a client answering at once vs one sleeping "
+                  "2 ms per request, 33.9k vs 36.7k per request, the difference all here"),
         ),
     ),
     Runtime(
@@ -174,6 +226,7 @@ class RuntimeWork:
     # calls into the entry points counted: the work comes in events of about
     # (collector + compiler) / calls, which bounds what a window's edges cut off
     calls: int = 0
+    scheduler: int = 0  # SCHEDULER entries' self costs (not in collector or compiler)
 
 
 def detect(names: Sequence[str]) -> Runtime | None:
@@ -202,7 +255,7 @@ def runtime_work(prof: Profile, extra: Sequence[str] = ()) -> RuntimeWork:
     if not entries:
         return RuntimeWork(None)
     kind = np.full(len(names), -1, dtype=np.int64)  # index into all_kinds, -1: none
-    all_kinds = (COLLECTOR, COMPILER, HELPER, SELF)
+    all_kinds = (COLLECTOR, COMPILER, HELPER, SELF, SCHEDULER)
     compiled = [(re.compile(e.pattern), all_kinds.index(e.kind)) for e in entries]
     for i, name in enumerate(names):
         recursive = _RECURSION.search(name)
@@ -211,7 +264,7 @@ def runtime_work(prof: Profile, extra: Sequence[str] = ()) -> RuntimeWork:
             if rx.fullmatch(base):
                 # a recursive activation is inside its first one's inclusive cost; its
                 # self cost is its own
-                if not recursive or k == 3:
+                if not recursive or k >= 3:
                     kind[i] = k
                 break
     name = runtime.name if runtime else USER
@@ -219,15 +272,17 @@ def runtime_work(prof: Profile, extra: Sequence[str] = ()) -> RuntimeWork:
         return RuntimeWork(name)
     ir = prof.event_index("Ir")
     self_kind = kind == 3
-    kind = np.where(self_kind, -1, kind)
+    sched_kind = kind == 4
+    kind = np.where(self_kind | sched_kind, -1, kind)
     specific, calls = _cost_by_kind(prof, kind, ir, keep=(0, 1))
     whole, _ = _cost_by_kind(prof, kind, ir, keep=(0, 1, 2))
     rest = max(sum(whole) - sum(specific), 0)  # the helper threads' unnamed work
-    own = 0
-    if self_kind.any():  # self costs not already inside an entry's inclusive cost
+    own = sched = 0
+    if (self_kind | sched_kind).any():  # self costs not already inside an entry's inclusive cost
         inside = _inside(prof, kind >= 0, ir)
         own = round(float((prof.self_cost[self_kind, ir] * (1 - inside[self_kind])).sum()))
-    return RuntimeWork(name, specific[0] + rest + own, specific[1], calls)
+        sched = round(float((prof.self_cost[sched_kind, ir] * (1 - inside[sched_kind])).sum()))
+    return RuntimeWork(name, specific[0] + rest + own, specific[1], calls, sched)
 
 
 def _cost_by_kind(prof: Profile, kind: npt.NDArray[np.int64], ir: int,
