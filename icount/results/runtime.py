@@ -210,6 +210,10 @@ def to_json(f: RuntimeFigures) -> dict[str, Any]:
     } | _added_json(f)
 
 
+def _added(f: RuntimeFigures) -> str:
+    return f", {f.added_windows} added for the interval" if f.added_windows else ""
+
+
 def _added_json(f: RuntimeFigures) -> dict[str, Any]:
     """Written only where windows were added: cells measured before read as they did."""
     out: dict[str, Any] = {}
@@ -246,7 +250,7 @@ def note(f: RuntimeFigures) -> str:
         work += f" + compiler {si(f.compiler)}"
     mutator = "-" if f.mutator is None else si(f.mutator)
     spread = (
-        f"±{si(f.half_width)} (mean of {f.windows} windows, 95%)"
+        f"±{si(f.half_width)} (mean of {f.windows} windows{_added(f)}, 95%)"
         if math.isfinite(f.half_width)
         else f"(mean of {f.windows} window{'s' if f.windows != 1 else ''}: no interval)"
     )

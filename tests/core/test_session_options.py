@@ -64,3 +64,12 @@ def test_idle_seconds_are_checked() -> None:
     for bad in (-1, 601, float("nan")):
         with pytest.raises(UsageError, match="--idle-seconds takes 0 to 600 seconds"):
             o.check_idle_seconds(bad)
+
+
+def test_the_caps_on_added_windows_are_checked_when_given() -> None:
+    with pytest.raises(UsageError, match="--max-windows takes 1 to 1000 windows, got 0"):
+        o.check_max_windows(0)
+    for bad in (-1.0, 86401.0, float("nan")):
+        with pytest.raises(UsageError, match="--max-extra-seconds takes 0 to 86400 seconds"):
+            o.check_max_extra_seconds(bad)
+    assert (o.check_max_windows(3), o.check_max_extra_seconds(0.0)) == (3, 0.0)

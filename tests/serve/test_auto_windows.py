@@ -104,8 +104,13 @@ def test_windows_are_added_until_the_totals_interval_fits(target: Target, tmp_pa
     doc = d.to_json()
     assert doc["added_windows"] == d.added_windows and "window_cap" not in doc
     assert detail_from_json(json.loads(json.dumps(doc))) == d
-    work = json.loads(render_results(Results({}, (cell([outcome]),)), "json"))
+    results = Results({}, (cell([outcome]),))
+    work = json.loads(render_results(results, "json"))
     assert work["cells"][0]["runtime_work"]["added_windows"] == d.added_windows
+    n = len(d.reps)
+    assert f"(mean of {n} windows, {n - 3} added for the interval, 95%)" in render_results(
+        results, "table", 200
+    )
 
 
 def test_the_cells_earlier_runs_are_pooled(target: Target, tmp_path: Path) -> None:
@@ -229,14 +234,6 @@ def test_collector_patterns_are_in_the_cells_params_and_must_match_to_resume(
     assert params["collectors"] == ["my_gc", "Sweep"]
     assert "collectors" not in plan_mod.cell_params(path, without)  # as cells before read
     assert "collectors" in plan_mod.COMPARABLE_PARAMS  # --resume refuses to mix the two
-
-
-def test_the_caps_are_checked_when_given() -> None:
-    with pytest.raises(UsageError, match="--max-windows takes 1 to 1000 windows, got 0"):
-        o.check_max_windows(0)
-    with pytest.raises(UsageError, match="--max-extra-seconds takes 0 to 86400 seconds"):
-        o.check_max_extra_seconds(-1.0)
-    assert (o.check_max_windows(3), o.check_max_extra_seconds(0.0)) == (3, 0.0)
 
 
 N, K = 700, 5000  # periodic_work(): 2K instructions every Nth request
