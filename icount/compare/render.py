@@ -364,7 +364,12 @@ def render_md(c: Comparison) -> str:
     for r in notable:
         change = _change(r)
         detail = f"{change} (threshold {pct_text(r.threshold)})" if change else r.why
-        if change and note(r):
+        if r.total is not None and r.total.decides and r.total.delta_pct is not None:
+            # the total decided: its change first; the line under it says how it was judged
+            total = numfmt.signed_percent(r.total.delta_pct)
+            detail = f"total {total}, mutator {change} (threshold {pct_text(r.threshold)})"
+            detail += f"; {r.basis}" if r.basis else ""
+        elif change and note(r):
             detail += f": {note(r)}"
         elif r.basis:
             detail += f"; {r.basis}"
