@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from icount.charts import svg
 from icount.charts.figure import Figure, inline
 from icount.results import Cell
-from icount.results.profile import CellProfile, Edge
+from icount.results.profile import CellProfile, Edge, FlameProfile
 
 WIDTH = 960.0
 ROW = 17.0
@@ -39,7 +39,7 @@ class Mark:
     path: tuple[str, ...]  # the callers down to it, itself last
 
 
-def _layers(p: CellProfile) -> tuple[list[Mark], float]:
+def _layers(p: FlameProfile) -> tuple[list[Mark], float]:
     """The marks, and the figure the width stands for (the cell's, or the roots' when
     they hold more)."""
     calls: dict[str, list[Edge]] = {}
@@ -47,14 +47,14 @@ def _layers(p: CellProfile) -> tuple[list[Mark], float]:
     for e in p.edges:
         calls.setdefault(e.caller, []).append(e)
         into[e.callee] = into.get(e.callee, 0.0) + e.inclusive
-    own = {f.name: f.self_ir for f in p.functions}
+    own = dict(p.own)
     made = {name: sum(e.inclusive for e in out) + own.get(name, 0.0) for name, out in calls.items()}
     # A root is what runs more than its callers account for: nobody's callee (a thread's
     # start), or, where callgrind pools code without a symbol, the entry code whose pool
     # the program's PLT stubs also call into.
     roots = sorted(((w - into.get(name, 0.0), name) for name, w in made.items()
                     if w > into.get(name, 0.0)), key=lambda r: (-r[0], r[1]))  # fmt: skip
-    cell = sum(own.values()) + p.others.self_ir
+    cell = sum(own.values()) + p.others
     total = max(cell, sum(w for w, _ in roots))
     marks: list[Mark] = []
 
@@ -81,17 +81,21 @@ def _layers(p: CellProfile) -> tuple[list[Mark], float]:
 
 
 def flame_figure(
-    p: CellProfile, label: str, prefix: str, base: CellProfile | None = None
+    profile: CellProfile | FlameProfile,
+    label: str,
+    prefix: str,
+    base: CellProfile | FlameProfile | None = None,
 ) -> Figure | None:
     """The icicle of a cell's profile; None where it kept no calls. With `base`, the
-    differential one of a comparison: drawn as `p` (the new side) is, each mark red where
+    differential one of a comparison: drawn as `profile` (the new side) is, each mark red where
     its path grew since the base, green where it shrank, grey where it held."""
+    p = _flame(profile)
     if not p.edges:
         return None
     marks, total = _layers(p)
     if not marks or total <= 0:
         return None
-    before = {m.path: m.value for m in _layers(base)[0]} if base is not None else None
+    before = {m.path: m.value for m in _layers(_flame(base))[0]} if base is not None else None
     whole = {e.callee: 0.0 for e in p.edges}
     for e in p.edges:
         whole[e.callee] += e.inclusive
@@ -128,6 +132,10 @@ def flame_figure(
     return Figure("".join(parts), WIDTH, depth * ROW, label, prefix)
 
 
+def _flame(p: CellProfile | FlameProfile) -> FlameProfile:
+    return p.flame() if isinstance(p, CellProfile) else p
+
+
 def flame_sections(cells: Sequence[Cell], sid: str) -> list[str]:
     """The report's flame graphs: one folded section per cell that kept its calls."""
     out = []
@@ -149,7 +157,10 @@ def flame_sections(cells: Sequence[Cell], sid: str) -> list[str]:
     return out
 
 
-def diff_sections(pairs: Sequence[tuple[str, CellProfile, CellProfile]], sid: str) -> list[str]:
+Pair = tuple[str, CellProfile | FlameProfile, CellProfile | FlameProfile]
+
+
+def diff_sections(pairs: Sequence[Pair], sid: str) -> list[str]:
     """A comparison's differential flame graphs: one folded section per changed cell
     whose two sides kept their calls (label, base, new)."""
     out = []

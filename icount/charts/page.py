@@ -14,14 +14,13 @@ from typing import Any
 from icount import numfmt
 from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
-from icount.charts.flame import diff_sections, flame_sections
+from icount.charts.flame import Pair, diff_sections, flame_sections
 from icount.charts.history import HistoryInput, history_section
 from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
 from icount.charts.ledger import LedgerInput, ledger_section
 from icount.compare import explain
 from icount.report import SORT_ORDER
 from icount.results import Cell, Results
-from icount.results.profile import CellProfile
 
 PAGE_STYLE = """\
 :root{color-scheme:light dark;--fg:#1f2328;--bg:#ffffff;--muted:#59636e;--line:#d1d9e0;\
@@ -75,9 +74,9 @@ class ResultsInput:
 class ComparisonInput:
     name: str
     doc: ComparisonDoc
-    # changed cells' two profiles (label, base, new), where the report compared the
-    # results files itself (--compare): their differential flame graphs
-    profiles: tuple[tuple[str, CellProfile, CellProfile], ...] = ()
+    # changed cells' two profiles (label, base, new), from the results files compared
+    # (--compare) or the comparison's JSON: their differential flame graphs
+    profiles: tuple[Pair, ...] = ()
 
 
 @dataclass(frozen=True)

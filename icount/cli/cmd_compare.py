@@ -272,7 +272,7 @@ def _from_files(
     import dataclasses
 
     from icount import build_label, results
-    from icount.compare import model, render
+    from icount.compare import inlined, model, render
 
     base = results.merge_inputs(results.load_inputs([base_path]))
     new = results.merge_inputs(results.load_inputs([new_path]))
@@ -292,6 +292,7 @@ def _from_files(
 
         with progress(quiet) as cb:
             comparison = rerun(comparison, base, new, new_path, confirm, noise and noise[0], cb)
+    comparison = inlined.annotate(comparison, base, new, base_path, new_path)  # DWARF's word
     return render.given_order(build_label.with_changes(comparison, builds), new, base)
 
 

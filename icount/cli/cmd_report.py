@@ -10,7 +10,11 @@ import typer
 from icount.cli.options import SORT_HELP
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from icount.charts import Input
+    from icount.charts.flame import Pair
+    from icount.charts.inputs import CompareRow
 
 HELP = """Draw results, comparisons and sizes as one self-contained HTML page.
 
@@ -173,7 +177,7 @@ def _load(path: Path, name: str, with_provenance: bool, sort: str) -> Input:
         if sort == sorting.Sort.NAME:  # else the file's order: the order compare gave
             rows = tuple(sorting.by_name(comparison.rows, lambda r: r.label))
             comparison = dataclasses.replace(comparison, rows=rows)
-        return charts.ComparisonInput(name, comparison)
+        return charts.ComparisonInput(name, comparison, _flames(doc, str(path), comparison.rows))
     if kind == charts.SIZE_FORMAT:
         return charts.SizesInput(name, charts.sizes_from_json(doc, str(path)))
     raise ParseError(
@@ -215,7 +219,7 @@ def _comparison(
     sort: str,
 ) -> Input:
     from icount import charts, results
-    from icount.compare import model, render
+    from icount.compare import inlined, model, render
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
     from icount.errors import UsageError
 
@@ -226,14 +230,35 @@ def _comparison(
     if diffs and not force:
         raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
     # the rows of `icount compare`: as the cells were given, or by name
-    given = render.given_order(model.compare(base, new, limits, diffs), new, base)
-    comparison = render.in_order(given, sort)
+    compared = inlined.annotate(model.compare(base, new, limits, diffs), base, new, *pair)
+    comparison = render.in_order(render.given_order(compared, new, base), sort)
     name = f"{names[base_path]} → {names[new_path]}"
+    # a changed cell whose two sides kept their calls: as a saved comparison carries them
     profiles = tuple(
-        (r.label, b.profile, n.profile)
+        (r.label, *r.explained.flame)
         for r in comparison.rows
-        if r.explained is not None  # a changed cell whose two sides kept profiles
-        for b in base.cells if b.key == r.key and b.profile is not None
-        for n in new.cells if n.key == r.key and n.profile is not None
-    )  # fmt: skip
+        if r.explained is not None and r.explained.flame is not None
+    )
     return charts.ComparisonInput(name, charts.comparison_doc(comparison), profiles)
+
+
+def _flames(doc: Any, src: str, order: Sequence[CompareRow]) -> tuple[Pair, ...]:
+    """The differential flame graphs' figures a comparison JSON carries (explained.flame,
+    since version 2 of its format; none in files written before), in the rows' order."""
+    from icount.errors import ParseError
+    from icount.results.profile import flame_pair_from_json
+
+    found = {}
+    for i, cell in enumerate(doc.get("cells") or (), 1):
+        explained = cell.get("explained") if isinstance(cell, dict) else None
+        flame = explained.get("flame") if isinstance(explained, dict) else None
+        if flame is None:
+            continue
+        try:
+            pair = flame_pair_from_json(flame, f"cell {i}: explained.flame")
+        except (TypeError, ValueError) as e:
+            raise ParseError(str(e), source=src) from None
+        key = (cell.get("name"), cell.get("path", ""), cell.get("backend", ""))
+        found[key] = pair
+    keys = [(r, (r.name, r.path, r.backend)) for r in order]
+    return tuple((r.label, *found[k]) for r, k in keys if k in found)

@@ -7,7 +7,13 @@ lists and hashes left out), so that a C++ function whose template arguments chan
 spelling, or a Rust function whose hash changed with the build, is still the same row.
 Self costs add up to a cell's figure, so the shares of the functions named (and of the
 rest) add up to its change. A function outside one side's kept top is not known there
-to the instruction: it shows as `-` and its move is taken from 0 (`approx`).
+to the instruction: it shows as `-` and its move is taken from 0 (`approx`). Where that
+side's binary can be read, compare/inlined.py says what became of such a function in it
+(`Elsewhere`: inlined into its callers, or absent).
+
+An explanation also keeps what the differential flame graph draws of its two sides
+(`FlameProfile`), which the comparison's JSON carries (`explained.flame`), so that
+`icount report` draws it from a saved comparison.
 """
 
 from __future__ import annotations
@@ -18,10 +24,36 @@ from typing import Any
 
 from icount import numfmt
 from icount.names import display_name
-from icount.results.profile import CellProfile
+from icount.results.profile import CellProfile, FlameProfile, flame_pair_json
 from icount.text import printable
 
 TOP = 5  # functions named per changed cell
+HOLDERS = 3  # functions named that a function was inlined into
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """What became of a function in the build whose profile lacks it, as that build's
+    DWARF shows: inlined into `into` (function, copies inlined), or, with none there and
+    no symbol of its name, absent from the binary."""
+
+    side: str  # "base" or "new": the build that lacks it
+    into: tuple[tuple[str, int], ...]  # most copies first, then by name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "side": self.side,
+            "state": "inlined" if self.into else "absent",
+            "into": [{"function": f, "sites": n} for f, n in self.into],
+        }
+
+    def text(self) -> str:
+        if not self.into:
+            return f"{self.side}: absent from its binary"
+        shown = ", ".join(f"{printable(f)} ({numfmt.plural(n, 'site')})"
+                          for f, n in self.into[:HOLDERS])  # fmt: skip
+        more = len(self.into) - HOLDERS
+        return f"{self.side}: inlined into {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 @dataclass(frozen=True)
@@ -32,6 +64,8 @@ class Move:
     delta: float
     share: float | None  # of the cell's change; None where the cell's change is 0
     approx: bool  # one side is outside that side's kept top: the move is a bound
+    # what became of it in the build whose profile lacks it, where its DWARF was read
+    elsewhere: Elsewhere | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,6 +75,8 @@ class Move:
             "delta": self.delta,
             "share": self.share,
             "approx": self.approx,
+            # only where it was read, so that other comparisons keep their bytes
+            **({"other_build": self.elsewhere.to_json()} if self.elsewhere else {}),
         }
 
 
@@ -50,6 +86,8 @@ class Explanation:
     moves: tuple[Move, ...]
     # allocator calls per request (per run), base and new, where both sides measured
     allocations: tuple[float, float] | None
+    # base's and new's flame graph figures, where both kept their calls
+    flame: tuple[FlameProfile, FlameProfile] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +96,7 @@ class Explanation:
             "allocations": None
             if self.allocations is None
             else {"base": self.allocations[0], "new": self.allocations[1]},
+            **({"flame": flame_pair_json(*self.flame)} if self.flame else {}),
         }
 
 
@@ -85,7 +124,8 @@ def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> 
         moves.append(Move(name, bv, nv, d, share, approx))
     moves.sort(key=lambda m: (-abs(m.delta), m.name))
     allocations = (base.allocations, new.allocations)
-    return Explanation(base.per, tuple(m for m in moves[:TOP] if m.delta), allocations)
+    flame = (base.flame(), new.flame()) if base.edges and new.edges else None
+    return Explanation(base.per, tuple(m for m in moves[:TOP] if m.delta), allocations, flame)
 
 
 def _side(x: float | None) -> str:
@@ -97,7 +137,9 @@ def move_text(m: Move) -> str:
     sign = "+" if m.delta > 0 else ""
     share = "" if m.share is None else f", {m.share * 100:.3g}%"
     bound = ("at most " if m.delta < 0 else "at least ") if m.approx else ""
-    return f"{_side(m.base)} -> {_side(m.new)} ({bound}{sign}{numfmt.plain(m.delta)}{share})"
+    moved = f"{bound}{sign}{numfmt.plain(m.delta)}{share}"
+    where = f"; {m.elsewhere.text()}" if m.elsewhere else ""
+    return f"{_side(m.base)} -> {_side(m.new)} ({moved}{where})"
 
 
 def _alloc_text(e: Explanation) -> str:
@@ -147,5 +189,24 @@ def moves_from_json(doc: Any) -> tuple[Move, ...]:
         delta = number("delta", optional=False)
         assert delta is not None
         moves.append(Move(m["function"], number("base"), number("new"), delta, number("share"),
-                          m.get("approx") is True))  # fmt: skip
+                          m.get("approx") is True, _elsewhere(m.get("other_build"))))  # fmt: skip
     return tuple(moves)
+
+
+def _elsewhere(doc: Any) -> Elsewhere | None:
+    if doc is None:
+        return None
+    what = "explained.functions[].other_build"
+    if not isinstance(doc, dict) or doc.get("side") not in ("base", "new"):
+        raise ValueError(f"{what} is not an object with a side of base or new")
+    if not isinstance(doc.get("into"), list):
+        raise ValueError(f"{what}.into is not a list")
+    into = []
+    for h in doc["into"]:
+        if not isinstance(h, dict) or not isinstance(h.get("function"), str):
+            raise ValueError(f"{what}.into[] has no function name")
+        sites = h.get("sites")
+        if isinstance(sites, bool) or not isinstance(sites, int) or sites < 1:
+            raise ValueError(f"{what}.into[].sites is not a count of sites")
+        into.append((h["function"], sites))
+    return Elsewhere(doc["side"], tuple(into))

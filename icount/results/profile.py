@@ -93,6 +93,24 @@ class CellProfile:
     def by_name(self) -> dict[str, FunctionRow]:
         return {f.name: f for f in self.functions}
 
+    def flame(self) -> FlameProfile:
+        return FlameProfile(
+            self.per, tuple((f.name, f.self_ir) for f in self.functions), self.others.self_ir,
+            self.edges,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FlameProfile:
+    """What a flame graph draws of a profile (icount/charts/flame.py): each kept
+    function's self cost, in the profile's order, the self cost of the rest, and the
+    kept calls. A comparison's JSON carries this much of a changed cell's two sides."""
+
+    per: str
+    own: tuple[tuple[str, float], ...]
+    others: float
+    edges: tuple[Edge, ...]
+
 
 def _median(values: Sequence[float]) -> float:
     # three decimals: medians of ratios of counts, kept short and exact where whole
@@ -192,3 +210,58 @@ def _edge(doc: Any, what: str) -> Edge:
         raise ValueError(f"{what} is [caller, callee, inclusive]")
     return Edge(str_(row[0], f"{what} caller"), str_(row[1], f"{what} callee"),
                 count(row[2], f"{what} inclusive"))  # fmt: skip
+
+
+def flame_pair_json(base: FlameProfile, new: FlameProfile) -> dict[str, Any]:
+    """A changed cell's two sides for its differential flame graph, compactly: each name
+    once, in `names` (sorted), and each figure by its name's index there."""
+    sides = (base, new)
+    names = sorted({n for p in sides for n, _ in p.own}
+                   | {n for p in sides for e in p.edges for n in (e.caller, e.callee)})  # fmt: skip
+    at = {n: i for i, n in enumerate(names)}
+
+    def side(p: FlameProfile) -> dict[str, Any]:
+        return {
+            "self": [[at[n], v] for n, v in p.own],
+            "others": p.others,
+            "edges": [[at[e.caller], at[e.callee], e.inclusive] for e in p.edges],
+        }
+
+    return {"per": new.per, "names": names, "base": side(base), "new": side(new)}
+
+
+def flame_pair_from_json(doc: Any, what: str) -> tuple[FlameProfile, FlameProfile]:
+    """`flame_pair_json`'s object back into its two sides, every field checked;
+    ValueError or TypeError naming the field."""
+    d = obj(doc, what)
+    per = str_(d.get("per"), f"{what}.per")
+    if per not in (PER_REQUEST, PER_RUN):
+        raise ValueError(f"{what}.per is {per!r}, not {PER_REQUEST!r} or {PER_RUN!r}")
+    names = [str_(n, f"{what}.names[]") for n in list_(d.get("names"), f"{what}.names")]
+
+    def name(v: Any, field: str) -> str:
+        i = count_int(v, field)
+        if i >= len(names):
+            raise ValueError(f"{field} {i} is past the {len(names)} names")
+        return names[i]
+
+    def side(key: str) -> FlameProfile:
+        w = f"{what}.{key}"
+        s = obj(d.get(key), w)
+        own = []
+        for item in list_(s.get("self"), f"{w}.self"):
+            row = list_(item, f"{w}.self[]")
+            if len(row) != 2:
+                raise ValueError(f"{w}.self[] is [name index, self]")
+            own.append((name(row[0], f"{w}.self[] name"), count(row[1], f"{w}.self[] self")))
+        edges = []
+        for item in list_(s.get("edges"), f"{w}.edges"):
+            row = list_(item, f"{w}.edges[]")
+            if len(row) != 3:
+                raise ValueError(f"{w}.edges[] is [caller index, callee index, inclusive]")
+            edges.append(Edge(name(row[0], f"{w}.edges[] caller"),
+                              name(row[1], f"{w}.edges[] callee"),
+                              count(row[2], f"{w}.edges[] inclusive")))  # fmt: skip
+        return FlameProfile(per, tuple(own), count(s.get("others"), f"{w}.others"), tuple(edges))
+
+    return side("base"), side("new")
