@@ -409,9 +409,8 @@ def _added_windows(
             cap = time_cap
             break
         n = have + 1
-        needed = f"about {need}" if need is not None else "many"
-        note(f"rep {n}/{opts.max_windows} (added: the runtime's interval needs {needed} "
-             f"windows a run): {opts.requests} requests")  # fmt: skip
+        note(f"rep {n}/{opts.max_windows} (added: the runtime's interval needs "
+             f"{_about(need)} windows a run): {opts.requests} requests")  # fmt: skip
         t0 = CLOCK()
         rep, result, _, _ = _window(
             server, client, opts.requests, f"rep {n}", opts.backend.instruction_floor
@@ -425,9 +424,14 @@ def _added_windows(
         )
         per_window = spent / detail.added_windows  # the added windows' own pace from now
     if cap is not None:
-        note(f"windows added for the runtime's interval stopped at {cap}")
+        note(f"windows added for the runtime's interval stopped at {cap} (it needs "
+             f"{_about(need)} windows a run)")  # fmt: skip
         detail = dataclasses.replace(detail, window_cap=cap)
     return detail, tuple(rps)
+
+
+def _about(windows: int | None) -> str:
+    return "many" if windows is None else f"about {windows}"
 
 
 def _runtime_curve(
