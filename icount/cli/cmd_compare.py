@@ -11,6 +11,7 @@ import typer
 from icount.cli.options import MIN_WIDTH, SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
 from icount.export import Kind
+from icount.session import options as so
 
 if TYPE_CHECKING:
     from icount.compare.model import Comparison, NoiseMap
@@ -28,6 +29,10 @@ Examples:
   icount compare base.json new.json -f svg -o change.svg
   icount compare base.json shards/ -f md   # NEW: the folder of a session's shard files
   icount compare --interleave --base-cmd './fib-old 30' --new-cmd './fib 30' --pairs 5
+  icount compare --interleave --base-cmd './fib-old 30' --new-cmd './fib 30' \\
+      --control-cmd './fib-same 30' --pairs 6     # a third, unchanged build in each round
+  icount compare --interleave --base-target main/adapters/c-epoll \\
+      --new-target pr/adapters/c-epoll --path json --pairs 3
   icount compare base.json new.json --history history/ --confirm 3 -f junit -o junit.xml
 
 \b
@@ -71,7 +76,16 @@ them anyway, and every output format says so.
 --interleave runs --base-cmd and --new-cmd alternately (base, new, base, new
 ...) for --pairs pairs and gates on the median of the per-pair ratios
 new/base; the change counts only when every pair's ratio lies on the same
-side of 1.
+side of 1. --base-target and --new-target (adapter files or folders, as
+`icount serve` takes them) do the same for two server builds: a fresh server
+each run, measured as a serve cell's run is, every path a cell (--path NAME:
+only that one; --requests, --reps, --warmup and --idle-seconds as for serve).
+Each build runs from one fixed path (WORKDIR/bin/NAME), so only the code
+differs. --control-cmd / --control-target adds a third, unchanged build to
+every round, the order rotated round by round (a place in the round that
+always ran first or last would lean every pair alike): its drift (max - min
+over median, and first -> last) is reported, and a change within it is not
+claimable (unchanged; it does not gate).
 
 \b
 Formats: table, md (verdict line first, the table in <details>), json,
@@ -90,7 +104,7 @@ cell that moved (before -> after); --rejected marks a change not kept.
 \b
 Exit codes: 0 no regression; 3 a cell regressed; 5 with --fail-on-invalid,
 a cell is invalid or missing on either side (and none regressed), and with
---interleave a run failed; 2 usage or refused environments; 4 a tool or
+--interleave a run failed (the control's too); 2 usage or refused environments; 4 a tool or
 command cannot be launched; 6 a results file is unreadable or not icount's.
 """
 
@@ -132,7 +146,39 @@ def compare_command(
     base_cmd: str = typer.Option(None, "--base-cmd", help="With --interleave: the base command."),
     new_cmd: str = typer.Option(None, "--new-cmd", help="With --interleave: the new command."),
     pairs: int = typer.Option(5, "--pairs", min=1, max=1000, help="With --interleave: pairs."),
-    name: str = typer.Option("command", "--name", help="With --interleave: the cell's name."),
+    name: str = typer.Option(
+        None,
+        "--name",
+        help="With --interleave: the cell's name [command; with targets: the new one's name].",
+        show_default=False,
+    ),
+    control_cmd: str = typer.Option(
+        None, "--control-cmd", help="With --interleave: an unchanged build, run every round."
+    ),
+    base_target: str = typer.Option(
+        None, "--base-target", help="With --interleave: the base server's adapter."
+    ),
+    new_target: str = typer.Option(
+        None, "--new-target", help="With --interleave: the new server's adapter."
+    ),
+    control_target: str = typer.Option(
+        None, "--control-target", help="With --interleave: an unchanged server, every round."
+    ),
+    path: list[str] = typer.Option(
+        [], "--path", help="With --base-target: only this path (repeatable) [every path]."
+    ),
+    requests: int = typer.Option(
+        None, "--requests", min=1, help="With --base-target: requests per window, as serve's."
+    ),
+    reps: int = typer.Option(
+        so.REPS, "--reps", min=1, max=100, help="With --base-target: windows per server."
+    ),
+    warmup: str = typer.Option(
+        None, "--warmup", help="With --base-target: requests before counting, or auto."
+    ),
+    idle_seconds: float = typer.Option(
+        so.IDLE_SECONDS, "--idle-seconds", help="With --base-target: an idle window [1; 0: none]."
+    ),
     backend: str = typer.Option(
         "auto", "--backend", help="With --interleave: auto, callgrind, perf."
     ),
@@ -176,15 +222,33 @@ def compare_command(
         _check_output(output, files or [], force)
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
     _check_ledger(ledger, note, rejected, interleave)
+    arms = {"--base-cmd": base_cmd, "--new-cmd": new_cmd, "--control-cmd": control_cmd,
+            "--base-target": base_target, "--new-target": new_target,
+            "--control-target": control_target}  # fmt: skip
+    serving = {"--path": path, "--requests": requests, "--warmup": warmup,
+               "--reps": reps != so.REPS,
+               "--idle-seconds": idle_seconds != so.IDLE_SECONDS}  # fmt: skip
     if interleave:
         if files:
             raise UsageError("--interleave measures commands; it takes no results files")
         if history is not None or confirm:
             raise UsageError("--history and --confirm compare results files, not --interleave")
-        comparison = _interleaved(base_cmd, new_cmd, pairs, name, backend, timeout, limits, quiet)
+        targets = {k: v for k, v in arms.items() if v and k.endswith("-target")}
+        if targets:
+            _no_flags("--base-target", {**arms, "--timeout": timeout}, "-cmd", "--timeout")
+            spec = (base_target, new_target, control_target)
+            serve_opts = (requests, reps, warmup, idle_seconds)
+            comparison = _interleaved_servers(spec, tuple(path), serve_opts, pairs, name,
+                                              backend, limits, quiet)  # fmt: skip
+        else:
+            _no_flags("--base-cmd", serving, "--")
+            comparison = _interleaved(base_cmd, new_cmd, control_cmd, pairs, name or "command",
+                                      backend, timeout, limits, quiet)  # fmt: skip
     else:
-        if base_cmd or new_cmd:
-            raise UsageError("--base-cmd and --new-cmd need --interleave")
+        given = [k for k, v in {**arms, **serving}.items() if v]
+        if given:
+            flags = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+            raise UsageError(f"{flags} need{'s' if len(given) == 1 else ''} --interleave")
         if not files or len(files) != 2:
             raise UsageError(
                 "compare takes two results files (or folders of shard files): BASE NEW"
@@ -216,9 +280,29 @@ def compare_command(
     if ledger is not None and note is not None:  # a regression is worth its entry too
         _write_ledger(ledger, comparison, files, note, rejected)
     # A failed measurement fails --interleave always, as it fails `icount run`.
-    failure = model.gate(comparison, fail_on_invalid or interleave)
+    failure = model.gate(comparison, fail_on_invalid or interleave) or _control_failed(comparison)
     if failure is not None:
         raise failure
+
+
+def _no_flags(arm: str, given: dict[str, object], *kinds: str) -> None:
+    """Refuse the flags (those starting or ending with one of `kinds`) that do not go
+    with the interleave `arm` starts."""
+    for flag, value in given.items():
+        if value and any(flag.endswith(k) or flag.startswith(k) for k in kinds):
+            raise UsageError(f"{flag} does not go with {arm}")
+
+
+def _control_failed(comparison: Comparison) -> Exception | None:
+    """A control arm that failed leaves nothing claimable: exit 5, as a failed run."""
+    from icount.compare.model import GateFailed
+    from icount.errors import ExitCode
+
+    for r in comparison.rows:
+        ctl = r.rounds.control if r.rounds is not None else None
+        if ctl is not None and ctl.failed is not None:
+            return GateFailed(f"{r.label}: {ctl.failed}", ExitCode.INVALID)
+    return None
 
 
 def _check_ledger(ledger: Path | None, note: str | None, rejected: bool, interleave: bool) -> None:
@@ -312,6 +396,7 @@ def _history_noise(history: Path, new: Results) -> tuple[NoiseMap, str]:
 def _interleaved(
     base_cmd: str | None,
     new_cmd: str | None,
+    control_cmd: str | None,
     pairs: int,
     name: str,
     backend: str,
@@ -324,23 +409,79 @@ def _interleaved(
     from icount import backends, measure_command
     from icount.cli.progress import progress
     from icount.compare import model
+    from icount.compare.control import Rounds, judged
     from icount.compare.interleave import run_pairs
     from icount.results import UNIT_INSTRUCTIONS
 
     if not base_cmd or not new_cmd:
         raise UsageError("--interleave needs --base-cmd 'CMD' and --new-cmd 'CMD'")
+    _check_control_pairs(control_cmd, pairs, "--control-cmd")
     cwd = Path.cwd()
     base = measure_command.resolve(_spec(name, base_cmd, "--base-cmd"), cwd)
     new = measure_command.resolve(_spec(name, new_cmd, "--new-cmd"), cwd)
+    control = None
+    if control_cmd is not None:
+        control = measure_command.resolve(_spec(name, control_cmd, "--control-cmd"), cwd)
     choice = backends.choose(backend)
     if not quiet:
         typer.echo(f"icount: backend {choice.backend}: {choice.why}", err=True)
     opts = measure_command.RunOptions(backend=backends.create(choice.backend), timeout=timeout)
     with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp, progress(quiet) as cb:
-        done = run_pairs(base, new, opts, pairs, Path(tmp), cb)
-    return model.compare_pairs(
+        done = run_pairs(base, new, opts, pairs, Path(tmp), cb, control, choice.backend)
+    c = model.compare_pairs(
         name, choice.backend, UNIT_INSTRUCTIONS, done.pairs, done.failed, limits
     )
+    if done.control is None:
+        return c
+    import dataclasses
+
+    rows = tuple(judged(r, Rounds(done.pairs, done.control)) for r in c.rows)
+    return dataclasses.replace(c, rows=rows)
+
+
+def _check_control_pairs(control: str | None, pairs: int, flag: str) -> None:
+    if control is not None and pairs < 2:
+        raise UsageError(f"{flag} needs --pairs 2 or more: its drift is read between rounds")
+
+
+def _interleaved_servers(
+    given: tuple[str | None, str | None, str | None],
+    paths: tuple[str, ...],
+    serve_opts: tuple[int | None, int, str | None, float],
+    pairs: int,
+    name: str | None,
+    backend: str,
+    limits: Thresholds,
+    quiet: bool,
+) -> Comparison:
+    import tempfile
+
+    from icount.cli.progress import progress
+    from icount.compare import interleave_serve
+    from icount.compare.control import BASE, CONTROL, NEW
+    from icount.serve.plan import ServeRequest
+
+    base, new, control = given
+    if not base or not new:
+        raise UsageError("--interleave needs --base-target ADAPTER and --new-target ADAPTER")
+    _check_control_pairs(control, pairs, "--control-target")
+    requests, reps, warmup, idle_seconds = serve_opts
+    request = ServeRequest(
+        requests=requests,
+        reps=reps,
+        warmup=None if warmup is None else so.Warmup.parse(warmup),
+        backend=backend,
+        idle_seconds=so.check_idle_seconds(idle_seconds),
+    )
+    targets = {BASE: base, NEW: new, **({CONTROL: control} if control else {})}
+    with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp:
+        arms = interleave_serve.prepare_arms(request, targets, paths, Path(tmp))
+        if not quiet:
+            for line in arms.plan.notes():
+                typer.echo(f"icount: {line}", err=True)
+        cell = name or arms.targets[NEW].adapter.name
+        with progress(quiet) as cb:
+            return interleave_serve.measure(arms, pairs, cell, limits, cb)
 
 
 def _spec(name: str, line: str, flag: str) -> CommandSpec:

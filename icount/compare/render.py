@@ -317,7 +317,7 @@ def build_pairs_table(c: Comparison, row: Row | None = None) -> Table:
     title = "interleaved pairs (base then new)"
     if ctl is not None:
         columns.append(Column("control"))
-        title = "interleaved rounds (base, new and control, the order rotated each round)"
+        title = "interleaved rounds (order rotated)"
     table = Table(columns=columns, title=title if row is None else f"{row.label}: {title}")
     for i, p in enumerate(pairs, 1):
         cells = [
@@ -560,8 +560,8 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
             extra.insert(1, f"change: {numfmt.signed_percent(r.delta_pct)}")
         if r.basis:
             extra.append(f"threshold: {pct_text(r.threshold)} ({r.basis})")
-        if r.rounds is not None and r.rounds.control is not None:
-            extra.append(r.rounds.control.describe())
+        if r.rounds is not None and r.rounds.control is not None and r.why:
+            extra.append(r.why)  # what the control's drift let it claim
         extra += allowed
         entries.append(
             {

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from icount.compare.model import Comparison
 from icount.export import documents as d
 from icount.jsonout import dumps
 from icount.numfmt import UNIT_BYTES
@@ -68,14 +69,27 @@ def _label(name: str, path: str) -> str:
     return f"{name}/{path}" if path else name
 
 
+def _controls(c: Comparison) -> list[Item]:
+    """An interleaved cell's control arm, a benchmark of its own ("LABEL (control)"):
+    the median, min and max of its rounds, whose spread is the drift the comparison's
+    claims were bounded by."""
+    from icount.stats import summarize
+
+    arms = [(r, r.rounds.control) for r in c.rows if r.rounds is not None]
+    return [
+        (f"{r.label} (control)", r.backend, r.unit, summarize(ctl.counted), None)
+        for r, ctl in arms
+        if ctl is not None and ctl.counted
+    ]
+
+
 def render(doc: d.Document, width: int) -> str:
     del width
     if isinstance(doc, d.ComparisonDoc):
         c = doc.comparison
         peaks = dict(c.memory)
-        return dumps(
-            document((r.label, r.backend, r.unit, r.new, peaks.get(r.key)) for r in c.rows)
-        )
+        items = [(r.label, r.backend, r.unit, r.new, peaks.get(r.key)) for r in c.rows]
+        return dumps(document([*items, *_controls(c)]))
     if isinstance(doc, d.ResultsDoc):
         from icount import memory
 
