@@ -47,6 +47,7 @@ def _row(r: Row) -> CompareRow:
         threshold=r.threshold,
         verdict=r.verdict.value,
         why=r.why,
+        moves=r.explained.moves if r.explained is not None else (),
     )
 
 

@@ -63,8 +63,11 @@ def test_the_saved_comparison_draws_the_differential_flame_graph_of_report_compa
     saved = _report(tmp_path, "saved.html", str(cmp_json))
     assert _report(tmp_path, "again.html", str(cmp_json)) == saved  # byte-identical on a rerun
     (drawn,) = DIFF.findall(saved)
-    (direct,) = DIFF.findall(_report(tmp_path, "direct.html", "--compare", str(base), str(new)))
+    page = _report(tmp_path, "direct.html", "--compare", str(base), str(new))
+    (direct,) = DIFF.findall(page)
     assert drawn == direct  # the graph of the results files themselves, to the byte
+    moved = '<ul class="moved"><li><code>parse</code> 400 -&gt; 700 (+300, 100%)</li></ul>'
+    assert moved in saved and moved in page  # and the functions that moved, both ways
     assert "parse: 700 instructions per request on this path" in drawn
     assert "base 400 on this path (+300)" in drawn
     classes = dict(re.findall(r"<title>([^:<]+): [^<]*</title><rect class=\"(\w+)\"", drawn))
