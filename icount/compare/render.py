@@ -20,6 +20,13 @@ JSON format history (bump VERSION and add a line on every change to the layout):
      `cells[].rounds`, only on an interleaved cell with a control arm or of an interleave
      of several cells (`--base-target`): {pairs, median_ratio, control (null, or {values,
      drift, first_last, failed})}.
+     `cells[].explained`, only on a changed cell whose two sides kept a profile: {per,
+     functions[] {function, base, new, delta, share, approx, other_build (only where the
+     other build's DWARF was read: {side, state "inlined" or "absent", into[] {function,
+     sites}})}, allocations, flame (only where both sides kept their calls: {per,
+     names[], base and new: {self [[name index, self]], others, edges [[caller index,
+     callee index, inclusive]]}}, what `icount report` draws the differential flame
+     graph from)}.
 """
 
 from __future__ import annotations
