@@ -120,7 +120,11 @@ class TotalChange:
     interval: float | None  # the 95% half-width of the difference (both sides in quadrature)
     verdict: Verdict | None  # REGRESSED, IMPROVED or UNCHANGED; None: the totals do not gate
     rule: str  # which rule decided, or why the totals do not gate
-    decides: bool = False  # the total's verdict is the row's (the mutator alone was unchanged)
+    decides: bool = False  # the total's verdict is the row's
+    # the median of a side without a runtime's figures: its whole count, set against the
+    # other side's total (the mutators of the two are not like for like)
+    base_whole: float | None = None
+    new_whole: float | None = None
 
 
 @dataclass(frozen=True)
@@ -307,59 +311,80 @@ def _row(
     assert base is not None and new is not None
     if base.runtime is None and new.runtime is None:
         return row  # every cell that is not a collected runtime's: as it always was
-    return _with_total(row, _total(base.runtime, new.runtime, threshold, min_delta))
+    return _with_total(row, _total(base.runtime, new.runtime, (bs, ns), threshold, min_delta))
 
 
 def _total(
-    base: RuntimeFigures | None, new: RuntimeFigures | None, threshold: float, min_delta: float
+    base: RuntimeFigures | None,
+    new: RuntimeFigures | None,
+    sides: tuple[Summary, Summary],
+    threshold: float,
+    min_delta: float,
 ) -> TotalChange:
     """The totals judged: beyond the threshold (exactly, as the mutator), --min-delta, and
-    the 95% interval of their difference."""
+    the 95% interval of their difference. A side without a runtime's figures (a file
+    written before the runtime's work was counted apart) counted that work in its
+    figure: its whole count is set against the other side's total, like for like."""
     for side, f in (("base", base), ("new", new)):
-        why = None
-        if f is None:
-            why = f"{side} has no runtime's figures: the totals are not compared"
-        elif f.total is None or not f.total_valid:
+        if f is not None and (f.total is None or not f.total_valid):
             shown = "none" if f.total is None else f"~{si(f.total)}"
             why = f"{side}'s total is {shown} (not valid): the totals do not gate"
-        if why is not None:
             return TotalChange(base, new, None, None, None, None, why)
-    assert base is not None and new is not None and base.total is not None
-    assert new.total is not None
-    delta = new.total - base.total
+    # a side's total and the 95% half-width around it; for a whole count, half its runs'
+    # range (the spread rule bounded it; no window's interval was taken)
+    (b_total, b_half), (n_total, n_half) = (
+        (s.median, (s.max - s.min) / 2) if f is None else (f.total or 0.0, f.half_width)
+        for f, s in ((base, sides[0]), (new, sides[1]))
+    )
+    delta = n_total - b_total
     # The two intervals are independent (other processes, other windows), so the
     # difference's standard error is the root sum of squares of theirs, and so is its 95%
     # half-width where the t factors are alike. Adding them (intervals that must not
     # overlap) would test at ~99.5% and let real changes of twice one interval pass.
-    interval = math.hypot(base.half_width, new.half_width)
+    interval = math.hypot(b_half, n_half)
     beyond = abs(delta) > interval
     within = None if beyond else f"within the 95% interval ±{plain(interval)} of the difference"
-    base_total = exact(base.total)
-    exact_delta = exact(new.total) - base_total
-    change = exact_delta / abs(base_total) if base.total else None
+    base_total = exact(b_total)
+    exact_delta = exact(n_total) - base_total
+    change = exact_delta / abs(base_total) if b_total else None
     verdict, why = _judge(change, exact_delta, within, threshold, min_delta)
     if verdict is Verdict.UNCHANGED and not why:
         why = "within the threshold"
     elif verdict is not Verdict.UNCHANGED:
         why = f"beyond the threshold and the 95% interval ±{plain(interval)}"
-    return TotalChange(base, new, delta, _pct(delta, base.total), interval, verdict, why)
+    if base is None or new is None:
+        whole, other = ("base", "new") if base is None else ("new", "base")
+        why = (
+            f"{whole} has no runtime's figures (its figure is the whole count, the "
+            f"runtime's work in it), set against {other}'s total: {why}"
+        )
+    return TotalChange(
+        base, new, delta, _pct(delta, b_total), interval, verdict, why,
+        base_whole=sides[0].median if base is None else None,
+        new_whole=sides[1].median if new is None else None,
+    )  # fmt: skip
 
 
 def _with_total(row: Row, total: TotalChange) -> Row:
-    """The row's verdict with the total's: a regression of either regresses the cell."""
+    """The row's verdict with the total's: a regression of either regresses the cell.
+    Where one side has no runtime's figures, the total's verdict is the row's: that
+    side's figure holds the runtime's work, the other's mutator does not."""
+    if total.verdict is not None and (total.base is None or total.new is None):
+        pct = "" if total.delta_pct is None else f" {signed_percent(total.delta_pct)}"
+        why = f"the whole count{pct}: {total.rule}"
+        decided = dataclasses.replace(total, decides=True)
+        return dataclasses.replace(row, verdict=total.verdict, why=why, total=decided)
     moved = total.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
     takes = (total.verdict is Verdict.REGRESSED and row.verdict is not Verdict.REGRESSED) or (
         total.verdict is Verdict.IMPROVED and row.verdict is Verdict.UNCHANGED
     )
     if not (moved and takes):
         return dataclasses.replace(row, total=total)
-    assert total.verdict is not None and total.delta_pct is not None
+    assert total.verdict is not None
+    total_by = f" {signed_percent(total.delta_pct)}" if total.delta_pct is not None else ""
     moved_by = f" {signed_percent(row.delta_pct)}" if row.delta_pct is not None else ""
     mutator = row.verdict.value + moved_by + (f": {row.why}" if row.why else "")
-    why = (
-        f"the total {total.verdict.value} {signed_percent(total.delta_pct)}, {total.rule}; "
-        f"the mutator {mutator}"
-    )
+    why = f"the total {total.verdict.value}{total_by}, {total.rule}; the mutator {mutator}"
     return dataclasses.replace(
         row, verdict=total.verdict, why=why, total=dataclasses.replace(total, decides=True)
     )

@@ -15,8 +15,9 @@ JSON format history (bump VERSION and add a line on every change to the layout):
      Later, optional (files without them read as before): `cells[].total`, only on a
      collected runtime's cell: {base, new (each {total, interval_95, valid, reason} or
      null), delta, delta_pct, interval_95 (of the difference), verdict (null where the
-     totals do not gate), rule, decides}; CSV columns from `base_total` on, only when a
-     row has a total.
+     totals do not gate), rule, decides, base_whole / new_whole (only for a side without
+     a runtime's figures: its whole count, set against the other's total)}; CSV columns
+     from `base_total` on, only when a row has a total.
      `cells[].rounds`, only on an interleaved cell with a control arm or of an interleave
      of several cells (`--base-target`): {pairs, median_ratio, control (null, or {values,
      drift, first_last, failed})}.
@@ -248,8 +249,8 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         if totals:
             t = r.total
             cells += [
-                _total_text(t.base if t else None),
-                _total_text(t.new if t else None),
+                _total_text(t.base, t.base_whole) if t else "-",
+                _total_text(t.new, t.new_whole) if t else "-",
                 numfmt.signed_percent(t.delta_pct) if t and t.delta_pct is not None else "",
             ]
         cells += [pct_text(r.threshold), verdict]
@@ -284,8 +285,11 @@ TOTALS_LEGEND = (
 )
 
 
-def _total_text(f: RuntimeFigures | None) -> str:
-    """'55.64k ±109.4', '~55.64k ±3.1k' (not valid), '-' (none)."""
+def _total_text(f: RuntimeFigures | None, whole: float | None = None) -> str:
+    """'55.64k ±109.4', '~55.64k ±3.1k' (not valid), '55.60k whole' (a side without a
+    runtime's figures, its whole count), '-' (none)."""
+    if f is None and whole is not None:
+        return f"{numfmt.si(whole)} whole"
     if f is None or f.total is None:
         return "-"
     mark = "" if f.total_valid else "~"
@@ -303,7 +307,8 @@ def _total_judged(t: TotalChange) -> str:
     verdict = f"{t.verdict.value}, " if t.verdict is not None else ""
     decides = " (decides the cell)" if t.decides else ""
     return (
-        f"total {_total_text(t.base)} -> {_total_text(t.new)}{change}: {verdict}{t.rule}{decides}"
+        f"total {_total_text(t.base, t.base_whole)} -> {_total_text(t.new, t.new_whole)}"
+        f"{change}: {verdict}{t.rule}{decides}"
     )
 
 
@@ -462,6 +467,9 @@ def _total_json(t: TotalChange) -> dict[str, Any]:
         "verdict": t.verdict.value if t.verdict is not None else None,
         "rule": t.rule,
         "decides": t.decides,
+        # a side without a runtime's figures: its whole count, which the other's total met
+        **({"base_whole": t.base_whole} if t.base_whole is not None else {}),
+        **({"new_whole": t.new_whole} if t.new_whole is not None else {}),
     }
 
 
@@ -539,9 +547,9 @@ def _total_csv(t: TotalChange | None) -> list[object]:
         return [""] * len(CSV_TOTAL)
     b, n = t.base, t.new
     return [
-        _num(b.total if b else None),
+        _num(b.total if b else t.base_whole),
         _num(b.half_width if b else None),
-        _num(n.total if n else None),
+        _num(n.total if n else t.new_whole),
         _num(n.half_width if n else None),
         f"{t.delta_pct * 100:.4f}" if t.delta_pct is not None else "",
         _num(t.interval),

@@ -12,6 +12,7 @@ the measured one.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def derived(
 
 def without_runtime(cell: Cell) -> Cell:
     """`cell` as icount measured it before the runtime's work was counted apart: no
-    runtime, no collector in its reps."""
+    runtime, no collector in its reps, and each run's figure the median of its windows'
+    whole counts per request (the runtime's work in it)."""
     runs = []
     for run in cell.runs:
         d = run.detail
@@ -73,9 +75,9 @@ def without_runtime(cell: Cell) -> Cell:
             dataclasses.replace(r, collector=None, compiler=None, runtime_calls=None)
             for r in d.reps
         )
-        runs.append(
-            dataclasses.replace(run, detail=dataclasses.replace(d, reps=reps, runtime=None))
-        )
+        whole = statistics.median(r.per_request for r in reps)
+        old = dataclasses.replace(d, reps=reps, runtime=None)
+        runs.append(dataclasses.replace(run, value=whole, detail=old))
     return dataclasses.replace(cell, runs=tuple(runs))
 
 

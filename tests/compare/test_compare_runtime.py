@@ -39,12 +39,11 @@ CASES: dict[str, Callable[[Cell], Cell]] = {
 def _pairs() -> list[tuple[Cell, Cell]]:
     # without its profile: these cells' functions are the measured ones on both sides
     c = dataclasses.replace(node_cell(), profile=None)
-    out = [
-        (dataclasses.replace(c, name=n), dataclasses.replace(f(c), name=n))
-        for n, f in CASES.items()
-    ]
-    old = dataclasses.replace(without_runtime(c), name="before")
-    out.append((old, dataclasses.replace(c, name="before")))
+    name = dataclasses.replace
+    out = [(name(c, name=n), name(f(c), name=n)) for n, f in CASES.items()]
+    old = without_runtime(c)
+    out.append((name(old, name="before"), name(c, name="before")))
+    out.append((name(c, name="after"), name(old, name="after")))
     return out
 
 
@@ -53,6 +52,9 @@ def sample(threshold: str = "1%") -> Comparison:
     return compare(
         of([b for b, _ in pairs]), of([n for _, n in pairs]), parse_thresholds([threshold], 10)
     )
+
+
+LIMITS = parse_thresholds(["1%"], 10)
 
 
 def rows(c: Comparison) -> dict[str, Row]:
@@ -112,10 +114,23 @@ def test_a_total_shown_tilde_never_gates() -> None:
     assert "(not valid): the totals do not gate" in r.total.rule
 
 
-def test_a_side_without_runtime_figures_is_not_compared_on_totals() -> None:
-    r = rows(sample())["before"]
-    assert r.total is not None and r.total.base is None and r.total.verdict is None
-    assert r.total.rule == "base has no runtime's figures: the totals are not compared"
+def test_a_file_written_before_is_set_whole_against_the_total() -> None:
+    # its figure is the whole count (55.64k): against the new mutator (51.33k) it would
+    # read -7.8% improved, and the other way round +8.4% regressed (exit 3)
+    for name, side in (("before", "base"), ("after", "new")):
+        r = rows(sample())[name]
+        assert r.total is not None and r.total.decides
+        assert r.delta_pct is not None and abs(r.delta_pct) > 0.07  # the mutators' "change"
+        assert r.verdict is Verdict.UNCHANGED, r.why
+        assert r.total.delta_pct is not None and abs(r.total.delta_pct) < 0.001
+        assert r.total.rule.startswith(f"{side} has no runtime's figures (its figure is the whole")
+        assert (r.total.base_whole if side == "base" else r.total.new_whole) is not None
+
+
+def test_a_file_written_before_still_gates_on_a_real_change() -> None:
+    c = dataclasses.replace(node_cell(), profile=None)
+    r = compare(of([without_runtime(c)]), of([derived(c, collector=1.2)]), LIMITS).rows[0]
+    assert r.verdict is Verdict.REGRESSED and r.why.startswith("the whole count +1.56%: base has")
 
 
 def test_a_total_regression_outweighs_a_mutator_improvement() -> None:
@@ -133,7 +148,7 @@ def test_a_total_improvement_improves_an_unchanged_cell() -> None:
 def test_a_mutator_regression_stays_one_whatever_the_total() -> None:
     c = dataclasses.replace(node_cell(), profile=None)
     c_new = derived(c, collector=0.2, mutator=1.05)  # mutator +5%, total down
-    r = compare(of([c]), of([c_new]), parse_thresholds(["1%"], 10)).rows[0]
+    r = compare(of([c]), of([c_new]), LIMITS).rows[0]
     assert r.verdict is Verdict.REGRESSED and r.why == ""
     assert r.total is not None and r.total.verdict is Verdict.IMPROVED and not r.total.decides
 
