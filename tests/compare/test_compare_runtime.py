@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +21,7 @@ from icount.results import Cell
 from tests.support.golden import assert_golden
 
 from .conftest import Cli
-from .runtime_cells import derived, node_cell, of, without_runtime
+from .runtime_cells import derived, node, node_cell, of, without_runtime
 from .test_compare_cli import Write
 from .test_compare_render import FORMATS, GOLDEN, SUFFIX
 
@@ -173,14 +172,22 @@ def test_a_total_regression_alone_exits_3(cli: Cli, write: Write) -> None:
     assert same.code == 0, same.err
 
 
-def test_the_stored_file_renders_as_measured(tmp_path: Path) -> None:
-    # the real results file: its table's note names the three figures
-    from icount.report import build_table
-    from icount.tables import render_terminal
-
-    from .runtime_cells import node
-
-    text = render_terminal(build_table(node(), [], "order"), 200)
-    assert "v8: mutator 51.33k per request (the figure above), collector 4.313k ±109.4" in text
-    assert "total 55.64k" in text
-    del tmp_path
+def test_the_stored_file_shows_the_three_figures_in_every_table_format() -> None:
+    """icount table of the measured file: the mutator as the cell's figure, the runtime's
+    work with its interval and the total, in the table, md, csv and json."""
+    res = node()
+    note = (
+        "v8: mutator 51.33k per request (the figure above), collector 4.313k ±109.4 "
+        "(mean of 6 windows, 95%); total 55.64k"
+    )
+    assert note in " ".join(export.render_results(res, "table", width=400).split())
+    assert note in export.render_results(res, "md")
+    head, row = export.render_results(res, "csv").splitlines()
+    fields = dict(zip(head.split(","), row.split(","), strict=True))
+    assert (fields["median"], fields["mutator"]) == ("51329.175", "51329.175")
+    assert (fields["collector"], fields["compiler"]) == ("4312.531", "0.000")
+    assert (fields["interval_95"], fields["total"], fields["total_valid"]) == (
+        "109.433", "55641.707", "true",
+    )  # fmt: skip
+    work = json.loads(export.render_results(res, "json"))["cells"][0]["runtime_work"]
+    assert (work["total"], work["interval_95"], work["total_valid"]) == (55641.707, 109.433, True)
