@@ -235,7 +235,7 @@ def compare_command(
             raise UsageError("--history and --confirm compare results files, not --interleave")
         targets = {k: v for k, v in arms.items() if v and k.endswith("-target")}
         if targets:
-            _no_flags("--base-target", {**arms, "--timeout": timeout}, "-cmd", "--timeout")
+            _no_flags(next(iter(targets)), {**arms, "--timeout": timeout}, "-cmd", "--timeout")
             spec = (base_target, new_target, control_target)
             serve_opts = (requests, reps, warmup, idle_seconds)
             comparison = _interleaved_servers(spec, tuple(path), serve_opts, pairs, name,

@@ -179,7 +179,7 @@ def test_servers_interleave_with_a_drifting_control_claim_nothing(
     # (the fake's control servers go on counting from one invocation to the next)
     assert "fake-new/json: the change +2.00% is within the control drift 3.33%" in text
     assert "control drift 3.33% over 3 rounds (max-min over median), first->last +3.39%" in text
-    for fmt in ("md", "csv", "junit", "benchmark-json"):
+    for fmt in ("md", "csv", "junit", "benchmark-json", "svg"):
         out = _interleave(cli, arms, "-f", fmt).out
         assert "is within the control drift" in out and "not claimable" in out, fmt
     bmf = json.loads(_interleave(cli, arms, "-f", "bmf").out)
@@ -241,6 +241,8 @@ def test_commands_interleave_with_a_control(cli: Cli, monkeypatch: pytest.Monkey
         (["--interleave", "--base-cmd", "true", "--new-cmd", "true", "--path", "json"],
          "--path does not go with --base-cmd"),
         (["--interleave", "--base-target", "x"], "--interleave needs --base-target ADAPTER and"),
+        (["--interleave", "--base-cmd", "true", "--new-cmd", "true", "--control-target", "x"],
+         "--base-cmd does not go with --control-target"),
     ],
 )  # fmt: skip
 def test_usage_errors(cli: Cli, args: list[str], message: str) -> None:
