@@ -40,7 +40,8 @@ def one_path_copy(name: str, tmp_path: Path) -> Path:
 def totals(detail: dict[str, Any]) -> list[float]:
     """The warm-up curve as whole counts per request: the mutator's curve (what auto
     follows) plus the runtime's own work at each probe (its JIT compiler and collector,
-    which dominate a cold V8: most of a cold probe is compiling)."""
+    which dominate a cold V8: most of a cold probe is TurboFan compiling on the
+    platform's worker threads, 226M-320M of a 1000-request window's ~415M)."""
     curve = detail["warmup_curve"]
     runtime = dict((n, v) for n, v in detail.get("runtime_curve", []))
     return [v + runtime.get(n, 0.0) for n, v in curve]
@@ -77,6 +78,11 @@ def test_auto_warmup_settles_on_node_http(tmp_path: Path) -> None:
     # settled total after 1000 requests, which a short fixed warm-up would print
     whole = totals(detail)
     assert whole[0] > 4 * whole[-1], (curve, detail.get("runtime_curve"))
+    # and the mutator alone: interpreted and baseline code costs more than optimized
+    # code (a cold window: 187.3k after 100 requests, 90.2k after 1,100, 51.2k warm);
+    # it read below its settled figure (24.1k) while the worker's compile tasks were
+    # counted twice (fixtures/v8/README.md)
+    assert figures[0] > 1.2 * figures[-1], curve
     # the reps read what the last probe did, within the spread limit (Node's warm
     # windows differ by up to ~0.5% on /plaintext, measured over 9 windows of 3 runs)
     assert abs(cell["median"] - figures[-1]) / figures[-1] < 0.01, (cell["median"], curve)
