@@ -34,8 +34,10 @@ Each FILE is recognised by its "format": results of `icount run` or `icount
 serve` (bars of each cell's median with its min-max range and every run;
 warm-up curves where --warmup auto recorded them; binary sizes), `icount
 compare --format json` (the change of each cell on a diverging scale, by
-verdict, with its threshold), or `icount size --format json` (stacked bars of
-sections or segments, treemaps of symbols, the changes of a --diff).
+verdict, with its threshold; the functions that moved and the differential
+flame graph of each changed cell whose profiles kept their calls), or `icount
+size --format json` (stacked bars of sections or segments, treemaps of
+symbols, the changes of a --diff).
 --compare BASE NEW compares two results files as `icount compare` does, with
 the same --threshold, --min-delta and --force. The report exits 0 whatever
 the verdicts: the gate is `icount compare`. Rows come in the order cells were
