@@ -33,7 +33,7 @@ from icount.compare.model import Comparison, Row
 from icount.names import display_name
 from icount.results import Cell, Results
 
-MAX_DEBUG_INFO = 4 << 20  # bytes of .debug_info read: ~8 s of pyelftools on a loaded machine
+MAX_DEBUG_INFO = 4 << 20  # bytes of .debug_info read: 0.8 MB took 1.8 s of CPU (loaded machine)
 
 
 @dataclass(frozen=True)
