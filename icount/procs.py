@@ -10,8 +10,11 @@ A process that leaves its session and is orphaned (a daemon's double fork, `sets
 cmd &` in a script) would be re-parented to init and escape all that: icount makes
 itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so such orphans become
 icount's own children, where `adopted()` finds them until they are stopped and
-reaped: any child of icount's process that icount did not start itself is one. This
-assumes no other code starts processes in icount's process while it cleans up.
+reaped: any child of icount's process that icount did not start itself is one, except
+the children the process already had when icount's command began (`not_ours`): icount
+called inside a host process (the test suite calling its entry point, with a browser it
+started) must not stop the host's own children. This assumes no other code starts
+processes in icount's process while a command runs.
 
 An orphan no longer says whose it was. It belongs to the child icount started before
 it was born whose working directory it still has, else to the last child started
@@ -52,6 +55,8 @@ _SUBREAPER: list[bool] = []  # set once: [True] when the prctl succeeded
 # new child, not yet registered, for one.
 _REGISTRY_LOCK = threading.RLock()
 _STOPPING: list[bool] = []  # [True] while kill_all runs
+# (pid, creation time) of children the process had before a command began: the host's
+_FOREIGN: set[tuple[int, float]] = set()
 _SEQ = itertools.count()
 _HURRY = threading.local()  # .on: stops in this thread are hurried (see hurried())
 
@@ -114,6 +119,20 @@ def _owner(proc: psutil.Process, created: float, starters: Sequence[Child]) -> C
     return earlier[-1] if earlier else pool[0]
 
 
+def not_ours() -> None:
+    """Take the children this process has now, that icount did not start, for the host's:
+    never adopted orphans (called as a command begins)."""
+    with _REGISTRY_LOCK:
+        try:
+            kids = psutil.Process().children()
+        except psutil.Error:
+            return
+        for proc in kids:
+            if proc.pid not in _LIVE:
+                with contextlib.suppress(psutil.Error):
+                    _FOREIGN.add((proc.pid, proc.create_time()))
+
+
 def _orphans() -> list[tuple[psutil.Process, float]]:
     """Every live orphan icount adopted, with its creation time; zombies are reaped."""
     found: list[tuple[psutil.Process, float]] = []
@@ -128,6 +147,8 @@ def _orphans() -> list[tuple[psutil.Process, float]]:
             created = proc.create_time()
             zombie = proc.status() == psutil.STATUS_ZOMBIE
         except psutil.Error:
+            continue
+        if (proc.pid, created) in _FOREIGN:
             continue
         if zombie:
             _reap(proc.pid)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -140,6 +141,20 @@ def _kill_all() -> None:
     procs.kill_all()
 
 
+def _not_ours() -> None:
+    # only where the process already has children (icount's entry point called inside a
+    # host): a bare `icount --help` must not import psutil
+    try:
+        tasks = os.listdir("/proc/self/task")
+        has_children = any(Path(f"/proc/self/task/{t}/children").read_text().strip() for t in tasks)
+    except OSError:
+        has_children = True
+    if has_children:
+        from icount import procs
+
+        procs.not_ours()
+
+
 _INTERRUPTED: list[int] = []  # the signal that interrupted icount, once one has
 
 
@@ -159,6 +174,7 @@ def main() -> None:
 
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
+    _not_ours()
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         rc = app(standalone_mode=False)

@@ -237,6 +237,29 @@ def test_kill_all_stops_adopted_orphans_too() -> None:
     assert _running("sleep 3015") == []
 
 
+def test_icount_called_inside_a_host_leaves_the_hosts_children_alone() -> None:
+    """The test suite calls icount's entry point in its own process, with a browser it
+    started: an icount command ending in an error (which stops every process icount
+    started) stopped the browser as an adopted orphan. The host's children from before
+    the command are not icount's; an orphan adopted during it still is."""
+    from tests.support.cli import run_icount_here
+
+    host = subprocess.Popen(["sleep", "3016"], start_new_session=True)
+    try:
+        done = run_icount_here(["table", "/nonexistent/results.json"])
+        assert done.returncode != 0 and "error" in done.stderr
+        assert host.poll() is None, "icount stopped a process its host started"
+        orphan = procs.spawn(["sh", "-c", "setsid sleep 3017 & sleep 0.2; exit 0"])
+        orphan.wait(10)
+        assert procs.wait_until(lambda: _running("sleep 3017"), timeout=5)
+        procs.kill_all()
+        assert _running("sleep 3017") == []
+        assert host.poll() is None
+    finally:
+        host.kill()
+        host.wait()
+
+
 def _script(path: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(0o755)
