@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from icount.numfmt import percent, plural, signed_percent
+from icount.compare.rounds import ControlArm, Pair, Rounds, exact
+from icount.numfmt import signed_percent
 
 if TYPE_CHECKING:
-    from icount.compare.model import Pair, Row
+    from icount.compare.model import Row
+
+__all__ = ["BASE", "CONTROL", "NEW", "ControlArm", "Rounds", "judged", "round_order"]
 
 BASE, NEW, CONTROL = "base", "new", "control"
 
@@ -41,83 +43,9 @@ def round_order(i: int, control: bool) -> tuple[str, ...]:
     return arms[i % 3 :] + arms[: i % 3]
 
 
-def _exact(x: float) -> Fraction:
-    return Fraction(repr(float(x)))  # as model.exact: the decimal the figure is written as
-
-
-@dataclass(frozen=True)
-class ControlArm:
-    """The control's figure in each round (None where it was not measured: it failed,
-    or the rounds stopped before it), and why it failed, if it did."""
-
-    values: tuple[float | None, ...]
-    failed: str | None = None
-
-    @property
-    def counted(self) -> list[float]:
-        return [v for v in self.values if v is not None]
-
-    @property
-    def drift(self) -> Fraction | None:
-        """(max - min) / median over the rounds it counted; None under two rounds or a
-        median of 0 (no drift can be read from those)."""
-        v = self.counted
-        median = statistics.median(_exact(x) for x in v) if v else Fraction(0)
-        if len(v) < 2 or median == 0:
-            return None
-        return (_exact(max(v)) - _exact(min(v))) / abs(median)
-
-    @property
-    def first_last(self) -> Fraction | None:
-        """(last - first) / first of the rounds it counted."""
-        v = self.counted
-        if len(v) < 2 or v[0] == 0:
-            return None
-        return (_exact(v[-1]) - _exact(v[0])) / abs(_exact(v[0]))
-
-    def describe(self) -> str:
-        """'control drift 0.52% over 3 rounds (max-min over median), first->last +0.52%'."""
-        drift, first_last = self.drift, self.first_last
-        if drift is None or first_last is None:
-            return f"control counted {plural(len(self.counted), 'round')}: no drift to read"
-        return (
-            f"control drift {percent(float(drift))} over {plural(len(self.counted), 'round')} "
-            f"(max-min over median), first->last {signed_percent(float(first_last))}"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        drift, first_last = self.drift, self.first_last
-        return {
-            "values": list(self.values),
-            "drift": None if drift is None else float(drift),
-            "first_last": None if first_last is None else float(first_last),
-            "failed": self.failed,
-        }
-
-
-@dataclass(frozen=True)
-class Rounds:
-    """An interleaved row's own rounds: its pairs, and the control's figures."""
-
-    pairs: tuple[Pair, ...]
-    control: ControlArm | None = None
-
-    @property
-    def median_ratio(self) -> float | None:
-        ratios = [r for r in (p.ratio for p in self.pairs) if r is not None]
-        return float(statistics.median(ratios)) if ratios else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pairs": [{"base": p.base, "new": p.new, "ratio": p.ratio} for p in self.pairs],
-            "median_ratio": self.median_ratio,
-            "control": None if self.control is None else self.control.to_json(),
-        }
-
-
 def _exact_change(pairs: tuple[Pair, ...]) -> Fraction | None:
     """The median of the pairs' exact ratios, less 1: what compare_pairs gates on."""
-    ratios = [_exact(p.new) / _exact(p.base) for p in pairs if p.new is not None and p.base]
+    ratios = [exact(p.new) / exact(p.base) for p in pairs if p.new is not None and p.base]
     return statistics.median(ratios) - 1 if ratios else None
 
 

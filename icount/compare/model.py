@@ -36,6 +36,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from icount.compare.explain import Explanation, explain
+from icount.compare.rounds import Pair as Pair
+from icount.compare.rounds import Rounds
 from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
 from icount.numfmt import plain, plural, si, signed_percent
@@ -44,7 +46,6 @@ from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary, summarize
 
 if TYPE_CHECKING:
-    from icount.compare.control import Rounds
     from icount.history.noise import Noise
 
 NoiseMap = Mapping[tuple[str, str, str], "Noise"]
@@ -148,20 +149,6 @@ class FieldDifference:
 
 def _show(value: Any) -> str:
     return "(absent)" if value is None else repr(value)
-
-
-@dataclass(frozen=True)
-class Pair:
-    """One interleaved pair: a base run then a new run."""
-
-    base: float | None
-    new: float | None
-
-    @property
-    def ratio(self) -> float | None:
-        if self.base is None or self.new is None or self.base == 0:
-            return None
-        return self.new / self.base
 
 
 @dataclass(frozen=True)
