@@ -12,7 +12,11 @@ JSON format history (bump VERSION and add a line on every change to the layout):
   2 - `geometric_mean`: {ratio, cells}, the geometric mean of new/base over the cells
       with both sides valid (null without any, and for --interleave); CSV column
       `geomean_ratio`.
-     Later, optional (files without them read as before): `cells[].total`, only on a
+     Later, optional (files without them read as before): `geometric_mean.totals` and
+     `.left_out`, only where a collected runtime's cells are compared: of `cells`, those
+     counted by their total, and the cells left out for a total not valid (the mean takes
+     a runtime's cell by its total, like for like with every other cell's whole count).
+     `cells[].total`, only on a
      collected runtime's cell: {base, new (each {total, interval_95, valid, reason} or
      null), delta, delta_pct, interval_95 (of the difference), verdict (null where the
      totals do not gate), rule, decides, base_whole / new_whole (only for a side without
@@ -502,7 +506,12 @@ def _geomean_json(c: Comparison) -> dict[str, Any] | None:
     from icount.compare import geomean
 
     g = geomean.of(c) if c.pairs is None else None
-    return None if g is None else {"ratio": g.ratio, "cells": g.cells}
+    if g is None:
+        return None
+    # a collected runtime's cells: how many counted by their total, how many were left
+    # out (only where there are any, so that other comparisons keep their bytes)
+    runtimes = {"totals": g.totals, "left_out": g.left_out} if g.totals or g.left_out else {}
+    return {"ratio": g.ratio, "cells": g.cells, **runtimes}
 
 
 def _num(x: float | None) -> str:
@@ -562,7 +571,8 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
     """github-action-benchmark `customSmallerIsBetter`: one entry per cell with a
     valid new side, {name, unit, value, range, extra}; range and extra are strings
     in that convention. Cells without a new figure are left out (the action needs a
-    number), and they show in every other format."""
+    number), and they show in every other format. A collected runtime's cell with a
+    valid new total has a second entry, its total (_total_entry)."""
     allowed = allowed_lines(c) + _geomean_lines(c)
     entries: list[dict[str, Any]] = []
     for r in c.rows:
@@ -577,6 +587,8 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
             extra.append(f"threshold: {pct_text(r.threshold)} ({r.basis})")
         if r.rounds is not None and r.rounds.control is not None and r.why:
             extra.append(r.why)  # what the control's drift let it claim
+        if r.total is not None and r.total.decides and r.why:
+            extra.append(r.why)  # the total's verdict is the cell's: say so by the mutator
         extra += allowed
         entries.append(
             {
@@ -587,4 +599,34 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
                 "extra": "\n".join(extra),
             }
         )
+        total = _total_entry(r, allowed)
+        entries += [total] if total is not None else []
     return entries
+
+
+def _total_entry(r: Row, allowed: list[str]) -> dict[str, Any] | None:
+    """A collected runtime's total per request as an entry of its own ('LABEL total
+    (BACKEND)'), its range the 95% interval, where the new side's total is valid: the
+    action tracks each name as a series, and the total is another quantity than the
+    mutator."""
+    t = r.total
+    f = t.new if t is not None else None
+    if t is None or f is None or f.total is None or not f.total_valid:
+        return None
+    base = t.base.total if t.base is not None else t.base_whole
+    extra = [] if base is None else [f"base total: {numfmt.plain(base)}"]
+    if t.delta_pct is not None:
+        extra.append(f"change: {numfmt.signed_percent(t.delta_pct)}")
+    if t.interval is not None:
+        extra.append(f"95% interval of the difference: ± {numfmt.plain(t.interval)}")
+    verdict = t.verdict.value if t.verdict is not None else "does not gate"
+    extra.append(f"verdict: {verdict}{' (decides the cell)' if t.decides else ''}")
+    extra.append(f"rule: {t.rule}")
+    extra += allowed
+    return {
+        "name": f"{r.label} total ({r.backend})",
+        "unit": r.unit,
+        "value": f.total,
+        "range": f"± {numfmt.plain(f.half_width)}",
+        "extra": "\n".join(extra),
+    }

@@ -10,10 +10,18 @@ where one label is measured by two), a measure is its unit: `instructions`,
 minimum and maximum. For a comparison these are the new side's: a cell without a
 valid new figure has no number for Bencher and is left out (every other format shows
 it). Keys sorted, no timestamp: the same cells give the same bytes.
+
+A collected runtime's cell (results/runtime.py) has a second measure, `total-` and its
+unit's (`total-instructions-per-request`): the total per request, mutator + the
+runtime's own work, its bounds the total's 95% interval; the unit's measure stays the
+mutator, the cell's figure. Only where that total is valid (a `~` total has no number
+to track), and a side without a runtime's figures (a file written before the work was
+counted apart) has none: its figure, the whole count, is its unit's measure.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +30,7 @@ from icount.export import documents as d
 from icount.jsonout import dumps
 from icount.numfmt import UNIT_BYTES
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST
+from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary
 
 MEASURES = {
@@ -45,23 +54,40 @@ def metric(s: Summary) -> dict[str, float]:
 
 
 MEMORY = "memory"  # peak RSS, bytes
+TOTAL = "total-"  # before a unit's measure: a collected runtime's total of that unit
 
-Item = tuple[str, str, str, Summary | None, Summary | None]  # label, backend, unit, value, peak
+# label, backend, unit, value, peak, and a collected runtime's figures where it has them
+Item = tuple[str, str, str, Summary | None, Summary | None, RuntimeFigures | None]
+
+
+def total_metric(f: RuntimeFigures | None) -> dict[str, float] | None:
+    """The total per request and its 95% interval, where it is valid."""
+    if f is None or f.total is None or not f.total_valid or not math.isfinite(f.half_width):
+        return None
+    return {
+        "value": f.total,
+        "lower_value": f.total - f.half_width,
+        "upper_value": f.total + f.half_width,
+    }
 
 
 def document(items: Iterable[Item]) -> dict[str, Any]:
-    """{benchmark: {measure: metric}} of (label, backend, unit, summary, memory) items."""
+    """{benchmark: {measure: metric}} of (label, backend, unit, summary, memory, runtime)
+    items."""
     items = [i for i in items if i[3] is not None]
     backends: dict[str, set[str]] = {}
     for label, backend, *_ in items:
         backends.setdefault(label, set()).add(backend)
     doc: dict[str, dict[str, Any]] = {}
-    for label, backend, unit, s, peak in items:
+    for label, backend, unit, s, peak, runtime in items:
         assert s is not None
         name = label if len(backends[label]) == 1 else f"{label} ({backend})"
         doc.setdefault(name, {})[measure(unit)] = metric(s)
         if peak is not None:
             doc[name][MEMORY] = metric(peak)
+        total = total_metric(runtime)
+        if total is not None:
+            doc[name][TOTAL + measure(unit)] = total
     return doc
 
 
@@ -77,7 +103,7 @@ def _controls(c: Comparison) -> list[Item]:
 
     arms = [(r, r.rounds.control) for r in c.rows if r.rounds is not None]
     return [
-        (f"{r.label} (control)", r.backend, r.unit, summarize(ctl.counted), None)
+        (f"{r.label} (control)", r.backend, r.unit, summarize(ctl.counted), None, None)
         for r, ctl in arms
         if ctl is not None and ctl.counted
     ]
@@ -88,7 +114,10 @@ def render(doc: d.Document, width: int) -> str:
     if isinstance(doc, d.ComparisonDoc):
         c = doc.comparison
         peaks = dict(c.memory)
-        items = [(r.label, r.backend, r.unit, r.new, peaks.get(r.key)) for r in c.rows]
+        items: list[Item] = [
+            (r.label, r.backend, r.unit, r.new, peaks.get(r.key), r.total.new if r.total else None)
+            for r in c.rows
+        ]
         return dumps(document([*items, *_controls(c)]))
     if isinstance(doc, d.ResultsDoc):
         from icount import memory
@@ -96,7 +125,14 @@ def render(doc: d.Document, width: int) -> str:
         cells = [c for c in doc.results.cells if c.valid]
         return dumps(
             document(
-                (_label(c.name, c.path), c.backend, c.unit, c.summary, memory.summary(c))
+                (
+                    _label(c.name, c.path),
+                    c.backend,
+                    c.unit,
+                    c.summary,
+                    memory.summary(c),
+                    c.runtime,
+                )
                 for c in cells
             )
         )

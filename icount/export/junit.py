@@ -5,16 +5,22 @@ One <testcase> per cell, named by its label, its class `icount.BACKEND`: a regre
 is a <failure>, a cell invalid on either side an <error>, a cell missing on one side
 <skipped> (there is nothing to compare); improved and unchanged cells pass. Every
 testcase's <system-out> holds the figures and the note of the verdict (why the
-threshold, the rerun of --confirm). No timestamps or times: the same comparison gives
+threshold, the rerun of --confirm). A collected runtime's cell also has <properties>
+(as pytest's record_property writes them, before the outcome): its totals per request
+under the names of the CSV's columns (base_total, base_total_interval_95, new_total,
+new_total_interval_95, total_delta_pct, total_interval_95, total_verdict, total_rule)
+and total_decides, plain numbers, a figure that is not there left out; and the totals'
+line of the terminal table in its <system-out>. No timestamps or times: the same comparison gives
 the same bytes. Names from input files are escaped (icount.text.printable): XML 1.0
 cannot hold most control characters even as references.
 """
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 
-from icount.compare.model import Comparison, Row, Verdict
+from icount.compare.model import Comparison, Row, TotalChange, Verdict
 from icount.export import documents as d
 from icount.numfmt import plain, signed_percent
 from icount.text import printable
@@ -41,7 +47,33 @@ def _figures(r: Row) -> str:
     note = compare.note(r)
     if note:
         lines.append(f"note: {note}")
+    if r.total is not None:
+        lines.append(compare.total_line(r.label, r.total))
     return "\n".join(printable(line) for line in lines) + "\n"
+
+
+def _total_properties(case: ET.Element, t: TotalChange) -> None:
+    """The totals as properties: CSV's column names, plain numbers."""
+    b, n = t.base, t.new
+    values: list[tuple[str, str | None]] = [
+        ("base_total", _plain(b.total if b is not None else t.base_whole)),
+        ("base_total_interval_95", _plain(b.half_width if b is not None else None)),
+        ("new_total", _plain(n.total if n is not None else t.new_whole)),
+        ("new_total_interval_95", _plain(n.half_width if n is not None else None)),
+        ("total_delta_pct", None if t.delta_pct is None else f"{t.delta_pct * 100:.4f}"),
+        ("total_interval_95", _plain(t.interval)),
+        ("total_verdict", t.verdict.value if t.verdict is not None else None),
+        ("total_rule", t.rule),
+        ("total_decides", "true" if t.decides else "false"),
+    ]
+    props = ET.SubElement(case, "properties")
+    for name, value in values:
+        if value is not None:
+            ET.SubElement(props, "property", {"name": name, "value": printable(value)})
+
+
+def _plain(x: float | None) -> str | None:
+    return plain(x) if x is not None and math.isfinite(x) else None
 
 
 def _message(r: Row) -> str:
@@ -83,6 +115,8 @@ def document(c: Comparison) -> ET.Element:
             "testcase",
             {"classname": f"icount.{printable(r.backend)}", "name": printable(r.label)},
         )
+        if r.total is not None:
+            _total_properties(case, r.total)
         if r.verdict is Verdict.REGRESSED:
             ET.SubElement(case, "failure", {"type": "regressed", "message": _message(r)})
         elif r.verdict in ERRORS:
