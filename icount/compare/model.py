@@ -355,12 +355,18 @@ def _total(
 def _with_total(row: Row, total: TotalChange) -> Row:
     """The row's verdict with the total's: a regression of either regresses the cell.
     Where one side has no runtime's figures, the total's verdict is the row's: that
-    side's figure holds the runtime's work, the other's mutator does not."""
+    side's figure holds the runtime's work, the other's mutator does not; where the
+    other's total is `~`, nothing like for like is left and the cell does not gate."""
     if total.verdict is not None and (total.base is None or total.new is None):
         pct = "" if total.delta_pct is None else f" {signed_percent(total.delta_pct)}"
         why = f"the whole count{pct}: {total.rule}"
         decided = dataclasses.replace(total, decides=True)
         return dataclasses.replace(row, verdict=total.verdict, why=why, total=decided)
+    if total.base is None or total.new is None:
+        # the other side's total does not gate either, and its mutator against a whole
+        # count would read the runtime's work as a change (-7.7% / +8.4% on node /json)
+        why = f"a whole count against a mutator is not like for like, and {total.rule}"
+        return dataclasses.replace(row, verdict=Verdict.UNCHANGED, why=why, total=total)
     moved = total.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
     takes = (total.verdict is Verdict.REGRESSED and row.verdict is not Verdict.REGRESSED) or (
         total.verdict is Verdict.IMPROVED and row.verdict is Verdict.UNCHANGED

@@ -191,3 +191,17 @@ def test_the_stored_file_shows_the_three_figures_in_every_table_format() -> None
     )  # fmt: skip
     work = json.loads(export.render_results(res, "json"))["cells"][0]["runtime_work"]
     assert (work["total"], work["interval_95"], work["total_valid"]) == (55641.707, 109.433, True)
+
+
+def test_a_file_written_before_against_a_tilde_total_does_not_gate() -> None:
+    # the new side's total is ~ (its windows' collector work 0.2x, 1x, 1.8x): the mutator
+    # against the old side's whole count would read -7.7% improved, or +8.4% regressed
+    c = dataclasses.replace(node_cell(), profile=None)
+    wide = derived(c, windows=[0.2, 1.0, 1.8])
+    assert wide.runtime is not None and not wide.runtime.total_valid
+    for base, new in ((without_runtime(c), wide), (wide, without_runtime(c))):
+        r = compare(of([base]), of([new]), LIMITS).rows[0]
+        assert r.delta_pct is not None and abs(r.delta_pct) > 0.07
+        assert r.verdict is Verdict.UNCHANGED, r.why
+        assert r.why.startswith("a whole count against a mutator is not like for like, and")
+        assert r.why.endswith("(not valid): the totals do not gate")
