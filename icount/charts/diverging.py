@@ -10,13 +10,14 @@ is a sliver of two pixels.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure
-from icount.charts.inputs import CompareRow, ComparisonDoc
+from icount.charts.inputs import CompareRow, CompareTotal, ComparisonDoc, TotalSide
 from icount.size.report import UNIT as UNIT_BYTES
 
 # Figures and verdict first, bars last: a phone shows the words before it scrolls.
@@ -39,6 +40,8 @@ class Columns:
 
 COUNTS = Columns(160.0, (236.0, 300.0), 364.0, 374.0, 122.0, 504.0)
 BYTES = Columns(150.0, (244.0, 330.0), 414.0, 424.0, 72.0, 504.0)  # "1023.99 KiB" is wide
+# with a collected runtime's totals: room for "decides: regressed"
+TOTALS = Columns(160.0, (236.0, 300.0), 364.0, 374.0, 146.0, 528.0)
 ROW = 20.0
 BAR_H = 12.0
 TOP = 60.0
@@ -58,6 +61,11 @@ class DivRow:
     change: str
     verdict: str
     verdict_tip: str
+    # a collected runtime's total, drawn under its cell: the label indented, and the 95%
+    # interval of the change as a whisker around the bar's end (in axis units)
+    indent: float = 0.0
+    whisker: tuple[float, float] | None = None
+    whisker_tip: str = ""
 
 
 # Verdict -> (class, pattern). Regressions are also hatched: told apart from
@@ -93,7 +101,7 @@ def diverging_figure(
     tick = ticks(scale)
     out = [svg.text(LABEL_X, 15, heading, "t")]
     if legend:
-        out.append(svg.legend(_legend(prefix, 33)))
+        out.append(svg.legend(_legend(prefix, 33, any(r.whisker for r in rows))))
     if note:
         out.append(svg.text(LABEL_X, 33 + NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
     hy = top - 10  # column heads on the line of the tick labels (which are over the bars)
@@ -104,11 +112,16 @@ def diverging_figure(
     out += axis.vertical_grid(scale, top - 6, grid_bottom, tick, WIDTH, below)
     x0 = scale(0.0)
     y = top
-    shown = svg.distinct_clips([r.label for r in rows], cols.label_w)
-    for r, short in zip(rows, shown, strict=True):
+    cells = [r for r in rows if not r.indent]
+    shown_cells = iter(svg.distinct_clips([r.label for r in cells], cols.label_w))
+    for r in rows:
         mid = y + ROW / 2
-        tip = r.label if short != r.label else None
-        out.append(svg.text(LABEL_X, mid + 4, short, tip=tip))
+        if r.indent:  # a total's row: its label is the cell's with " total"
+            out.append(svg.text(LABEL_X + r.indent, mid + 4, TOTAL_LABEL, "m", tip=r.label))
+        else:
+            short = next(shown_cells)
+            tip = r.label if short != r.label else None
+            out.append(svg.text(LABEL_X, mid + 4, short, tip=tip))
         out.append(svg.text(cols.col_right[0], mid + 4, r.cols[0], anchor="end"))
         out.append(svg.text(cols.col_right[1], mid + 4, r.cols[1], anchor="end"))
         if r.band is not None:
@@ -123,6 +136,9 @@ def diverging_figure(
             out.append(svg.rect(left, mid - BAR_H / 2, w, BAR_H, r.cls, r.tip))
             if r.pattern:
                 out.append(svg.fill_overlay(prefix, r.pattern, left, mid - BAR_H / 2, w, BAR_H))
+        if r.whisker is not None:
+            lo, hi = r.whisker
+            out.append(svg.whisker(scale(lo), scale(hi), mid, 4, r.whisker_tip))
         out.append(svg.text(cols.change_right, mid + 4, r.change, anchor="end"))
         cls = "b" if r.cls in ("reg", "imp") else "m"
         verdict = svg.clip(r.verdict, cols.verdict_w)
@@ -137,6 +153,7 @@ def _scale(
 ) -> tuple[axis.Scale, str | None]:
     """The axis, and the note saying how it is drawn where it is not linear."""
     values = [r.value for r in rows if r.value is not None]
+    values += [end for r in rows if r.whisker is not None for end in r.whisker]
     bands = [r.band for r in rows if r.band is not None and r.band > 0]
     extent = max([abs(v) for v in values] + bands + [0.0])
     if symmetric and bands and extent >= SYMLOG_FROM * max(bands):
@@ -154,7 +171,8 @@ def _scale(
     return axis.linear(lo, hi, cols.bar_x0, BAR_X1, 3, base(extent)), None
 
 
-def _legend(prefix: str, y: float) -> list[str]:
+def _legend(prefix: str, y: float, interval: bool = False) -> list[str]:
+    """`interval`: a collected runtime's total is drawn, with its interval's whisker."""
     out: list[str] = []
     x = LABEL_X
     for cls, pattern, text in (
@@ -168,6 +186,9 @@ def _legend(prefix: str, y: float) -> list[str]:
             out.append(svg.fill_overlay(prefix, pattern, x, y - 9, 14, 10))
         out.append(svg.text(x + 19, y, text, "m"))
         x += 26 + svg.text_px(text)
+    if interval:
+        out.append(svg.whisker(x, x + 16, y - 4, 4, TOTALS_NOTE))
+        out.append(svg.text(x + 22, y, "total: its change's 95% interval", "m"))
     return out
 
 
@@ -214,12 +235,91 @@ def _compare_row(r: CompareRow) -> DivRow:
     )
 
 
+TOTAL_LABEL = "total"
+TOTAL_INDENT = 14.0
+TOTALS_NOTE = (
+    "a collected runtime's cell: the bar above is its mutator's change; the total's "
+    "(mutator + the runtime's own work per request) under it, with the 95% interval of "
+    "the difference as a whisker"
+)
+
+
+def _total_text(side: TotalSide | None) -> str:
+    if side is None or side.total is None:
+        return "-"
+    return ("" if side.valid else "~") + numfmt.si(side.total)
+
+
+def _side_tip(name: str, side: TotalSide | None, unit: str) -> str | None:
+    if side is None or side.total is None:
+        return None
+    if side.whole:
+        return f"{name} {svg.exact(side.total)} {unit} (its whole count: no runtime's figures)"
+    interval = f" ±{svg.exact(side.interval)}" if side.interval is not None else ""
+    return f"{name} total {svg.exact(side.total)}{interval} {unit}" + (
+        "" if side.valid else " (not valid)"
+    )
+
+
+def total_verdict(t: CompareTotal) -> str:
+    """What the total's row says: its verdict, and whether it decided the cell."""
+    if t.verdict is None:
+        return "does not gate"
+    return f"decides: {t.verdict}" if t.decides else t.verdict
+
+
+def _total_row(r: CompareRow, t: CompareTotal) -> DivRow:
+    cls, pattern = _STYLE.get(t.verdict or "", ("bad", "hatch"))
+    label = f"{r.label} {TOTAL_LABEL}"
+    tips = [label]
+    tips += [tip for name, side in (("base", t.base), ("new", t.new))
+             if (tip := _side_tip(name, side, r.unit))]  # fmt: skip
+    if t.delta_pct is not None:
+        tips.append(f"change {t.delta_pct * 100:+.4f}%")
+    whisker, whisker_tip = None, ""
+    pct = t.interval_pct
+    if t.delta_pct is not None and pct is not None and t.interval is not None:
+        whisker = (t.delta_pct - pct, t.delta_pct + pct)
+        whisker_tip = (
+            f"{label}: 95% interval of the difference ±{svg.exact(t.interval)} {r.unit} "
+            f"(±{pct * 100:.4f}% of the base total)"
+        )
+        tips.append(f"95% interval ±{svg.exact(t.interval)}")
+    return DivRow(
+        label=label,
+        cols=(_total_text(t.base), _total_text(t.new)),
+        value=t.delta_pct,
+        band=r.threshold,
+        cls=cls,
+        pattern=pattern,
+        tip=", ".join(tips),
+        change=numfmt.signed_percent(t.delta_pct) if t.delta_pct is not None else "",
+        verdict=total_verdict(t),
+        verdict_tip=f"{label}: {total_verdict(t)}: {t.rule}",
+        indent=TOTAL_INDENT,
+        whisker=whisker,
+        whisker_tip=whisker_tip,
+    )
+
+
 def comparison_figure(doc: ComparisonDoc, prefix: str) -> Figure:
     units = sorted({r.unit for r in doc.rows if r.unit}) or ["instructions"]
     backends = sorted({r.backend for r in doc.rows if r.backend})
     heading = f"{', '.join(units)} ({', '.join(backends)}): change of the median, base to new"
-    rows = [_compare_row(r) for r in doc.rows]
-    cols = BYTES if units == [UNIT_BYTES] else COUNTS
+    rows: list[DivRow] = []
+    for r in doc.rows:
+        rows.append(_compare_row(r))
+        if r.total is None:
+            continue
+        t = r.total
+        if any(side is not None and side.whole for side in (t.base, t.new)):
+            # one side's figure is its whole count, the other's a mutator: no bar for a
+            # change that is not like for like (the total's row under it is; the
+            # verdict's title says why)
+            rows[-1] = dataclasses.replace(rows[-1], value=None)
+        rows.append(_total_row(r, t))  # a collected runtime's: its total's change under it
+    totals = any(r.total is not None for r in doc.rows)
+    cols = BYTES if units == [UNIT_BYTES] else TOTALS if totals else COUNTS
     return diverging_figure(
         rows, heading, ("base", "new"), axis.percent_labels, prefix, legend=True, cols=cols
     )

@@ -31,6 +31,37 @@ class Side:
 
 
 @dataclass(frozen=True)
+class TotalSide:
+    """One side of a collected runtime's total per request (cells[].total.base/new)."""
+
+    total: float | None
+    interval: float | None  # the 95% half-width; None for a whole count or none
+    valid: bool
+    whole: bool = False  # a side without a runtime's figures: its whole count
+
+
+@dataclass(frozen=True)
+class CompareTotal:
+    """A collected runtime's totals and how their change was judged (cells[].total)."""
+
+    base: TotalSide | None
+    new: TotalSide | None
+    delta_pct: float | None
+    interval: float | None  # the 95% half-width of the difference, in the cell's unit
+    verdict: str | None  # None: the totals do not gate
+    rule: str
+    decides: bool
+
+    @property
+    def interval_pct(self) -> float | None:
+        """The interval of the difference as a fraction of the base total."""
+        base = self.base.total if self.base is not None else None
+        if self.interval is None or not base:
+            return None
+        return self.interval / abs(base)
+
+
+@dataclass(frozen=True)
 class CompareRow:
     name: str
     path: str
@@ -45,6 +76,8 @@ class CompareRow:
     why: str
     # the functions behind a changed cell's move, where both sides kept a profile
     moves: tuple[Move, ...] = ()
+    # a collected runtime's totals, where the cell has them
+    total: CompareTotal | None = None
 
     @property
     def label(self) -> str:
@@ -123,6 +156,32 @@ def _side(r: _Reader, doc: Any, what: str) -> Side | None:
     )
 
 
+def _total_side(r: _Reader, doc: Any, whole: float | None, what: str) -> TotalSide | None:
+    if doc is None:
+        return None if whole is None else TotalSide(whole, None, True, whole=True)
+    d = r.obj(doc, what)
+    return TotalSide(
+        r.opt_num(d, "total", what), r.opt_num(d, "interval_95", what), d.get("valid") is True
+    )
+
+
+def _total(r: _Reader, doc: Any, what: str) -> CompareTotal | None:
+    """cells[].total, where a cell has one (only a collected runtime's does)."""
+    if doc is None:
+        return None
+    d = r.obj(doc, what)
+    verdict = d.get("verdict")
+    return CompareTotal(
+        base=_total_side(r, d.get("base"), r.opt_num(d, "base_whole", what), f"{what} base"),
+        new=_total_side(r, d.get("new"), r.opt_num(d, "new_whole", what), f"{what} new"),
+        delta_pct=r.opt_num(d, "delta_pct", what),
+        interval=r.opt_num(d, "interval_95", what),
+        verdict=verdict if isinstance(verdict, str) else None,
+        rule=r.text(d, "rule", what, ""),
+        decides=d.get("decides") is True,
+    )
+
+
 def _moves(r: _Reader, doc: Any, what: str) -> tuple[Move, ...]:
     try:
         return moves_from_json(doc)
@@ -158,6 +217,7 @@ def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
                 verdict=r.text(c, "verdict", what),
                 why=r.text(c, "why", what, ""),
                 moves=_moves(r, c.get("explained"), what),
+                total=_total(r, c.get("total"), f"{what} total"),
             )
         )
     forced = []

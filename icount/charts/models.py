@@ -11,16 +11,19 @@ from collections.abc import Sequence
 
 from icount.charts.inputs import (
     CompareRow,
+    CompareTotal,
     ComparisonDoc,
     Side,
     SizeDoc,
     SizeImage,
     SizeRow,
+    TotalSide,
     diff_pair,
     distinct_names,
 )
-from icount.compare.model import VERDICT_ORDER, Comparison, Row
+from icount.compare.model import VERDICT_ORDER, Comparison, Row, TotalChange
 from icount.compare.render import verdict_line
+from icount.results.runtime import RuntimeFigures
 from icount.size.model import Breakdown
 from icount.size.render import diff_rows
 from icount.stats import Summary
@@ -48,6 +51,26 @@ def _row(r: Row) -> CompareRow:
         verdict=r.verdict.value,
         why=r.why,
         moves=r.explained.moves if r.explained is not None else (),
+        total=None if r.total is None else _total(r.total),
+    )
+
+
+def _total_side(f: RuntimeFigures | None, whole: float | None) -> TotalSide | None:
+    """As inputs.py reads cells[].total.base/new (and base_whole/new_whole)."""
+    if f is None:
+        return None if whole is None else TotalSide(float(whole), None, True, whole=True)
+    return TotalSide(f.total, _finite(f.half_width), f.total_valid)
+
+
+def _total(t: TotalChange) -> CompareTotal:
+    return CompareTotal(
+        base=_total_side(t.base, t.base_whole),
+        new=_total_side(t.new, t.new_whole),
+        delta_pct=_finite(t.delta_pct),
+        interval=_finite(t.interval),
+        verdict=t.verdict.value if t.verdict is not None else None,
+        rule=t.rule,
+        decides=t.decides,
     )
 
 

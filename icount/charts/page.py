@@ -16,7 +16,7 @@ from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
 from icount.charts.flame import Pair, diff_sections, flame_sections
 from icount.charts.history import HistoryInput, history_section
-from icount.charts.inputs import ComparisonDoc, SizeDoc, SizeImage
+from icount.charts.inputs import CompareTotal, ComparisonDoc, SizeDoc, SizeImage, TotalSide
 from icount.charts.ledger import LedgerInput, ledger_section
 from icount.compare import explain
 from icount.report import SORT_ORDER
@@ -223,6 +223,13 @@ def comparison_section(item: ComparisonInput, sid: str) -> str:
                 if r.delta_pct is not None
                 else ""
             )
+            if r.total is not None and r.total.decides and r.total.delta_pct is not None:
+                # the total decided: its change first, the mutator's beside it (as md)
+                mutator = numfmt.signed_percent(r.delta_pct) if r.delta_pct is not None else "-"
+                change = (
+                    f" total {_total_change(r.total)}, mutator {mutator} "
+                    f"(threshold {r.threshold * 100:.6g}%)"
+                )
             why = f": {r.why}" if r.why else ""
             moved = "".join(
                 f"<li><code>{e(m.name)}</code> {e(explain.move_text(m))}</li>" for m in r.moves
@@ -233,6 +240,9 @@ def comparison_section(item: ComparisonInput, sid: str) -> str:
                 + "</li>"
             )
         out.append(f'<ul class="notable">{"".join(items)}</ul>')
+    totals = any(r.total is not None for r in doc.rows)
+    if totals:  # only then: every other comparison's page keeps its bytes
+        out.append(f'<p class="muted">{e(TOTALS_CAPTION)}</p>')
     if doc.rows:
         out.append(_chart(diverging.comparison_figure(doc, f"{sid}-")))
     out += diff_sections(item.profiles, sid)
@@ -250,6 +260,7 @@ def comparison_section(item: ComparisonInput, sid: str) -> str:
         "threshold",
         "verdict",
     ]
+    head += TOTAL_HEAD if totals else []
     rows = [
         [
             r.label,
@@ -260,11 +271,53 @@ def comparison_section(item: ComparisonInput, sid: str) -> str:
             f"{r.delta_pct * 100:+.4f}%" if r.delta_pct is not None else "",
             f"{r.threshold * 100:.6g}%",
             r.verdict + (f": {r.why}" if r.why else ""),
+            *(_total_cells(r.total) if totals else []),
         ]
         for r in doc.rows
     ]
     out.append(_details("Numbers", _table(head, rows, left=2)))
     return "".join(out)
+
+
+TOTALS_CAPTION = (
+    "A collected runtime's cell is two rows: its mutator (the cell's figure, judged as "
+    "every cell) and under it its total, mutator + the runtime's own work (collector, "
+    "compiler) per request, whose change counts only beyond the threshold and the 95% "
+    "interval of the difference (the whisker). The verdict column says which decided the "
+    "cell; a total marked ~ (its interval wider than the spread limit) does not gate. A "
+    "side written before the runtime's work was counted apart shows its whole count as its "
+    "total."
+)
+TOTAL_HEAD = ["base total", "new total", "total change", "total 95%", "total verdict"]
+
+
+def _total_change(t: CompareTotal) -> str:
+    """'+1.55% ±0.31%': the change and its interval as a share of the base total."""
+    if t.delta_pct is None:
+        return ""
+    pct = t.interval_pct
+    return numfmt.signed_percent(t.delta_pct) + (f" ±{pct * 100:.2f}%" if pct is not None else "")
+
+
+def _total_side(side: TotalSide | None) -> str:
+    if side is None or side.total is None:
+        return "-"
+    if side.whole:
+        return f"{svg.exact(side.total)} (whole count)"
+    interval = f" ±{svg.exact(side.interval)}" if side.interval is not None else ""
+    return ("" if side.valid else "~") + svg.exact(side.total) + interval
+
+
+def _total_cells(t: CompareTotal | None) -> list[str]:
+    if t is None:
+        return ["", "", "", "", ""]
+    return [
+        _total_side(t.base),
+        _total_side(t.new),
+        f"{t.delta_pct * 100:+.4f}%" if t.delta_pct is not None else "",
+        f"±{svg.exact(t.interval)}" if t.interval is not None else "",
+        f"{diverging.total_verdict(t)}: {t.rule}",
+    ]
 
 
 # ---------------------------------------------------------------- sizes
