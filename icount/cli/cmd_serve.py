@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -24,6 +26,7 @@ Examples:
   icount serve                       # every bundled target available here
   icount serve c-epoll nginx --runs 3 --format md
   icount serve adapters/node-http/adapter.toml --warmup auto
+  icount serve node-http --path json           # only its /json cell, keyed as in a full run
   icount serve --cmd './myserver --port {port}' --path hello=/hello --expect-body 'hi'
   icount serve c-epoll --backend perf --load h2load --concurrency 64
   icount serve --resume icount-results/serve-001.json
@@ -52,6 +55,11 @@ its mean is too wide for the cell's total, a run adds windows until it fits, wit
 --max-windows and --max-extra-seconds.
 
 \b
+--path NAME (repeatable; TARGET:NAME for one target only) measures only those paths of
+the adapters: each such cell is measured and keyed as in a full session, so `compare`
+matches it, and --resume and --shard plan only the chosen cells.
+
+\b
 --shard I/N measures only shard I of N of the session's cells, the same split on
 every machine (balanced by the requests each cell sends); without it icount reads
 GitLab's CI_NODE_INDEX/CI_NODE_TOTAL, Buildkite's BUILDKITE_PARALLEL_JOB/_COUNT or
@@ -63,6 +71,83 @@ that share CPUs take longer, and time-driven work grows with the wall time.
 """
 
 
+# serve's options that decide how a run is measured, declared and parsed here only:
+# `icount compare --interleave --base-target` measures each run as a serve cell's and
+# takes them too. param -> (default, flags, help, typer's other settings).
+_MEASURE: dict[str, tuple[Any, tuple[str, ...], str, dict[str, Any]]] = {
+    "reps": (o.REPS, ("--reps",), "Windows per server process.", {"min": 1, "max": 100}),
+    "warmup": (None, ("--warmup",), "Requests before counting, or auto [callgrind 100, perf "
+               "1000, or the adapter's warmup_hint when larger].", {}),
+    "requests": (None, ("--requests",), "Requests per window [callgrind 1000, perf 40000].",
+                 {"min": 1}),
+    "concurrency": (o.CONCURRENCY, ("--concurrency", "-c"), "Keep-alive connections.",
+                    {"min": 1, "max": 10000}),
+    "server_cpus": (None, ("--server-cpus",), "CPUs for the server [half].", {}),
+    "load_cpus": (None, ("--load-cpus",), "CPUs for the load [other half].", {}),
+    "load": (None, ("--load",), "builtin, h2load, ab, wrk or oha [builtin].", {}),
+    "max_spread": (o.MAX_SPREAD_TEXT, ("--max-spread",), "Spread limit for a valid cell.", {}),
+    "max_load": (None, ("--max-load",), "Refuse to start above this load1.", {}),
+    "thread": (None, ("--thread",), "callgrind: count only this valgrind thread of the "
+               "started process.", {"min": 1}),
+    "processes": ("all", ("--processes",), "all: every process of the server (forked "
+                  "workers, exec'd children); root: only the started process.", {}),
+    "warmup_instrumented": (False, ("--warmup-instrumented",), "callgrind: warm up with "
+                            "instrumentation on (~5x slower; the counts are the same) "
+                            "instead of off until the first window.", {}),
+    "idle_seconds": (o.IDLE_SECONDS, ("--idle-seconds",), "An idle window after each run's "
+                     "reps, for the rate of work driven by the clock [1; 0: none].", {}),
+    "max_windows": (o.MAX_WINDOWS, ("--max-windows",), "A collected runtime: windows a run "
+                    "takes at most, --reps included, adding them until its total's 95% "
+                    f"interval fits --max-spread [{o.MAX_WINDOWS}; --reps: none added].", {}),
+    "max_extra_seconds": (o.MAX_EXTRA_SECONDS, ("--max-extra-seconds",), "A collected "
+                          "runtime: seconds a run spends at most on the windows it adds "
+                          f"[{o.MAX_EXTRA_SECONDS:g}; 0: none].", {}),
+    "collector": ([], ("--collector",), "callgrind: a collector entry point (a regular "
+                  "expression over whole function names, counted inclusively) for a runtime "
+                  "icount's table does not know; repeatable.", {"metavar": "PATTERN"}),
+}  # fmt: skip
+MEASURE_OPTIONS = tuple(_MEASURE)
+
+
+def measure_option(param: str, where: str = "") -> Any:
+    """The typer option of serve's measure option `param`, its help after `where`."""
+    default, flags, text, extra = _MEASURE[param]
+    return typer.Option(default, *flags, help=where + text, **extra)
+
+
+def measure_flag(param: str) -> str:
+    return _MEASURE[param][1][0]
+
+
+def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
+    """serve's measure options as a command parsed them (`ctx.params`), as the typed
+    ServeRequest fields they are measured with: parsed here, once."""
+    from icount import cpus as cpus_mod
+
+    p = params
+    cpus = {
+        field: cpus_mod.parse_cpu_list(p[field], measure_flag(field)) if p[field] else None
+        for field in ("server_cpus", "load_cpus")
+    }
+    return {
+        "reps": p["reps"],
+        "requests": p["requests"],
+        "warmup": None if p["warmup"] is None else o.Warmup.parse(p["warmup"]),
+        "concurrency": p["concurrency"],
+        "load": p["load"],
+        "max_spread": o.parse_spread(p["max_spread"]),
+        "max_load": p["max_load"],
+        "thread": p["thread"],
+        "processes": o.Processes.parse(p["processes"]),
+        "warmup_instrumented": p["warmup_instrumented"],
+        "idle_seconds": o.check_idle_seconds(p["idle_seconds"]),
+        "max_windows": o.check_max_windows(p["max_windows"]),
+        "max_extra_seconds": o.check_max_extra_seconds(p["max_extra_seconds"]),
+        "collectors": tuple(p["collector"]),
+        **cpus,
+    }
+
+
 def register(app: typer.Typer) -> None:
     app.command("serve", help=HELP)(serve_command)
 
@@ -72,7 +157,12 @@ def serve_command(
     targets: list[str] = typer.Argument(None, help="adapter.toml paths or bundled names."),
     cmd: str = typer.Option(None, "--cmd", help="A server command line with {port}."),
     name: str = typer.Option(None, "--name", help="Row name for --cmd [program name]."),
-    path: list[str] = typer.Option([], "--path", help="--cmd: NAME=TARGET (repeatable) [root=/]."),
+    path: list[str] = typer.Option(
+        [],
+        "--path",
+        help="Only this path of every target, or TARGET:NAME of one (repeatable) [every "
+        "path]; with --cmd: NAME=/TARGET, a path to measure [root=/].",
+    ),
     expect_status: int = typer.Option(200, "--expect-status", help="--cmd: expected status."),
     expect_body: str = typer.Option(None, "--expect-body", help="--cmd: exact expected body."),
     expect_json: str = typer.Option(None, "--expect-json", help="--cmd: expected JSON body."),
@@ -95,45 +185,19 @@ def serve_command(
     runs: int = typer.Option(
         o.RUNS, "--runs", min=1, max=100, help="Fresh server processes per cell."
     ),
-    reps: int = typer.Option(o.REPS, "--reps", min=1, max=100, help="Windows per server process."),
-    warmup: str = typer.Option(
-        None,
-        "--warmup",
-        help="Requests before counting, or auto [callgrind 100, perf 1000, or the "
-        "adapter's warmup_hint when larger].",
-    ),
-    requests: int = typer.Option(
-        None, "--requests", min=1, help="Requests per window [callgrind 1000, perf 40000]."
-    ),
-    concurrency: int = typer.Option(
-        o.CONCURRENCY, "--concurrency", "-c", min=1, max=10000, help="Keep-alive connections."
-    ),
-    server_cpus: str = typer.Option(None, "--server-cpus", help="CPUs for the server [half]."),
-    load_cpus: str = typer.Option(None, "--load-cpus", help="CPUs for the load [other half]."),
+    reps: int = measure_option("reps"),
+    warmup: str = measure_option("warmup"),
+    requests: int = measure_option("requests"),
+    concurrency: int = measure_option("concurrency"),
+    server_cpus: str = measure_option("server_cpus"),
+    load_cpus: str = measure_option("load_cpus"),
     backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
-    load: str = typer.Option(None, "--load", help="builtin, h2load, ab, wrk or oha [builtin]."),
-    max_spread: str = typer.Option(
-        o.MAX_SPREAD_TEXT, "--max-spread", help="Spread limit for a valid cell."
-    ),
-    max_load: float = typer.Option(None, "--max-load", help="Refuse to start above this load1."),
-    thread: int = typer.Option(
-        None,
-        "--thread",
-        min=1,
-        help="callgrind: count only this valgrind thread of the started process.",
-    ),
-    processes: str = typer.Option(
-        "all",
-        "--processes",
-        help="all: every process of the server (forked workers, exec'd children); "
-        "root: only the started process.",
-    ),
-    warmup_instrumented: bool = typer.Option(
-        False,
-        "--warmup-instrumented",
-        help="callgrind: warm up with instrumentation on (~5x slower; the counts are the "
-        "same) instead of off until the first window.",
-    ),
+    load: str = measure_option("load"),
+    max_spread: str = measure_option("max_spread"),
+    max_load: float = measure_option("max_load"),
+    thread: int = measure_option("thread"),
+    processes: str = measure_option("processes"),
+    warmup_instrumented: bool = measure_option("warmup_instrumented"),
     cold_start: bool = typer.Option(
         False,
         "--cold-start",
@@ -146,25 +210,9 @@ def serve_command(
         help="Also each cell's peak RSS, every server process summed, from as many native "
         "runs after the same warm-up and requests (never under valgrind).",
     ),
-    idle_seconds: float = typer.Option(
-        o.IDLE_SECONDS,
-        "--idle-seconds",
-        help="An idle window after each run's reps, for the rate of work driven by the "
-        "clock [1; 0: none].",
-    ),
-    max_windows: int = typer.Option(
-        o.MAX_WINDOWS,
-        "--max-windows",
-        help="A collected runtime: windows a run takes at most, --reps included, adding "
-        f"them until its total's 95% interval fits --max-spread [{o.MAX_WINDOWS}; --reps: none "
-        "added].",
-    ),
-    max_extra_seconds: float = typer.Option(
-        o.MAX_EXTRA_SECONDS,
-        "--max-extra-seconds",
-        help="A collected runtime: seconds a run spends at most on the windows it adds "
-        f"[{o.MAX_EXTRA_SECONDS:g}; 0: none].",
-    ),
+    idle_seconds: float = measure_option("idle_seconds"),
+    max_windows: int = measure_option("max_windows"),
+    max_extra_seconds: float = measure_option("max_extra_seconds"),
     keep_profiles: bool = typer.Option(False, "--keep-profiles", help="Keep callgrind files."),
     profile_top: int = typer.Option(
         o.PROFILE_TOP,
@@ -173,13 +221,7 @@ def serve_command(
         help="callgrind: functions each cell's profile keeps (self and inclusive "
         "instructions, calls), the rest in one row [20; 0: no profile].",
     ),
-    collector: list[str] = typer.Option(
-        [],
-        "--collector",
-        metavar="PATTERN",
-        help="callgrind: a collector entry point (a regular expression over whole function "
-        "names, counted inclusively) for a runtime icount's table does not know; repeatable.",
-    ),
+    collector: list[str] = measure_option("collector"),
     resume: Path = typer.Option(None, "--resume", help="Continue this results file."),
     shard: str = typer.Option(
         None, "--shard", help="I/N: measure shard I of N of the cells; none: all [from CI]."
@@ -215,13 +257,21 @@ def serve_command(
     from icount.cli.progress import progress
     from icount.serve import plan as plan_mod
     from icount.serve import session
-    from icount.serve.targets import CmdServer
+    from icount.serve.targets import CmdServer, PathChoice
 
     check_format(fmt)
     check_sort(sort)
-    given = (name, path, path_body, path_json, expect_body, expect_json, expect_header, env, cwd)
+    # --path: with --cmd, a path of its server (NAME=/TARGET); without, a choice of the
+    # adapters' paths (NAME, TARGET:NAME), as `compare --interleave --path NAME` chooses
+    defined = [p for p in path if "=" in p] if cmd is None else path
+    given = (name, defined, path_body, path_json, expect_body, expect_json, expect_header, env,
+             cwd)  # fmt: skip
     if cmd is None and any(given):
-        raise UsageError("--name, --path, --path-*, --expect-*, --env and --cwd go with --cmd")
+        raise UsageError(
+            "--name, --path, --path-*, --expect-*, --env and --cwd go with --cmd",
+            hint="an adapter target's paths are chosen with --path NAME" if defined else None,
+        )
+    only = () if cmd is not None else tuple(PathChoice.parse(p) for p in path)
     server = None
     if cmd is not None:
         server = CmdServer(
@@ -242,27 +292,13 @@ def serve_command(
         targets=tuple(targets or ()),
         cmd=server,
         runs=runs,
-        reps=reps,
-        requests=requests,
-        warmup=None if warmup is None else o.Warmup.parse(warmup),
-        concurrency=concurrency,
-        load=load,
-        max_spread=o.parse_spread(max_spread),
         backend=backend,
-        thread=thread,
-        processes=o.Processes.parse(processes),
-        warmup_instrumented=warmup_instrumented,
-        idle_seconds=o.check_idle_seconds(idle_seconds),
         cold_start=cold_start,
         memory=memory,
-        max_windows=o.check_max_windows(max_windows),
-        max_extra_seconds=o.check_max_extra_seconds(max_extra_seconds),
         keep_profiles=keep_profiles,
-        collectors=tuple(collector),
         profile_top=profile_top,
-        server_cpus=cpus_mod.parse_cpu_list(server_cpus, "--server-cpus") if server_cpus else None,
-        load_cpus=cpus_mod.parse_cpu_list(load_cpus, "--load-cpus") if load_cpus else None,
-        max_load=max_load,
+        only_paths=only,
+        **measure_fields(ctx.params),
     )
     if resume is not None:
         resume = Path(os.path.normpath(resume.absolute()))  # as output_path names it

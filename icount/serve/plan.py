@@ -30,7 +30,7 @@ from icount.results.shard import ShardRecord
 from icount.serve.adapter import Adapter, PathSpec
 from icount.serve.runs import CellOptions
 from icount.serve.server import Target
-from icount.serve.targets import CmdServer, choose_targets
+from icount.serve.targets import CmdServer, PathChoice, check_paths, choose_targets, selected_paths
 from icount.serve.warmup import is_jit
 from icount.session import options as o
 from icount.session import resume as resume_mod
@@ -67,6 +67,8 @@ class ServeRequest:
     # a collected runtime's windows added until its total's interval fits: a run's caps
     max_windows: int = o.MAX_WINDOWS
     max_extra_seconds: float = o.MAX_EXTRA_SECONDS
+    # --path NAME / TARGET:NAME with adapter targets: only those paths (); every path
+    only_paths: tuple[PathChoice, ...] = ()
 
     def to_json(self, adapters: tuple[Target, ...]) -> dict[str, Any]:
         """The plan as the provenance records it (targets as absolute adapter paths),
@@ -75,6 +77,9 @@ class ServeRequest:
         saved["warmup"] = None if self.warmup is None else self.warmup.to_json()
         saved["max_spread"] = o.percent_text(self.max_spread)
         saved["processes"] = str(self.processes)
+        saved["only_paths"] = [str(c) for c in self.only_paths]
+        if not self.only_paths:  # recorded only when given: full sessions' plans as before
+            del saved["only_paths"]
         files = [str(t.adapter.directory / "adapter.toml") for t in adapters]
         return {
             **saved,
@@ -89,9 +94,7 @@ def _optional(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def _patterns(value: Any) -> tuple[str, ...]:
     """--collector patterns as recorded: a list of regular expressions."""
-    if not isinstance(value, list):
-        raise ValueError("not a list")
-    for pattern in value:
+    for pattern in _list(value):
         if not isinstance(pattern, str):
             raise ValueError("not a pattern")
         try:
@@ -121,9 +124,16 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "collectors": _patterns,
     "max_windows": lambda v: o.int_from_json(v, 1, o.MAX_WINDOWS_LIMIT),
     "max_extra_seconds": lambda v: o.float_from_json(v, 0, o.MAX_EXTRA_SECONDS_LIMIT),
+    "only_paths": lambda v: tuple(PathChoice.from_json(c) for c in _list(v)),
 }
 # the command-line parameter of an option whose field is named otherwise
-_PARAMETER = {"collectors": "collector"}
+_PARAMETER = {"collectors": "collector", "only_paths": "path"}
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError("not a list")
+    return value
 
 
 def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]) -> ServeRequest:
@@ -200,12 +210,13 @@ class Plan:
         return self.out.with_suffix(".artifacts")
 
     def paths(self, target: Target) -> tuple[PathSpec, ...]:
-        """The cells of a target: its paths, and with --cold-start one more, counted from
-        exec to the first correct answer to its first path."""
-        paths = target.adapter.paths
+        """The cells of a target: its paths (those --path chose), and with --cold-start one
+        more, counted from exec to the first correct answer to its first path (the
+        adapter's first, chosen or not: the cell a full session measures)."""
+        paths = selected_paths(target.adapter, self.request.only_paths)
         if not self.request.cold_start:
             return paths
-        first = paths[0]
+        first = target.adapter.paths[0]
         return (*paths, replace(first, name=COLD_START, cold_start=True))
 
     def cells(self) -> list[tuple[Target, PathSpec]]:
@@ -386,6 +397,7 @@ def prepare(
     o.check_max_extra_seconds(request.max_extra_seconds)
     split = cpus_mod.split(request.server_cpus, request.load_cpus)
     chosen = choose_targets(request.targets, request.cmd)
+    check_paths(chosen.adapters, request.only_paths)
     load1 = os.getloadavg()[0]
     if request.max_load is not None and load1 > request.max_load:
         raise UsageError(

@@ -14,9 +14,10 @@ from typing import Any
 from icount import environment, procs
 from icount.errors import ParseError, ToolMissingError, UsageError
 from icount.serve import adapter as adapter_mod
-from icount.serve.adapter import Adapter
+from icount.serve.adapter import Adapter, PathSpec
 from icount.serve.server import Target
 from icount.session import options
+from icount.text import printable
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,66 @@ def choose_targets(names: Sequence[str], cmd: CmdServer | None) -> Chosen:
             raise UsageError(f"target {a.name!r} given twice")
         picked.append(a)
     return Chosen(tuple(picked))
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    """`--path NAME` or `--path TARGET:NAME` with adapter targets: a path to measure of
+    every target, or of the target of that name; a target's other paths are left out.
+    Neither a path's nor an adapter's name can hold ':' or '=' (adapter.py), so the
+    forms cannot be mistaken for each other nor for --cmd's NAME=/TARGET."""
+
+    name: str
+    target: str | None = None  # None: every target
+
+    @classmethod
+    def parse(cls, text: str) -> PathChoice:
+        target, sep, name = text.rpartition(":")
+        if not name or (sep and not target) or "=" in text:
+            raise UsageError(
+                f"--path takes a path's NAME or TARGET:NAME, got {printable(text)!r}",
+                hint="NAME=/TARGET describes a --cmd server's path",
+            )
+        return cls(name, target if sep else None)
+
+    def __str__(self) -> str:
+        return self.name if self.target is None else f"{self.target}:{self.name}"
+
+    @classmethod
+    def from_json(cls, value: Any) -> PathChoice:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        try:
+            return cls.parse(value)
+        except UsageError:
+            raise ValueError(value) from None
+
+
+def selected_paths(adapter: Adapter, only: Sequence[PathChoice]) -> tuple[PathSpec, ...]:
+    """The paths of `adapter` that `only` chooses, in the adapter's order (a full
+    session's): every path where no choice applies to it."""
+    names = {c.name for c in only if c.target in (None, adapter.name)}
+    if not names:
+        return adapter.paths
+    return tuple(p for p in adapter.paths if p.name in names)
+
+
+def check_paths(adapters: Sequence[Adapter], only: Sequence[PathChoice]) -> None:
+    """Refuse a choice naming a path a target it applies to lacks, or no target."""
+    by_name = {a.name: a for a in adapters}
+    for c in only:
+        if c.target is not None and c.target not in by_name:
+            raise UsageError(
+                f"--path {printable(str(c))}: no target {printable(c.target)!r} is measured",
+                hint=f"targets: {', '.join(by_name)}",
+            )
+        for a in adapters if c.target is None else (by_name[c.target],):
+            names = [p.name for p in a.paths]
+            if c.name not in names:
+                raise UsageError(
+                    f"--path {printable(str(c))}: {a.name} has no path {printable(c.name)!r}",
+                    hint=f"its paths: {', '.join(names)}",
+                )
 
 
 def cmd_adapter(cmd: CmdServer) -> Adapter:
