@@ -151,6 +151,15 @@ def _results_numbers(cells: Sequence[Cell]) -> str:
     return _table(head, rows, left=3)
 
 
+# only on a page with a collected runtime's cells (every other keeps its bytes)
+RUNTIME_CAPTION = (
+    "A collected runtime's bar is its mutator, the cell's figure; the stacked bars after "
+    "them add the runtime's own work (collector, compiler) per request to make its total, "
+    "with the total's 95% interval as the whisker, ~ and hatched where that interval is "
+    "wider than the spread limit."
+)
+
+
 def results_section(item: ResultsInput, sid: str) -> str:
     res = item.results
     cells = bars.in_order(res.cells, item.sort)
@@ -163,7 +172,9 @@ def results_section(item: ResultsInput, sid: str) -> str:
         line += f"; {tool}"
     out.append(
         f'<p class="muted">{e(line)}. Bars: median of fresh processes; whisker: '
-        "min to max; dots: each run. Hatched grey: not valid, with the reason.</p>"
+        "min to max; dots: each run. Hatched grey: not valid, with the reason."
+        + (f" {e(RUNTIME_CAPTION)}" if any(c.runtime is not None for c in cells) else "")
+        + "</p>"
     )
     if not cells:
         out.append("<p>No cells.</p>")

@@ -17,7 +17,8 @@ from typing import Any
 
 from icount import charts, export
 from icount.charts import diverging, svg
-from icount.charts.page import TOTAL_HEAD, TOTALS_CAPTION
+from icount.charts.page import RUNTIME_CAPTION, TOTAL_HEAD, TOTALS_CAPTION
+from tests.compare.runtime_cells import node, node_cell, of, without_runtime
 from tests.compare.test_compare_runtime import sample
 
 from .conftest import golden, mixed_comparison_json
@@ -116,3 +117,11 @@ def test_in_the_browser(browser: Any, tmp_path: Path) -> None:
     shot = shots / "runtime-compare-chart.png"
     browser.screenshot(shot, selector='svg[aria-labelledby="s1--title"]')
     assert shot.stat().st_size > 1000
+
+
+def test_the_results_caption_names_the_stacked_bars_only_with_runtime_cells() -> None:
+    caption = f" {svg.esc(RUNTIME_CAPTION)}</p>"
+    page = charts.report_html([charts.ResultsInput("node-json.json", node(), None)])
+    assert caption in page
+    old = of([without_runtime(node_cell())])
+    assert caption not in charts.report_html([charts.ResultsInput("old.json", old, None)])
