@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from icount.cli.cmd_serve import MEASURE_OPTIONS, explicit_options, measure_flag, measure_option
 from icount.cli.options import MIN_WIDTH, SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
 from icount.export import Kind
-from icount.session import options as so
 
 if TYPE_CHECKING:
     from icount.compare.model import Comparison, NoiseMap
     from icount.compare.thresholds import Thresholds
     from icount.measure_command import CommandSpec
     from icount.results import Results
+    from icount.serve.plan import ServeRequest
 
 HELP = """Compare two results files cell by cell and fail on regressions (exit 3).
 
@@ -79,8 +80,11 @@ new/base; the change counts only when every pair's ratio lies on the same
 side of 1. --base-target and --new-target (adapter files or folders, as
 `icount serve` takes them) do the same for two server builds: a fresh server
 each run, measured as a serve cell's run is, every path a cell (--path NAME:
-only that one; --requests, --reps, --warmup and --idle-seconds as for serve).
-Each build runs from one fixed path (WORKDIR/bin/NAME), so only the code
+only that one), with serve's options that decide how a run is measured, as
+serve takes them (--requests, --reps, --warmup, --concurrency, --load,
+--server-cpus, --load-cpus, --max-spread, --thread, --processes, --collector,
+--max-windows, ...); -o FILE writes FILE's provenance beside it, which records
+them. Each build runs from one fixed path (WORKDIR/bin/NAME), so only the code
 differs. --control-cmd / --control-target adds a third, unchanged build to
 every round, the order rotated round by round (a place in the round that
 always ran first or last would lean every pair alike): its drift (max - min
@@ -113,7 +117,23 @@ def register(app: typer.Typer) -> None:
     app.command("compare", help=HELP, no_args_is_help=True)(compare_command)
 
 
+_SERVE = "With --base-target: "
+# serve's options that do not go with an interleave, refused saying why
+_NOT_INTERLEAVED = {
+    "jobs": "--jobs does not go with compare: an interleave's runs take turns, one at a time",
+    "shard": "--shard does not go with compare: an interleave's rounds are one measurement "
+    "(shard `icount serve` sessions and compare their files)",
+    "resume": "--resume does not go with compare: an interleave's pairs are measured in one "
+    "invocation, in one run order",
+    "cold_start": "--cold-start does not go with compare --interleave: it runs each path's "
+    "requests, not a server's start (compare two `icount serve --cold-start` files)",
+    "memory": "--memory does not go with compare --interleave: peak memory comes from serve's "
+    "native runs (compare two `icount serve --memory` files)",
+}
+
+
 def compare_command(
+    ctx: typer.Context,
     files: list[Path] = typer.Argument(
         None, help="BASE NEW: results files, or folders of shard files."
     ),
@@ -167,18 +187,27 @@ def compare_command(
     path: list[str] = typer.Option(
         [], "--path", help="With --base-target: only this path (repeatable) [every path]."
     ),
-    requests: int = typer.Option(
-        None, "--requests", min=1, help="With --base-target: requests per window, as serve's."
-    ),
-    reps: int = typer.Option(
-        so.REPS, "--reps", min=1, max=100, help="With --base-target: windows per server."
-    ),
-    warmup: str = typer.Option(
-        None, "--warmup", help="With --base-target: requests before counting, or auto."
-    ),
-    idle_seconds: float = typer.Option(
-        so.IDLE_SECONDS, "--idle-seconds", help="With --base-target: an idle window [1; 0: none]."
-    ),
+    requests: int = measure_option("requests", _SERVE),
+    reps: int = measure_option("reps", _SERVE),
+    warmup: str = measure_option("warmup", _SERVE),
+    idle_seconds: float = measure_option("idle_seconds", _SERVE),
+    concurrency: int = measure_option("concurrency", _SERVE),
+    server_cpus: str = measure_option("server_cpus", _SERVE),
+    load_cpus: str = measure_option("load_cpus", _SERVE),
+    load: str = measure_option("load", _SERVE),
+    max_spread: str = measure_option("max_spread", _SERVE),
+    max_load: float = measure_option("max_load", _SERVE),
+    thread: int = measure_option("thread", _SERVE),
+    processes: str = measure_option("processes", _SERVE),
+    warmup_instrumented: bool = measure_option("warmup_instrumented", _SERVE),
+    max_windows: int = measure_option("max_windows", _SERVE),
+    max_extra_seconds: float = measure_option("max_extra_seconds", _SERVE),
+    collector: list[str] = measure_option("collector", _SERVE),
+    jobs: str = typer.Option(None, "--jobs", "-j", hidden=True),
+    shard: str = typer.Option(None, "--shard", hidden=True),
+    resume: str = typer.Option(None, "--resume", hidden=True),
+    cold_start: bool = typer.Option(False, "--cold-start", hidden=True),
+    memory: bool = typer.Option(False, "--memory", hidden=True),
     backend: str = typer.Option(
         "auto", "--backend", help="With --interleave: auto, callgrind, perf."
     ),
@@ -215,6 +244,10 @@ def compare_command(
     from icount.compare import model
     from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 
+    given_options = explicit_options(ctx)
+    for option, why in _NOT_INTERLEAVED.items():
+        if option in given_options:
+            raise UsageError(why)
     export.check(fmt, Kind.COMPARISON)
     check_sort(sort)
     columns = table_width(width)
@@ -225,9 +258,11 @@ def compare_command(
     arms = {"--base-cmd": base_cmd, "--new-cmd": new_cmd, "--control-cmd": control_cmd,
             "--base-target": base_target, "--new-target": new_target,
             "--control-target": control_target}  # fmt: skip
-    serving = {"--path": path, "--requests": requests, "--warmup": warmup,
-               "--reps": reps != so.REPS,
-               "--idle-seconds": idle_seconds != so.IDLE_SECONDS}  # fmt: skip
+    # the flags given that only an interleave of servers takes
+    serving = {"--path": bool(path)} | {
+        measure_flag(m): m in given_options for m in MEASURE_OPTIONS
+    }
+    provenance: dict[str, Any] | None = None  # an interleave of servers: how it measured
     if interleave:
         if files:
             raise UsageError("--interleave measures commands; it takes no results files")
@@ -237,9 +272,9 @@ def compare_command(
         if targets:
             _no_flags(next(iter(targets)), {**arms, "--timeout": timeout}, "-cmd", "--timeout")
             spec = (base_target, new_target, control_target)
-            serve_opts = (requests, reps, warmup, idle_seconds)
-            comparison = _interleaved_servers(spec, tuple(path), serve_opts, pairs, name,
-                                              backend, limits, quiet)  # fmt: skip
+            request = _serve_request(ctx.params, backend)
+            comparison, provenance = _interleaved_servers(spec, tuple(path), request, pairs,
+                                                          name, limits, quiet)  # fmt: skip
         else:
             _no_flags("--base-cmd", serving, "--")
             comparison = _interleaved(base_cmd, new_cmd, control_cmd, pairs, name or "command",
@@ -277,12 +312,24 @@ def compare_command(
 
     comparison = in_order(comparison, sort)
     _emit(export.render_comparison(comparison, fmt, columns), output, quiet, comparison, columns)
+    if provenance is not None and output is not None:
+        _write_provenance(output, provenance)
     if ledger is not None and note is not None:  # a regression is worth its entry too
         _write_ledger(ledger, comparison, files, note, rejected)
     # A failed measurement fails --interleave always, as it fails `icount run`.
     failure = model.gate(comparison, fail_on_invalid or interleave) or _control_failed(comparison)
     if failure is not None:
         raise failure
+
+
+def _write_provenance(output: Path, provenance: dict[str, Any]) -> None:
+    """OUTPUT.provenance.json beside -o's file, as a results file has its own: what the
+    interleave measured with (serve's options as serve records them, the CPUs, each
+    arm's target and cell options)."""
+    from icount.jsonout import dumps
+    from icount.results import provenance_path, write_atomic
+
+    write_atomic(provenance_path(output), dumps(provenance), overwrite=True)
 
 
 def _no_flags(arm: str, given: dict[str, object], *kinds: str) -> None:
@@ -444,35 +491,38 @@ def _check_control_pairs(control: str | None, pairs: int, flag: str) -> None:
         raise UsageError(f"{flag} needs --pairs 2 or more: its drift is read between rounds")
 
 
+def _serve_request(params: dict[str, Any], backend: str) -> ServeRequest:
+    """The interleave's runs as serve measures a cell's: serve's options, parsed by
+    serve's parser into the typed values it measures with."""
+    from icount.cli.cmd_serve import measure_fields
+    from icount.serve.plan import ServeRequest
+
+    return ServeRequest(backend=backend, **measure_fields(params))
+
+
 def _interleaved_servers(
     given: tuple[str | None, str | None, str | None],
     paths: tuple[str, ...],
-    serve_opts: tuple[int | None, int, str | None, float],
+    request: ServeRequest,
     pairs: int,
     name: str | None,
-    backend: str,
     limits: Thresholds,
     quiet: bool,
-) -> Comparison:
+) -> tuple[Comparison, dict[str, Any]]:
+    """The comparison, and its provenance: the machine's state over the measurement and
+    what it measured with."""
     import tempfile
 
+    from icount import environment
+    from icount.cli.options import argv_tail
     from icount.cli.progress import progress
     from icount.compare import interleave_serve
     from icount.compare.control import BASE, CONTROL, NEW
-    from icount.serve.plan import ServeRequest
 
     base, new, control = given
     if not base or not new:
         raise UsageError("--interleave needs --base-target ADAPTER and --new-target ADAPTER")
     _check_control_pairs(control, pairs, "--control-target")
-    requests, reps, warmup, idle_seconds = serve_opts
-    request = ServeRequest(
-        requests=requests,
-        reps=reps,
-        warmup=None if warmup is None else so.Warmup.parse(warmup),
-        backend=backend,
-        idle_seconds=so.check_idle_seconds(idle_seconds),
-    )
     targets = {BASE: base, NEW: new, **({CONTROL: control} if control else {})}
     with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp:
         arms = interleave_serve.prepare_arms(request, targets, paths, Path(tmp))
@@ -480,8 +530,10 @@ def _interleaved_servers(
             for line in arms.plan.notes():
                 typer.echo(f"icount: {line}", err=True)
         cell = name or arms.targets[NEW].adapter.name
+        recorder = environment.ProvenanceRecorder(["icount", "compare", *argv_tail()])
         with progress(quiet) as cb:
-            return interleave_serve.measure(arms, pairs, cell, limits, cb)
+            comparison = interleave_serve.measure(arms, pairs, cell, limits, cb)
+        return comparison, recorder.finish({"plan": arms.record(pairs)})
 
 
 def _spec(name: str, line: str, flag: str) -> CommandSpec:

@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from icount import cpus as cpus_mod
 from icount import environment, results
@@ -29,7 +30,7 @@ from icount.errors import RunFailedError, UsageError
 from icount.progress import Progress
 from icount.results import UNIT_PER_REQUEST
 from icount.serve.adapter import PathSpec
-from icount.serve.plan import Plan, ServeRequest, prepare
+from icount.serve.plan import Plan, ServeRequest, prepare, target_digest
 from icount.serve.runs import WindowMethod, measure_run
 from icount.serve.server import Target, launch_problem
 from icount.serve.targets import choose_targets
@@ -49,6 +50,24 @@ class Arms:
     @property
     def control(self) -> bool:
         return CONTROL in self.targets
+
+    def record(self, pairs: int) -> dict[str, Any]:
+        """What the interleave measured with, for the comparison's provenance: serve's
+        options as serve's provenance records a session's plan, the backend, load
+        generator and CPUs they resolved to, and each arm's target and cell options."""
+        plan = self.plan
+        saved = plan.request.to_json(())
+        for unused in ("targets", "cmd", "runs", "cold_start", "memory"):  # one run a turn
+            saved.pop(unused, None)
+        arms = {}
+        for arm, t in self.targets.items():
+            opts = plan.options(t)
+            arms[arm] = {"target": t.adapter.name, "digest": target_digest(t.adapter),
+                         "requests": opts.requests, "warmup": opts.warmup.param()}  # fmt: skip
+        return {**saved, "pairs": pairs, "paths": list(self.paths),
+                "backend": plan.backend.name, "load": plan.load_kind,
+                "server_cpus": list(plan.cpus.server), "load_cpus": list(plan.cpus.load),
+                "max_load": plan.request.max_load, "arms": arms}  # fmt: skip
 
 
 def _path(target: Target, name: str) -> PathSpec | None:
