@@ -15,8 +15,9 @@ looked for: a profile names the shared libraries' functions too, which neither b
 holds. The file is read only where its build-id is the one the cell's build label recorded
 when it was measured: a binary rebuilt since, moved away or without a build-id is not
 the one measured, and then nothing is said. Reading a binary never fails a comparison:
-whatever cannot be read says nothing. DWARF is read with pyelftools, about 0.5 MB of
-`.debug_info` a second here; a binary with more than MAX_DEBUG_INFO is not read.
+whatever cannot be read says nothing. DWARF is read with pyelftools, which is slow (the
+bound's comment says what was measured): a binary with more `.debug_info` than
+MAX_DEBUG_INFO is not read, so that a comparison does not wait minutes on a big one.
 """
 
 from __future__ import annotations
