@@ -15,6 +15,7 @@ from icount import results
 from icount.session.resume import TARGET_DIGESTS
 from tests.support.cli import run_icount_here
 
+from .conftest import JSON_PATH, PLAINTEXT, AdapterMaker, run_icount
 from .test_session import FAKE_ADAPTER
 
 FAST = ["--backend", "fake", "--runs", "1", "--reps", "1", "--requests", "20", "--warmup", "0",
@@ -141,3 +142,23 @@ def test_shards_split_only_the_chosen_cells(two: dict[str, Any], tmp_path: Path)
     merged = json.loads(done.stdout)["cells"]
     assert sorted((c["name"], c["path"]) for c in merged) == [("fake", "json"), ("other", "json")]
     assert len(two["config"].started) == 2
+
+
+@pytest.mark.slow
+def test_a_chosen_path_counts_as_in_a_full_session_callgrind(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    """c-epoll's /json under callgrind: the cell of `--path json` is the full session's,
+    to the instruction (the bundled c-epoll read 823.03 a request both ways in serve's
+    default windows, 2026-12-02, on the loaded VM)."""
+    target = make_adapter("two-paths", paths=PLAINTEXT + JSON_PATH)
+    quick = ["--runs", "1", "--reps", "2", "--requests", "200", "--warmup", "20",
+             "--idle-seconds", "0", "--backend", "callgrind", "-q"]  # fmt: skip
+    full, chosen = tmp_path / "full.json", tmp_path / "json.json"
+    for out, extra in ((full, []), (chosen, ["--path", "json"])):
+        done = run_icount(["serve", str(target), *quick, *extra, "-o", str(out)], tmp_path)
+        assert done.returncode == 0, done.stderr
+    (cell,) = _cells(chosen).values()
+    twin = _cells(full)[("two-paths", "json")]
+    assert cell.valid and (cell.key, cell.params) == (twin.key, twin.params)
+    assert cell.values == twin.values
