@@ -169,10 +169,10 @@ def _browsers() -> Iterator[list[Any]]:
 
 @pytest.fixture
 def browser(_browsers: list[Any]) -> Any:
-    """One headless Chromium for the session, started again where it died: an in-process
-    icount (run_icount_here) stops, at its exit, every child of this process that its
-    own procs module does not track, and this browser is one. Skips, naming why, where
-    none can run."""
+    """One headless Chromium for the session, started again where it died, so that one
+    crashed browser fails one test, not every later one (an in-process icount used to
+    stop it as an adopted orphan; procs.not_ours fixed that, tests/core/test_procs.py
+    holds it). Skips, naming why, where none can run."""
     from .browser import Browser, BrowserError, find_chromium
 
     if _browsers and _browsers[-1].proc.poll() is None:
