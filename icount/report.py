@@ -18,7 +18,7 @@ from icount.explained import describe
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
 from icount.results.model import sort_key
-from icount.results.runtime import CSV_COLUMNS as RUNTIME_CSV
+from icount.results.runtime import csv_columns as runtime_csv_columns
 from icount.results.runtime import csv_values as runtime_csv
 from icount.results.runtime import note as runtime_note
 from icount.tables import Column, Table
@@ -301,9 +301,11 @@ def csv_table(
     cells = sorted(results.cells, key=_cell_order(sort))
     header: tuple[str, ...] = CSV_HEADER
     if any(c.runtime for c in results.cells):
+        columns = runtime_csv_columns([c.runtime for c in cells])
+        sched = len(columns) > len(runtime_csv(None))  # the scheduler's columns too
         header, rows = (
-            (*header, *RUNTIME_CSV),
-            [row + runtime_csv(c.runtime) for row, c in zip(rows, cells, strict=True)],
+            (*header, *columns),
+            [row + runtime_csv(c.runtime, sched) for row, c in zip(rows, cells, strict=True)],
         )
     if allocations.measured(cells):  # the allocator's calls, where a profile counted them
         header = (*header, *allocations.CSV_COLUMNS)

@@ -187,7 +187,7 @@ class CallgrindServer:
         self._instrumented = instrumented
         self._functions: dict[str, float] = {}  # self Ir by function since the last window
         self.collectors = tuple(collectors)  # --collector patterns (icount/runtimes.py)
-        # runtime -> [collector, compiler, calls] since the last window
+        # runtime -> [collector, compiler, calls, scheduler] since the last window
         self._runtime: dict[str | None, list[int]] = {}
         self._starts_instrumented = instrumented  # a process exec'd later does too
         self._at_open: set[int] = set()  # processes live when the current window opened
@@ -348,10 +348,11 @@ class CallgrindServer:
 
     def _add_runtime(self, work: RuntimeWork) -> None:
         if work.runtime is not None:
-            parts = self._runtime.setdefault(work.runtime, [0, 0, 0])
+            parts = self._runtime.setdefault(work.runtime, [0, 0, 0, 0])
             parts[0] += work.collector
             parts[1] += work.compiler
             parts[2] += work.calls
+            parts[3] += work.scheduler
 
     def _counts(self, f: ProfileFile) -> bool:
         if self.root_only and f.pid != self.pid:
@@ -387,7 +388,7 @@ class CallgrindServer:
         runtime = None
         if named:  # processes of one server run one runtime; several: their names joined
             runtime = RuntimeWork("+".join(named), *(sum(found[k][i] for k in named)
-                                                     for i in (0, 1, 2)))  # fmt: skip
+                                                     for i in (0, 1, 2, 3)))  # fmt: skip
         return WindowCount(sum(counts.values()), parts, functions, runtime)
 
     @property

@@ -89,6 +89,11 @@ class Rep:
     compiler: float | None = None
     seconds: float | None = None
     runtime_calls: int | None = None  # calls into the runtime's entry points counted
+    # The runtime's scheduler inside `instructions` (Go's wait for a request that had not
+    # arrived: icount/runtimes.py's SCHEDULER), apart from the collector and the compiler:
+    # it is neither the mutator's nor the total's (results/runtime.py says why). None
+    # where the backend found none.
+    scheduler: float | None = None
 
     @property
     def per_request(self) -> float:
@@ -96,14 +101,20 @@ class Rep:
 
     @property
     def runtime_work(self) -> float:
+        """The collector's and the compiler's instructions: what the total adds."""
         return (self.collector or 0.0) + (self.compiler or 0.0)
+
+    @property
+    def apart(self) -> float:
+        """Every instruction of the window kept out of the mutator, the clock's aside."""
+        return self.runtime_work + (self.scheduler or 0.0)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"instructions": self.instructions, "requests": self.requests}
         if self.processes:
             out["processes"] = [p.to_json() for p in self.processes]
         # written only where measured: files of runtimes without a collector read as before
-        for key in ("collector", "compiler", "seconds", "runtime_calls"):
+        for key in ("collector", "compiler", "seconds", "runtime_calls", "scheduler"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
@@ -184,10 +195,10 @@ class ServeDetail:
         return self.idle.instructions / self.idle.seconds
 
     def mutator(self, rep: Rep) -> float:
-        """`rep`'s instructions per request less the runtime's own work and, where
-        subtracted, the clock's: what serving the requests cost."""
+        """`rep`'s instructions per request less the runtime's own work (its scheduler's
+        included) and, where subtracted, the clock's: what serving the requests cost."""
         clock = self.clock_rate * (rep.seconds or 0.0)
-        return (rep.instructions - rep.runtime_work - clock) / rep.requests
+        return (rep.instructions - rep.apart - clock) / rep.requests
 
     @property
     def asked_reps(self) -> tuple[Rep, ...]:
@@ -316,6 +327,7 @@ def _rep(doc: Any) -> Rep:
         seconds=_optional_count(d, "seconds"),
         runtime_calls=None if d.get("runtime_calls") is None
         else count_int(d["runtime_calls"], "rep.runtime_calls"),
+        scheduler=_optional_count(d, "scheduler"),
     )  # fmt: skip
 
 

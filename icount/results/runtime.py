@@ -8,6 +8,19 @@
 - their sum, the total per request, valid only when its interval fits inside the spread
   limit (the whole width of the interval at most the limit times the total).
 
+Go's scheduler (icount/runtimes.py's SCHEDULER: parking, finding work, the network
+poller, waking), where a window counted it, is a fourth figure, shown beside the total
+and in neither it nor the mutator: the mean per request over the same windows, with a 95%
+interval over them (Student's t). It is the runtime waiting for the next request when
+that request had not arrived yet, so how much of it a request costs depends on the
+client's timing and on how busy the machine was, not on the code the request runs
+(go-http plaintext, one build: 33.9k per request with a client answering at once, 36.7k
+with one sleeping 2 ms first, all of the 2.7k here; in icount's windows netpoll ran 0.30-
+1.08 times a request with the machine's load). A figure must not depend on how busy the
+machine is, and the spread rule cannot see this one (every window of a run sees the same
+load), so it is measured apart and shown, never added: a total that held it would be
+valid or not, and move, with the load. Compare and the report's chart leave it out too.
+
 The interval has two parts, independent, added in quadrature: Student's t over the
 windows' per-request figures (they differ by where the collections fell), and the
 edges: the work comes in events
@@ -26,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount import numfmt
-from icount.results.details import ServeDetail
+from icount.results.details import Rep, ServeDetail
 
 # Student's t, two-sided 95%, by degrees of freedom (1..30); beyond, the normal's 1.96
 # plus the usual 2.4/df correction (within 0.2% of the exact quantile from 30 on)
@@ -56,6 +69,10 @@ class RuntimeFigures:
     clock_subtracted: bool  # the clock's rate x window time was taken out of the mutator
     added_windows: int = 0  # of `windows`, those added for the interval (serve/runs.py)
     window_cap: str | None = None  # the cap that stopped a run's added windows, if one did
+    # the scheduler's wait per request, mean over the windows, and its 95% half-width;
+    # None where no window counted one. In neither `mutator` nor `total` (see above).
+    scheduler: float | None = None
+    scheduler_half_width: float = math.inf
 
     @property
     def work(self) -> float:
@@ -89,18 +106,32 @@ def figures(
     clock = any(d.clock_subtracted for d in details)
     added = sum(d.added_windows for d in details)
     cap = next((d.window_cap for d in details if d.window_cap), None)
+    sched = _scheduler(reps)
     if mutator is None or not valid:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, None, False,
                               "the mutator's figure is not valid", clock, added,
-                              cap)  # fmt: skip
-    total = mutator + collector + compiler
+                              cap, *sched)  # fmt: skip
+    total = mutator + collector + compiler  # never the scheduler's (the module's docstring)
     limit = max_spread * total
     if 2 * half <= limit:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, True,
-                              None, clock, added, cap)  # fmt: skip
+                              None, clock, added, cap, *sched)  # fmt: skip
     why = _reason(half, n, spread_hw, edges_hw, limit, total, max_spread, cap)
     return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, False, why,
-                          clock, added, cap)  # fmt: skip
+                          clock, added, cap, *sched)  # fmt: skip
+
+
+def _scheduler(reps: Sequence[Rep]) -> tuple[float | None, float]:
+    """The scheduler's mean per request over the windows, and its 95% half-width (no
+    interval from one window). A window that counted none among windows that did ran
+    none: 0 there."""
+    if all(r.scheduler is None for r in reps):
+        return None, math.inf
+    mean = sum(r.scheduler or 0.0 for r in reps) / sum(r.requests for r in reps)
+    per_window = [(r.scheduler or 0.0) / r.requests for r in reps]
+    n = len(per_window)
+    half = t95(n - 1) * statistics.stdev(per_window) / math.sqrt(n) if n > 1 else math.inf
+    return mean, half
 
 
 def windows_to_fit(earlier: Sequence[ServeDetail], run: ServeDetail, runs: int,
@@ -195,19 +226,37 @@ def _reason(half: float, n: int, spread_hw: float, edges_hw: float, limit: float
 
 def to_json(f: RuntimeFigures) -> dict[str, Any]:
     """The figures as a cell's JSON shows them (derived from its runs, like its median)."""
+    return (
+        {
+            "runtime": f.runtime,
+            "mutator": f.mutator,
+            "collector": round(f.collector, 3),
+            "compiler": round(f.compiler, 3),
+            # one window has no interval: null, as JSON has no infinity
+            "interval_95": round(f.half_width, 3) if math.isfinite(f.half_width) else None,
+            "windows": f.windows,
+            "total": None if f.total is None else round(f.total, 3),
+            "total_valid": f.total_valid,
+            "total_reason": f.reason,
+            "clock_subtracted": f.clock_subtracted,
+        }
+        | _added_json(f)
+        | _scheduler_json(f)
+    )
+
+
+def _scheduler_json(f: RuntimeFigures) -> dict[str, Any]:
+    """Written only where a window counted the scheduler: other cells read as they did."""
+    if f.scheduler is None:
+        return {}
     return {
-        "runtime": f.runtime,
-        "mutator": f.mutator,
-        "collector": round(f.collector, 3),
-        "compiler": round(f.compiler, 3),
-        # one window has no interval: null, as JSON has no infinity
-        "interval_95": round(f.half_width, 3) if math.isfinite(f.half_width) else None,
-        "windows": f.windows,
-        "total": None if f.total is None else round(f.total, 3),
-        "total_valid": f.total_valid,
-        "total_reason": f.reason,
-        "clock_subtracted": f.clock_subtracted,
-    } | _added_json(f)
+        "scheduler": round(f.scheduler, 3),
+        "scheduler_interval_95": _finite(f.scheduler_half_width),
+    }
+
+
+def _finite(x: float) -> float | None:
+    return round(x, 3) if math.isfinite(x) else None
 
 
 def _added(f: RuntimeFigures) -> str:
@@ -226,9 +275,31 @@ def _added_json(f: RuntimeFigures) -> dict[str, Any]:
 
 CSV_COLUMNS = ("runtime", "mutator", "collector", "compiler", "interval_95", "total",
                "total_valid")  # fmt: skip
+# after them, only in a file where some cell counted the scheduler (files measured before,
+# and every runtime but Go's, keep their columns)
+SCHEDULER_CSV_COLUMNS = ("scheduler", "scheduler_interval_95")
 
 
-def csv_values(f: RuntimeFigures | None) -> list[object]:
+def csv_columns(figs: Sequence[RuntimeFigures | None]) -> tuple[str, ...]:
+    """The runtime's columns of a results CSV whose cells have these figures."""
+    if any(f is not None and f.scheduler is not None for f in figs):
+        return (*CSV_COLUMNS, *SCHEDULER_CSV_COLUMNS)
+    return CSV_COLUMNS
+
+
+def csv_values(f: RuntimeFigures | None, scheduler: bool = False) -> list[object]:
+    """A cell's runtime columns; `scheduler`: the file has the scheduler's columns."""
+    return _csv_values(f) + (_scheduler_csv(f) if scheduler else [])
+
+
+def _scheduler_csv(f: RuntimeFigures | None) -> list[object]:
+    if f is None or f.scheduler is None:
+        return [""] * len(SCHEDULER_CSV_COLUMNS)
+    half = f.scheduler_half_width
+    return [f"{f.scheduler:.3f}", f"{half:.3f}" if math.isfinite(half) else ""]
+
+
+def _csv_values(f: RuntimeFigures | None) -> list[object]:
     if f is None:
         return [""] * len(CSV_COLUMNS)
     return [
@@ -258,8 +329,21 @@ def note(f: RuntimeFigures) -> str:
     clock = (
         "; the clock's rate x window time is taken out of the mutator" if f.clock_subtracted else ""
     )
+    sched = _scheduler_note(f)
     if f.total is None:
-        return f"{head}; no total ({f.reason}){clock}"
+        return f"{head}; no total ({f.reason}){sched}{clock}"
     if f.total_valid:
-        return f"{head}; total {si(f.total)}{clock}"
-    return f"{head}; total ~{si(f.total)}: {f.reason}{clock}"
+        return f"{head}; total {si(f.total)}{sched}{clock}"
+    return f"{head}; total ~{si(f.total)}: {f.reason}{sched}{clock}"
+
+
+def _scheduler_note(f: RuntimeFigures) -> str:
+    if f.scheduler is None:
+        return ""
+    half = f.scheduler_half_width
+    spread = f"±{numfmt.si(half)} (95%)" if math.isfinite(half) else "(one window: no interval)"
+    return (
+        f"; beside it the scheduler {numfmt.si(f.scheduler)} {spread}, in neither the "
+        "figure nor the total: its wait for requests not yet arrived depends on the "
+        "client's timing and the machine's load"
+    )

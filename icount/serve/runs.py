@@ -26,9 +26,10 @@ window or more, rate x each window's wall time is taken out of the mutator (and 
 says so), so that neither its value nor its validity depends on how busy the machine was.
 
 A collected runtime's own work (icount/runtimes.py: its collector and background
-compiler, found by the backend from the profile's call graph) is kept apart in each rep:
-the run's value and every warm-up and refusal rule follow the mutator (the rest), and
-the cell's runtime figure is the mean over every window (icount/results/runtime.py).
+compiler, found by the backend from the profile's call graph, and Go's scheduler waiting
+for requests) is kept apart in each rep: the run's value and every warm-up and refusal
+rule follow the mutator (the rest), and the cell's runtime figures are means over every
+window (icount/results/runtime.py; the scheduler's is in no total, and why is there).
 
 Where that mean's interval is too wide for the cell's total to be valid, windows are
 added after the --reps ones, of the same --requests, until the interval projected for
@@ -194,9 +195,12 @@ def _window(
     work = count.runtime
     rep = Rep(count.instructions, result.completed, shares, seconds=round(counted_s, 6))
     if work is not None:
+        # the scheduler only where it ran: files of runtimes without one read as before
         rep = dataclasses.replace(rep, collector=float(work.collector),
                                   compiler=float(work.compiler),
-                                  runtime_calls=work.calls)  # fmt: skip
+                                  runtime_calls=work.calls,
+                                  scheduler=float(work.scheduler) if work.scheduler
+                                  else None)  # fmt: skip
     outside = server.uncounted()
     if outside:
         raise RunInvalid(
@@ -228,11 +232,12 @@ def _auto_warmup(
     floor = opts.backend.instruction_floor
 
     def probe(n: int) -> float:
-        # the mutator's curve: a collection that falls in a probe holds nothing back
+        # the mutator's curve: a collection that falls in a probe holds nothing back, nor
+        # does a scheduler that waited longer for the requests of one probe
         rep, _, _, _ = _window(server, client, n, "warm-up probe", floor)
         if rep.collector is not None:
             runtime.append(round(rep.runtime_work / rep.requests, 3))
-        return (rep.instructions - rep.runtime_work) / rep.requests
+        return (rep.instructions - rep.apart) / rep.requests
 
     def cheap(n: int) -> None:
         server.instrument(False)

@@ -6,20 +6,27 @@ the machine's load, and the outputs show the figures (and nothing new for other 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from icount import numfmt
+from icount.backends.protocol import WindowCount
 from icount.export import render_results
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results.details import ServeDetail
 from icount.serve import adapter as adapters
 from icount.serve.runs import CellOptions, RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import AUTO, Warmup
 from tests.serve.test_runs import ADAPTER, SPLIT
-from tests.support.fake_backend import FakeBackend, FakeConfig
+from tests.support.fake_backend import FakeBackend, FakeConfig, FakeServer
 
 N, GC = 7, 1000.0
 MUTATOR = 1000.0 + 27.0 / 100  # the fake's window cost is part of each window's work
@@ -178,3 +185,100 @@ def test_a_mutator_that_falls_as_the_collector_rises_is_not_still_warming(
     totals = [r.per_request for r in o.detail.reps]
     assert max(totals) - min(totals) < 0.01  # the whole count did not fall
     assert o.detail.mutator_per_request[0] > o.detail.mutator_per_request[-1]
+
+
+def with_scheduler(monkeypatch: pytest.MonkeyPatch, per_request: Callable[[int], float]) -> None:
+    """The fake's windows also count a scheduler waiting for requests, `per_request(w)`
+    a request in the server's w-th window (the machine's load moving it window by
+    window), reported apart as Go's is (icount/runtimes.py's SCHEDULER)."""
+    opened: dict[int, int] = {}
+    real_open, real_close = FakeServer.open_window, FakeServer.close_window
+
+    def open_window(self: FakeServer) -> None:
+        real_open(self)
+        opened[id(self)] = self.requests
+
+    def close_window(self: FakeServer) -> WindowCount:
+        count = real_close(self)
+        if count.runtime is None:
+            return count
+        wait = per_request(self.windows) * (self.requests - opened[id(self)])
+        return dataclasses.replace(
+            count, instructions=count.instructions + wait,
+            processes=tuple(dataclasses.replace(p, instructions=p.instructions + wait)
+                            for p in count.processes),
+            runtime=dataclasses.replace(count.runtime, scheduler=int(wait)),
+        )  # fmt: skip
+
+    monkeypatch.setattr(FakeServer, "open_window", open_window)
+    monkeypatch.setattr(FakeServer, "close_window", close_window)
+
+
+def test_the_scheduler_is_in_neither_the_figure_nor_the_total(
+    target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scheduler that waits 100 or 300 instructions a request, window by window, as
+    a client's timing and the machine's load move it: the whole counts are 20% apart,
+    the mutator is exact and valid, and the total is mutator + collector, its interval
+    and validity what they are without the scheduler; the scheduler is shown beside."""
+    without = cell([run(target, tmp_path, FakeConfig(collector=gc), i) for i in range(3)])
+    with_scheduler(monkeypatch, lambda w: 300.0 if w % 2 else 100.0)
+    outcomes = [run(target, tmp_path, FakeConfig(collector=gc), i + 3) for i in range(3)]
+    for o in outcomes:
+        assert o.reason is None and o.detail is not None, o.reason
+        assert o.value == pytest.approx(MUTATOR)
+        assert {r.scheduler for r in o.detail.reps} == {100 * 100.0, 300 * 100.0}
+        assert max(o.detail.per_request) / min(o.detail.per_request) > 1.15
+    c = cell(outcomes)
+    f, f0 = c.runtime, without.runtime
+    assert c.valid and f is not None and f0 is not None
+    assert f.scheduler is not None and f0.scheduler is None
+    waits = [(r.scheduler or 0) / r.requests for o in outcomes for r in o.detail.reps]  # type: ignore[union-attr]
+    assert f.scheduler == pytest.approx(statistics.mean(waits))
+    assert 0 < f.scheduler_half_width < math.inf
+    assert (f.mutator, f.collector, f.half_width) == (f0.mutator, f0.collector, f0.half_width)
+    assert f.total == f0.total and f.total_valid and f.total == f.mutator + f.collector  # type: ignore[operator]
+    results = Results({}, (c,))
+    table = render_results(results, "table", 300)
+    assert f"beside it the scheduler {numfmt.si(f.scheduler)} ±" in table
+    assert "in neither the figure nor the total" in table
+    header, row = render_results(results, "csv").splitlines()
+    values = dict(zip(header.split(","), row.split(","), strict=True))
+    assert header.endswith(",total_valid,scheduler,scheduler_interval_95")
+    assert float(values["scheduler"]) == pytest.approx(f.scheduler, abs=0.001)
+    assert float(values["total"]) == pytest.approx(f.total, abs=0.001)
+    doc = json.loads(render_results(results, "json"))
+    work = doc["cells"][0]["runtime_work"]
+    assert work["scheduler"] == pytest.approx(f.scheduler, abs=0.001)
+    assert work["scheduler_interval_95"] == pytest.approx(f.scheduler_half_width, abs=0.001)
+    assert all("scheduler" in r for r in doc["cells"][0]["runs"][0]["detail"]["reps"])
+    # and a file without one keeps its columns and keys
+    old = Results({}, (without,))
+    assert render_results(old, "csv").splitlines()[0].endswith(",total,total_valid")
+    assert "scheduler" not in render_results(old, "json")
+
+
+def test_auto_warmup_follows_the_mutator_not_the_scheduler(
+    target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Probes whose scheduler waits 0, 500, 0, 500 ... a request never settle on the
+    whole count; on the mutator (falling for 300 requests, then flat) they do."""
+    with_scheduler(monkeypatch, lambda w: 500.0 if w % 2 else 0.0)
+    config = FakeConfig(cost=lambda i, p: 1000.0 + (500.0 if i < 300 else 0.0), collector=gc)
+    o = run(target, tmp_path, config, warmup=AUTO)
+    assert o.reason is None and o.detail is not None, o.reason
+    assert o.detail.warmup_curve[-1][1] == pytest.approx(MUTATOR)
+    assert o.value == pytest.approx(MUTATOR)
+
+
+def test_a_negative_scheduler_in_a_results_file_is_refused() -> None:
+    from icount.results.details import detail_from_json
+
+    doc = {"window": "dump", "warmup": 0, "reps": [
+        {"instructions": 100.0, "requests": 1, "collector": 1.0, "scheduler": -5.0}]}  # fmt: skip
+    with pytest.raises(ValueError, match=r"rep\.scheduler -5\.0 is negative"):
+        detail_from_json(doc)
+    doc["reps"][0]["scheduler"] = 5.0  # type: ignore[index]
+    detail = detail_from_json(doc)
+    assert isinstance(detail, ServeDetail) and detail.reps[0].scheduler == 5.0
+    assert detail.mutator(detail.reps[0]) == 94.0
