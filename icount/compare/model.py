@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from icount.compare.explain import Explanation, explain
 from icount.compare.rounds import Pair as Pair
-from icount.compare.rounds import Rounds
+from icount.compare.rounds import Rounds, exact
 from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
 from icount.numfmt import plain, plural, si, signed_percent
@@ -223,13 +223,6 @@ def _judge(
     return (Verdict.REGRESSED if delta > 0 else Verdict.IMPROVED), ""
 
 
-def exact(x: float) -> Fraction:
-    """The decimal a figure is written as (in results files, on the command line):
-    the shortest that reads back as the same float, so 0.007 is 7/1000, not the
-    binary fraction nearest to it."""
-    return Fraction(repr(float(x)))
-
-
 def _pct(delta: float, base: float) -> float | None:
     if base == 0:
         return None
@@ -298,7 +291,29 @@ def _row(
     assert base is not None and new is not None
     if base.runtime is None and new.runtime is None:
         return row  # every cell that is not a collected runtime's: as it always was
-    return _with_total(row, _total(base.runtime, new.runtime, (bs, ns), threshold, min_delta))
+    judged = _with_total(row, _total(base.runtime, new.runtime, (bs, ns), threshold, min_delta))
+    return _scheduler_unlike(judged, base.runtime, new.runtime)
+
+
+def _scheduler_unlike(row: Row, base: RuntimeFigures | None, new: RuntimeFigures | None) -> Row:
+    """A side that counted Go's scheduler apart against one that did not (a file written
+    before it was): the other's mutator and total, or its whole count, hold the
+    scheduler's wait, and neither of this side's does. Adding it back would judge a
+    figure that moves with the client's timing and the machine's load (results/runtime.py),
+    so the cell does not gate, saying why; the scheduler is never in a total judged."""
+    apart = [f is not None and f.scheduler is not None for f in (base, new)]
+    if apart[0] == apart[1]:
+        return row
+    held, split = ("base", "new") if apart[1] else ("new", "base")
+    why = (
+        f"{held}'s figures hold the runtime scheduler's wait, which {split} counted apart "
+        f"(in neither its mutator nor its total): not like for like, the cell does not "
+        f"gate; measure {held} again with this icount"
+    )
+    total = row.total and dataclasses.replace(row.total, delta=None, delta_pct=None,
+                                              interval=None, verdict=None, rule=why,
+                                              decides=False)  # fmt: skip
+    return dataclasses.replace(row, verdict=Verdict.UNCHANGED, why=why, total=total)
 
 
 def _total(

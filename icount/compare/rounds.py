@@ -12,7 +12,10 @@ from icount.numfmt import percent, plural, signed_percent
 
 
 def exact(x: float) -> Fraction:
-    return Fraction(repr(float(x)))  # as model.exact: the decimal the figure is written as
+    """The decimal a figure is written as (in results files, on the command line):
+    the shortest that reads back as the same float, so 0.007 is 7/1000, not the
+    binary fraction nearest to it."""
+    return Fraction(repr(float(x)))
 
 
 @dataclass(frozen=True)
