@@ -3,6 +3,10 @@ collector and the background compiler per request, with the total's 95% interval
 whisker at the bar's end; a total not valid (its interval wider than the spread limit)
 is marked `~` and its runtime work hatched.
 
+Go's scheduler (its wait for requests not yet arrived) is no part of the stack nor of the
+total: it moves with the client's timing and the machine's load (results/runtime.py), so
+a bar of it would read as cost the request has; the total's tooltip gives it, beside.
+
 Only cells with a runtime's figures (results/runtime.py) are drawn, so a page of other
 cells is what it always was. One axis, linear from 0: the three parts are shares of one
 total, which a log axis would misstate.
@@ -108,6 +112,10 @@ def _row(
         total_tip += f" ({windows}: no interval)"
     if not f.total_valid:
         total_tip += f"; not valid: {f.reason}"
+    if f.scheduler is not None:
+        total_tip += (f"; beside it, in neither the bar nor the total, the scheduler "
+                      f"{svg.exact(f.scheduler)} {c.unit} (the client's timing and the "
+                      "machine's load move it)")  # fmt: skip
     if finite:
         lo, hi = scale(f.total - f.half_width), scale(f.total + f.half_width)
         out.append(svg.whisker(lo, hi, mid, 4, total_tip))

@@ -4,21 +4,28 @@ has not arrived yet is counted apart from the collector and from the request's o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from icount import runtimes
+from icount import numfmt, runtimes
 from icount.backends.callgrind_server import CallgrindServer
 from icount.backends.protocol import WindowCount
 from icount.callgrind.parser import parse_bytes, parse_file
+from icount.charts import svg
+from icount.charts.runtime import runtime_figure
+from icount.compare import geomean
+from icount.compare.model import Verdict, compare, judge
+from icount.compare.thresholds import Thresholds
 from icount.export import render_results
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.details import WINDOW_DUMPS, ServeDetail
+from icount.results.details import WINDOW_DUMPS, Rep, ServeDetail
 from icount.results.files import from_json as results_from_json
 from icount.serve.http_client import LoadResult
 from icount.serve.runs import _window
@@ -108,22 +115,34 @@ class _Client:
         return LoadResult(n, n, 0, None, 1.0)
 
 
+WINDOWS = [("plaintext-answered.callgrind", 10_000), ("plaintext-waited.callgrind", 5_000)]
+
+
+def recorded_reps(tmp_path: Path) -> list[Rep]:
+    server = _RecordedServer(tmp_path, [name for name, _ in WINDOWS])
+    return [_window(server, _Client(), n, "rep 1", None)[0] for _, n in WINDOWS]  # type: ignore[arg-type]
+
+
+def go_cell(reps: Sequence[Rep]) -> Cell:
+    """One run for each rep."""
+    details = [ServeDetail(WINDOW_DUMPS, 2000, (r,), runtime="go") for r in reps]
+    runs = tuple(Run(statistics.median(d.mutator_per_request), True, None, d) for d in details)
+    return Cell("go-http", "plaintext", "callgrind", UNIT_PER_REQUEST, runs, {}, len(runs), 0.01)
+
+
 def test_recorded_windows_through_the_backend_to_the_cells_figures(tmp_path: Path) -> None:
     """The two recorded windows as the two runs of one cell, through the backend's sum of
     a window's processes, the run's rep, the results file and back: the whole counts
     are 8.4% apart (the spread rule would refuse the cell), the mutators 0.4% (valid);
     the total is mutator + collector, and the scheduler is shown beside it, in neither."""
-    windows = [("plaintext-answered.callgrind", 10_000), ("plaintext-waited.callgrind", 5_000)]
-    server = _RecordedServer(tmp_path, [name for name, _ in windows])
-    reps = [_window(server, _Client(), n, "rep 1", None)[0] for _, n in windows]  # type: ignore[arg-type]
+    windows = WINDOWS
+    reps = recorded_reps(tmp_path)
     recorded = [per_request(name, n) for name, n in windows]
     for rep, (whole, work) in zip(reps, recorded, strict=True):
         assert rep.per_request == pytest.approx(whole)
         assert (rep.collector, rep.compiler, rep.scheduler) == (work.collector, 0.0, work.scheduler)
     assert reps[1].per_request / reps[0].per_request > 1.08
-    details = [ServeDetail(WINDOW_DUMPS, 2000, (r,), runtime="go") for r in reps]
-    runs = tuple(Run(statistics.median(d.mutator_per_request), True, None, d) for d in details)
-    c = Cell("go-http", "plaintext", "callgrind", UNIT_PER_REQUEST, runs, {}, 2, 0.01)
+    c = go_cell(reps)
     # through the results file, as a later `icount table` reads it
     doc = json.loads(render_results(Results({}, (c,)), "json"))
     loaded = results_from_json(doc, "go.json").cells[0]
@@ -143,3 +162,36 @@ def test_recorded_windows_through_the_backend_to_the_cells_figures(tmp_path: Pat
     assert work["scheduler"] == pytest.approx(loaded.runtime.scheduler, abs=0.001)  # type: ignore[union-attr]
     table = render_results(Results({}, (loaded,)), "table", 300)
     assert "in neither the figure nor the total" in table
+    # the report's stacked bar: mutator and collector up to the total, the scheduler beside
+    f = loaded.runtime
+    assert f is not None and f.total is not None and f.scheduler is not None
+    fig = runtime_figure([loaded], "rt")
+    assert fig is not None and f">{numfmt.si(f.total)}<" in fig.body
+    assert f"the scheduler {svg.exact(f.scheduler)}" in fig.body
+    assert fig.body.count(" seg") == 2  # no third segment for it
+
+
+def test_a_file_written_before_the_scheduler_was_apart_does_not_gate(tmp_path: Path) -> None:
+    """The same windows as a file of before (no scheduler: its mutator held the wait)
+    against today's: the mutator reads 12% lower, which is no change of the server's;
+    the cell does not gate, either way round, and the geometric mean leaves it out."""
+    reps = recorded_reps(tmp_path)
+    assert go_cell(reps).valid  # with the wait in the mutator, refused at 8.4%:
+    assert not go_cell([dataclasses.replace(r, scheduler=None) for r in reps]).valid
+    answered = reps[:1] * 2  # two runs alike: a total with an interval, valid
+    now = go_cell(answered)
+    before = go_cell([dataclasses.replace(r, scheduler=None) for r in answered])
+    assert before.runtime is not None and now.runtime is not None
+    assert now.runtime.total_valid and before.runtime.total_valid
+    assert before.runtime.mutator / now.runtime.mutator > 1.1  # type: ignore[operator]
+    for base, new, held in ((before, now, "base"), (now, before, "new")):
+        row = judge(base, new, Thresholds())
+        assert row.verdict is Verdict.UNCHANGED
+        assert row.why.startswith(f"{held}'s figures hold the runtime scheduler's wait")
+        assert row.total is not None and row.total.verdict is None and row.total.delta is None
+        g = geomean.of(compare(Results({}, (base,)), Results({}, (new,)), Thresholds()))
+        assert g is None
+    # both sides counted apart: judged as ever, the total beside the mutator
+    row = judge(now, now, Thresholds())
+    assert row.total is not None and row.total.verdict is Verdict.UNCHANGED
+    assert row.total.delta == 0
