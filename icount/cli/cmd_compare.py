@@ -12,6 +12,7 @@ from icount.cli.cmd_serve import MEASURE_OPTIONS, explicit_options, measure_flag
 from icount.cli.options import MIN_WIDTH, SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
 from icount.export import Kind
+from icount.session import options as serve_options
 
 if TYPE_CHECKING:
     from icount.compare.model import Comparison, NoiseMap
@@ -83,7 +84,8 @@ each run, measured as a serve cell's run is, every path a cell (--path NAME:
 only that one), with serve's options that decide how a run is measured, as
 serve takes them (--requests, --reps, --warmup, --concurrency, --load,
 --server-cpus, --load-cpus, --max-spread, --thread, --processes, --collector,
---max-windows, ...); -o FILE writes FILE's provenance beside it, which records
+...; each run's figure is judged, a collected runtime's mutator: no windows are
+added for its total); -o FILE writes FILE's provenance beside it, which records
 them. Each build runs from one fixed path (WORKDIR/bin/NAME), so only the code
 differs. --control-cmd / --control-target adds a third, unchanged build to
 every round, the order rotated round by round (a place in the round that
@@ -129,6 +131,13 @@ _NOT_INTERLEAVED = {
     "requests, not a server's start (compare two `icount serve --cold-start` files)",
     "memory": "--memory does not go with compare --interleave: peak memory comes from serve's "
     "native runs (compare two `icount serve --memory` files)",
+    # an interleave judges each arm's run figure (the mutator); windows added for a
+    # runtime's total would cost minutes a run and be judged by nothing
+    "max_windows": "--max-windows does not go with compare --interleave: it judges each run's "
+    "figure (a collected runtime's mutator) and adds no windows for the total (compare two "
+    "`icount serve` files to judge totals)",
+    "max_extra_seconds": "--max-extra-seconds does not go with compare --interleave: it adds "
+    "no windows for a runtime's total (compare two `icount serve` files to judge totals)",
 }
 
 
@@ -200,8 +209,10 @@ def compare_command(
     thread: int = measure_option("thread", _SERVE),
     processes: str = measure_option("processes", _SERVE),
     warmup_instrumented: bool = measure_option("warmup_instrumented", _SERVE),
-    max_windows: int = measure_option("max_windows", _SERVE),
-    max_extra_seconds: float = measure_option("max_extra_seconds", _SERVE),
+    max_windows: int = typer.Option(serve_options.MAX_WINDOWS, "--max-windows", hidden=True),
+    max_extra_seconds: float = typer.Option(
+        serve_options.MAX_EXTRA_SECONDS, "--max-extra-seconds", hidden=True
+    ),
     collector: list[str] = measure_option("collector", _SERVE),
     jobs: str = typer.Option(None, "--jobs", "-j", hidden=True),
     shard: str = typer.Option(None, "--shard", hidden=True),

@@ -80,8 +80,10 @@ def prepare_arms(
     """Resolve the targets (`given`: arm -> adapter file, folder or bundled name) and
     the paths (`only`, or every path of new then those only the base has) before any
     server starts; `work` is where builds and runs go."""
+    # no windows added for a collected runtime's total: the pairs judge each run's
+    # figure, its mutator, and nothing would read them (a minute or two a run)
     plan = prepare(
-        dataclasses.replace(request, targets=(given[BASE],), runs=1),
+        dataclasses.replace(request, targets=(given[BASE],), runs=1, max_windows=request.reps),
         output=work / "serve.json",
         resume=None,
         force=True,
