@@ -171,15 +171,21 @@ def _total(r: _Reader, doc: Any, what: str) -> CompareTotal | None:
         return None
     d = r.obj(doc, what)
     verdict = d.get("verdict")
+    if verdict is not None and verdict not in _TOTAL_VERDICTS:
+        # shown on the page as written: only the verdicts compare writes for a total
+        raise r.fail(f"{what}: 'verdict' {verdict!r} is not one compare writes for a total")
     return CompareTotal(
         base=_total_side(r, d.get("base"), r.opt_num(d, "base_whole", what), f"{what} base"),
         new=_total_side(r, d.get("new"), r.opt_num(d, "new_whole", what), f"{what} new"),
         delta_pct=r.opt_num(d, "delta_pct", what),
         interval=r.opt_num(d, "interval_95", what),
-        verdict=verdict if isinstance(verdict, str) else None,
+        verdict=verdict,
         rule=r.text(d, "rule", what, ""),
         decides=d.get("decides") is True,
     )
+
+
+_TOTAL_VERDICTS = ("regressed", "improved", "unchanged")
 
 
 def _moves(r: _Reader, doc: Any, what: str) -> tuple[Move, ...]:

@@ -15,9 +15,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from icount import charts, export
 from icount.charts import diverging, svg
 from icount.charts.page import RUNTIME_CAPTION, TOTAL_HEAD, TOTALS_CAPTION
+from icount.errors import ParseError
 from tests.compare.runtime_cells import node, node_cell, of, without_runtime
 from tests.compare.test_compare_runtime import sample
 
@@ -125,3 +128,14 @@ def test_the_results_caption_names_the_stacked_bars_only_with_runtime_cells() ->
     assert caption in page
     old = of([without_runtime(node_cell())])
     assert caption not in charts.report_html([charts.ResultsInput("old.json", old, None)])
+
+
+def test_a_total_verdict_compare_never_writes_is_refused() -> None:
+    """The page shows a total's verdict as the file says it: one that compare does not
+    write (a hand-edited or corrupt file) is refused, not drawn."""
+    doc = json.loads(export.render_comparison(sample(), "json"))
+    cell = next(c for c in doc["cells"] if c.get("total"))
+    assert charts.comparison_from_json(doc, "runtime.json")  # as written: accepted
+    cell["total"]["verdict"] = "bogus"
+    with pytest.raises(ParseError, match="'verdict' 'bogus' is not one compare writes"):
+        charts.comparison_from_json(doc, "runtime.json")
