@@ -96,6 +96,16 @@ TABLE: tuple[Runtime, ...] = (
                   "+221 per request between windows), from IncrementalMarkingJob::Task; "
                   "counted, one process's three mutator windows went from 0.43% apart to "
                   "0.11%"),
+            # the allocation slow path asks whether the old generation has reached the
+            # limit that starts marking: the collector's pacing, its cost growing with the
+            # old generation between collections (OldGenerationSizeOfObjects walks spaces)
+            Entry(r"v8::internal::Heap::StartIncrementalMarkingIfAllocationLimitIsReached\(.*",
+                  COLLECTOR, "Express json (2026-12-02), the highest of 9 mutator windows "
+                  "(526.4k per request against 520.9k-523.0k): OldGenerationSizeOfObjects "
+                  "+760, IncrementalMarkingLimitReached +303, OldGenerationCapacity +204, "
+                  "ShouldOptimizeForMemoryUsage +141 per request, all below this check "
+                  "(1.41M inclusive in that window); counted, the 9 windows 1.10% apart "
+                  "-> 0.86%"),
             Entry(r"v8::internal::Sweeper::\w+::Run\b.*|v8::internal::Sweeper::(ParallelSweepSpace|SweepSpaceFromTask)\b.*",
                   COLLECTOR, "Sweeper::RawSweep +7.4k per request between Express windows"),
             Entry(r"v8::internal::ScavengerCollector::JobTask::Run\b.*", COLLECTOR,
