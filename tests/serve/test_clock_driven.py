@@ -38,7 +38,7 @@ TICK = 2 * TICK_LOOP  # instructions a tick
 # meanwhile runs after the dump: in the window after an opening dump, not in it after a
 # closing one, where the window's seconds run from the end of the one to the end of the
 # other. Measured on the shared 2-core VM (load averages 1.4-9.5 from other work), the
-# thread timer's windows were off by 2.5 to 7.9 ticks (+0.24% to +0.84%, once -0.34%);
+# thread timer's windows were off by 0.5 to 7.9 ticks (+0.06% to +0.84%, once -0.34%);
 # 12 ticks (120 ms) is 0.75% of a request's cost here, and a quarter or less of the
 # clock's work in a window, which not subtracting at all would leave whole.
 LEFT_TICKS = 12
