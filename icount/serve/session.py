@@ -161,7 +161,10 @@ def _measure_cell(
                 profiled += [(f, r.requests) for r, f in pairs if isinstance(f, WindowProfile)]
             if outcome.detail is not None:
                 windows += [
-                    spread.Window(f"run {i + 1} rep {j + 1}", rep, functions)
+                    # the figure the run's median takes: the mutator, for a collected runtime
+                    spread.Window(
+                        f"run {i + 1} rep {j + 1}", rep, functions, outcome.detail.mutator(rep)
+                    )
                     for j, (rep, functions) in enumerate(
                         zip(outcome.detail.reps, outcome.functions, strict=False)
                     )
