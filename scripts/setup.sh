@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 #                   (as root it needs --no-sandbox; tests/report/browser.py passes it)
 #   rustc, golang-go  Rust and Go hello-worlds for icount size, and the go-http target
 #                   (only when no rustc/go is on PATH: a rustup toolchain is used as it is)
-#   npm             the express target's packages (only when no npm is on PATH)
+#   npm             the express and bun targets' packages (only when no npm is on PATH)
 #   default-jdk-headless  java and javac for the jvm-http target (only when no javac is on
 #                   PATH; Debian's OpenJDK 17 here)
 APT_PACKAGES=(valgrind linux-perf gcc g++ binutils clang lld llvm nginx-light nodejs
@@ -75,10 +75,14 @@ fi
 # folder (npm ci, a virtual environment), offline from these caches.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "setup: fetching the bundled targets' packages (express from npm, uvicorn and gunicorn from PyPI)"
+echo "setup: fetching the bundled targets' packages (express and bun from npm, uvicorn and gunicorn from PyPI)"
 cp adapters/express/package.json adapters/express/package-lock.json "$tmp/"
 npm ci --prefix "$tmp" --omit=dev --no-audit --no-fund --loglevel=error >/dev/null \
   || echo "setup: npm could not fetch express; icount serve will name it as not built"
+mkdir "$tmp/bun"
+cp adapters/bun-http/package.json adapters/bun-http/package-lock.json "$tmp/bun/"
+npm ci --prefix "$tmp/bun" --omit=dev --no-audit --no-fund --loglevel=error >/dev/null \
+  || echo "setup: npm could not fetch bun; icount serve bun-http will name it as not built"
 $PY -m pip download -q --disable-pip-version-check -d "$tmp/wheels" \
   -r adapters/uvicorn/requirements.txt -r adapters/gunicorn/requirements.txt \
   || echo "setup: pip could not fetch uvicorn/gunicorn; icount serve will name them as not built"

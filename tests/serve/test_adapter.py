@@ -227,6 +227,7 @@ def test_bundled_adapters_all_load() -> None:
     paths = bundled_adapter_paths()
     names = [load_adapter(p).name for p in paths]
     assert names == [
+        "bun-http",
         "c-epoll",
         "express",
         "go-http",
