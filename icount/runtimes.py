@@ -13,8 +13,10 @@ runtime not in the table. An entry's cost is the inclusive cost of the calls int
 from outside the runtime's work (callgrind's `calls=` lines; a call that is still running
 when a window's dump is taken is counted up to the dump, so a helper thread's loop that
 never returns is counted window by window). Calls between entry points are not counted
-twice: a function every one of whose callers is already inside the runtime's work is
-inside it too (`_inside`), and its calls into an entry point are internal.
+twice: each function is inside the runtime's work for the share of its instructions
+its callers brought from inside it (`_inside`: 1 for a function called only from inside,
+a fraction for a dispatcher both a helper thread and the main thread call), and its
+calls into an entry point count only for the rest.
 
 Helper threads (V8's platform workers, HotSpot's GC and compiler threads) are counted
 whole through their thread's start function; work of theirs that a specific entry point
