@@ -15,7 +15,10 @@ Format history (bump VERSION and add a line on every change to the layout):
       Still 2, read by the same reader (additions that are absent where not measured,
       so files written before read and render byte-identically): a rep's `collector`,
       `compiler`, `runtime_calls` (a collected runtime's own work) and `seconds`, a
-      serve detail's `runtime` and `clock_subtracted`.
+      serve detail's `runtime` and `clock_subtracted`; since 2026-12-02 a serve
+      detail's `added_windows` and `window_cap`, a rep's `scheduler`, params
+      `collectors`, and `spread_explained`'s `figure`, `whole_spread`, `functions_of`
+      (docs/results-format.md has the whole list).
 """
 
 from __future__ import annotations
