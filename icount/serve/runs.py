@@ -23,7 +23,9 @@ rep per run). The first run's preflight decides for the session (`WindowMethod`)
 Time-driven work (nginx's once-a-second clock refresh, poll timeouts) grows with wall
 time, not with requests: where the idle window's rate explains TIME_SHARE_SHOWN of a
 window or more, rate x each window's wall time is taken out of the mutator (and the cell
-says so), so that neither its value nor its validity depends on how busy the machine was.
+says so), so that neither its value nor its validity depends on how busy the machine was;
+where the clock's work while a window opens and closes (which lands inside the window or
+not) is the spread limit of a window or more, the run is refused (`_clock_uncertain`).
 
 A collected runtime's own work (icount/runtimes.py: its collector and background
 compiler, found by the backend from the profile's call graph, and Go's scheduler waiting
@@ -298,6 +300,34 @@ def _idle(
     return idle, (float(f"{share:.2g}") if share >= TIME_SHARE_SHOWN else None)
 
 
+def _clock_uncertain(detail: ServeDetail, took: Sequence[float], max_spread: float) -> str | None:
+    """Why the clock's share cannot be taken out well enough, or None. Opening and
+    closing a window holds the server (vgdb's dumps, perf's control fifo), and the
+    clock's work due meanwhile runs after, inside the window or not, as the timer
+    catches up or skips: up to rate x that time per window that the subtraction cannot
+    place. Where that is the spread limit of a window or more, the subtracted figure
+    could be off by the limit, which the spread rule would not see (every window is off
+    alike): refused, longer windows shrinking it."""
+    if not detail.clock_subtracted or detail.idle is None or not detail.idle.seconds:
+        return None
+    held = [t - r.seconds for t, r in zip(took, detail.reps, strict=False) if r.seconds]
+    window = statistics.median(r.instructions for r in detail.reps)
+    if not held or not window:
+        return None
+    rate = detail.idle.instructions / detail.idle.seconds
+    uncertain = rate * max(statistics.median(held), 0.0) / window
+    if uncertain < max_spread:
+        return None
+    return (
+        f"the clock drives ~{(detail.time_share or 0.0) * 100:.2g}% of each window "
+        f"({rate:,.0f} instructions/s while idle), and its work in the "
+        f"{statistics.median(held) * 1000:.0f} ms opening and closing a window held the "
+        f"server ({uncertain * 100:.2f}% of a window) may fall inside the window or not: "
+        f"not below --max-spread {max_spread * 100:g}%; longer windows (--requests) "
+        "shrink it"
+    )
+
+
 def _decide(server: Server, backend: Backend) -> WindowMethod:
     problem = server.preflight()
     if problem is None:
@@ -371,7 +401,9 @@ def _windows(
             runtime_curve=_runtime_curve(curve, probes),
         )  # fmt: skip
         mutator = detail.mutator_per_request
-        why = _refusal(mutator, opts.max_spread, curve, warmup, detail.per_request)
+        why = _clock_uncertain(detail, took, opts.max_spread) or _refusal(
+            mutator, opts.max_spread, curve, warmup, detail.per_request
+        )
         if not why and runtime is not None:
             detail, added_rps = _added_windows(server, client, opts, detail, earlier, took, note)
             rps.extend(added_rps)

@@ -30,7 +30,10 @@ from .conftest import PLAINTEXT
 
 SOURCE = Path(__file__).with_name("clock_server.c")
 LOOP = 5000  # per request: 10,000 instructions of spin() beside the server's own
-TICK_MS, TICK_LOOP = 10, 10_000  # 20,000 instructions every 10 ms: 2M a second
+# 5,000 instructions every 10 ms: 0.5M a second, low enough that the clock's work while
+# a window opens and closes (up to ~0.3 s of it here) stays well under the spread limit
+# of a 3000-request window (runs._clock_uncertain refuses beyond it)
+TICK_MS, TICK_LOOP = 10, 2_500
 REQUESTS, IDLE_S = 3000, 4.0
 TICK = 2 * TICK_LOOP  # instructions a tick
 # What the subtraction leaves, counted in ticks per window: ticks that fall either side of
@@ -54,7 +57,9 @@ def clock_server(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def measure(server: Path, folder: Path, name: str, *flags: str) -> RunOutcome:
+def measure(
+    server: Path, folder: Path, name: str, *flags: str, requests: int = REQUESTS
+) -> RunOutcome:
     adapter_dir = folder / name
     adapter_dir.mkdir(parents=True)
     argv = [str(server), "--port", "{port}", "--loop", str(LOOP), "--timer", "thread", *flags]
@@ -66,7 +71,7 @@ def measure(server: Path, folder: Path, name: str, *flags: str) -> RunOutcome:
     adapter = load_adapter(adapter_dir / "adapter.toml")
     split = cpus_mod.split(None, None)
     opts = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1, reps=3,
-                       requests=REQUESTS, warmup=Warmup(200), idle_seconds=IDLE_S)  # fmt: skip
+                       requests=requests, warmup=Warmup(200), idle_seconds=IDLE_S)  # fmt: skip
     with cpus_mod.pinned_self(split.load):
         return measure_run(Target(adapter, folder / "build"), adapter.paths[0], opts,
                            folder / f"run-{name}", None, lambda text: None)  # fmt: skip
@@ -113,9 +118,22 @@ def test_work_driven_by_the_clock_reads_the_same_idle_and_loaded(
     print(f"\n{nice=}: {o.value} vs {truth:.2f} ({o.reason}); idle rate {rate:.0f}/s; "
           f"raw {[round(r.per_request, 1) for r in d.reps]}; seconds "
           f"{[r.seconds for r in d.reps]}; share {d.time_share}")  # fmt: skip
-    # the timer's rate, 100 ticks of 20,000 (and ~80 of bookkeeping each) a second
-    assert abs(rate - 2_008_000) / 2_008_000 < 0.05, rate
+    # the timer's rate, 100 ticks of TICK (and ~80 of bookkeeping each) a second
+    assert abs(rate - 100 * (TICK + 80)) / (100 * (TICK + 80)) < 0.05, rate
     assert d.clock_subtracted and o.reason is None and o.value is not None, o.reason
     # the clock's work per request in a window, 4x what the subtraction may leave of it
     assert clock > 4 * LEFT_TICKS * TICK / REQUESTS, (clock, truth)
     assert abs(o.value - truth) <= LEFT_TICKS * TICK / REQUESTS, (o.value, truth, clock)
+
+
+@pytest.mark.slow
+def test_a_clock_share_short_windows_cannot_place_is_refused(
+    need_valgrind: None, clock_server: Path, tmp_path: Path
+) -> None:
+    """2M instructions a second of clock work against 300-request windows: the clock's
+    work while a window opens and closes (2M/s x 40 ms or more) is 2% of a window or
+    more, which no subtraction can place: refused, whatever the windows say."""
+    o = measure(clock_server, tmp_path, "short", "--tick-ms", "10", "--tick-loop", "10000",
+                requests=300)  # fmt: skip
+    assert o.value is None and o.reason is not None, o.value
+    assert "opening and closing a window held the server" in o.reason, o.reason

@@ -314,3 +314,26 @@ def test_auto_warmup_records_the_collectors_curve_beside_the_mutators(
     assert {v for _, v in d.runtime_curve} <= {1400.0, 1500.0}
     assert d.warmup_curve[-1][1] == 1000.27  # the mutator with the fake's window cost
     assert d.to_json()["runtime_curve"] == [[n, v] for n, v in d.runtime_curve]
+
+
+def test_a_clock_share_the_window_edges_leave_uncertain_is_refused() -> None:
+    """Opening and closing a window holds the server; the clock's work due meanwhile
+    runs after, inside the window or not, which no subtraction can place: where rate x
+    that time is the spread limit of a window or more the run is refused, however well
+    its windows agree (every window is off alike)."""
+    from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
+    from icount.serve.runs import _clock_uncertain
+
+    def detail(subtracted: bool) -> ServeDetail:
+        # 12.7M instructions a window of 1.0 s counted; the idle clock 2M a second
+        reps = tuple(Rep(12_700_000, 1000, seconds=1.0) for _ in range(3))
+        return ServeDetail(WINDOW_DUMPS, 100, reps, None, idle=IdleCount(2_000_000, 1.0),
+                           time_share=0.16, clock_subtracted=subtracted)  # fmt: skip
+
+    held_200ms = (1.2, 1.2, 1.2)  # 400k of clock work a window: 3.1% of it
+    why = _clock_uncertain(detail(True), held_200ms, 0.01)
+    assert why is not None and "200 ms opening and closing" in why and "3.15%" in why, why
+    assert "longer windows (--requests)" in why
+    assert _clock_uncertain(detail(True), held_200ms, 0.05) is None  # within a 5% limit
+    assert _clock_uncertain(detail(True), (1.02, 1.02, 1.02), 0.01) is None  # 40k: 0.31%
+    assert _clock_uncertain(detail(False), held_200ms, 0.01) is None  # nothing taken out
