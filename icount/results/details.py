@@ -149,7 +149,8 @@ TIME_SHARE_SHOWN = 0.001
 @dataclass(frozen=True)
 class IdleCount:
     """An idle window after the reps: what the server executed with no request in
-    `seconds` (work driven by the clock: timers, polls, heartbeats)."""
+    `seconds` (work driven by the clock: timers, polls, heartbeats), less a collected
+    runtime's own work counted apart, which the reps' mutator leaves out already."""
 
     instructions: float
     seconds: float  # the pause icount made between the window's two edges
