@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount.compare.explain import Move, moves_from_json
+from icount.compare.model import Verdict
 from icount.errors import ParseError
 
 COMPARE_FORMAT = "icount-compare"
@@ -171,9 +172,8 @@ def _total(r: _Reader, doc: Any, what: str) -> CompareTotal | None:
         return None
     d = r.obj(doc, what)
     verdict = d.get("verdict")
-    if verdict is not None and verdict not in _TOTAL_VERDICTS:
-        # shown on the page as written: only the verdicts compare writes for a total
-        raise r.fail(f"{what}: 'verdict' {verdict!r} is not one compare writes for a total")
+    if verdict is not None:
+        verdict = _verdict(r, verdict, what, _TOTAL_VERDICTS)
     return CompareTotal(
         base=_total_side(r, d.get("base"), r.opt_num(d, "base_whole", what), f"{what} base"),
         new=_total_side(r, d.get("new"), r.opt_num(d, "new_whole", what), f"{what} new"),
@@ -185,7 +185,16 @@ def _total(r: _Reader, doc: Any, what: str) -> CompareTotal | None:
     )
 
 
-_TOTAL_VERDICTS = ("regressed", "improved", "unchanged")
+# shown on the page as written: only the verdicts compare writes
+_CELL_VERDICTS = frozenset(v.value for v in Verdict)
+_TOTAL_VERDICTS = frozenset(v.value for v in (Verdict.REGRESSED, Verdict.IMPROVED,
+                                              Verdict.UNCHANGED))  # fmt: skip
+
+
+def _verdict(r: _Reader, verdict: object, what: str, allowed: frozenset[str]) -> str:
+    if not isinstance(verdict, str) or verdict not in allowed:
+        raise r.fail(f"{what}: 'verdict' {verdict!r} is not one compare writes")
+    return verdict
 
 
 def _moves(r: _Reader, doc: Any, what: str) -> tuple[Move, ...]:
@@ -220,7 +229,7 @@ def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
                 delta=r.opt_num(c, "delta", what),
                 delta_pct=r.opt_num(c, "delta_pct", what),
                 threshold=r.num(c, "threshold", what),
-                verdict=r.text(c, "verdict", what),
+                verdict=_verdict(r, r.text(c, "verdict", what), what, _CELL_VERDICTS),
                 why=r.text(c, "why", what, ""),
                 moves=_moves(r, c.get("explained"), what),
                 total=_total(r, c.get("total"), f"{what} total"),

@@ -139,3 +139,10 @@ def test_a_total_verdict_compare_never_writes_is_refused() -> None:
     cell["total"]["verdict"] = "bogus"
     with pytest.raises(ParseError, match="'verdict' 'bogus' is not one compare writes"):
         charts.comparison_from_json(doc, "runtime.json")
+    cell["total"]["verdict"] = "invalid in new"  # a cell's verdict, never a total's
+    with pytest.raises(ParseError, match="'verdict' 'invalid in new' is not one"):
+        charts.comparison_from_json(doc, "runtime.json")
+    cell["total"]["verdict"] = "unchanged"
+    cell["verdict"] = "bogus"  # and the cell's own
+    with pytest.raises(ParseError, match="'verdict' 'bogus' is not one compare writes"):
+        charts.comparison_from_json(doc, "runtime.json")
