@@ -14,9 +14,7 @@ and in neither it nor the mutator: the mean per request over the same windows, w
 interval over them (Student's t). It is the runtime waiting for the next request when
 that request had not arrived yet, so how much of it a request costs depends on the
 client's timing and on how busy the machine was, not on the code the request runs
-(go-http plaintext, one build: 33.9k per request with a client answering at once, 36.7k
-with one sleeping 2 ms first, all of the 2.7k here; in icount's windows netpoll ran 0.30-
-1.08 times a request with the machine's load). A figure must not depend on how busy the
+(docs/measuring.md has the go-http figures that showed it). A figure must not depend on how busy the
 machine is, and the spread rule cannot see this one (every window of a run sees the same
 load), so it is measured apart and shown, never added: a total that held it would be
 valid or not, and move, with the load. Compare and the report's chart leave it out too.

@@ -10,13 +10,12 @@ A collected runtime's cell is its mutator (icount/results/runtime.py): its windo
 work (collector, compiler, Go's scheduler) is counted apart, so the spread that matters
 is the mutator windows', and the functions that explain it are the mutator's. Stated of
 the whole counts, the note named the work already counted apart as what moved the median
-(go-http, 2026-12-02: "windows differ by 2.62%", runtime.scanblock, netpoll, stealWork,
-where the mutator's windows were 0.63% apart). Where the runtime's work is found by the
-self cost of its functions (Go's, icount/runtimes.py), the same matching takes those
-functions out of the comparison; where it is found inclusively below entry points (V8's
-marking below `Heap::CollectGarbage`), a window's self costs by name cannot tell the
-runtime's functions from the request's, and the note says that what it names includes
-them.
+(Go's scanblock, netpoll and stealWork, where the mutator's windows agreed). Where the
+runtime's work is found by the self cost of its functions (Go's, icount/runtimes.py),
+the same matching takes those functions out of the comparison; where it is found
+inclusively below entry points (V8's marking below `Heap::CollectGarbage`), a window's
+self costs by name cannot tell the runtime's functions from the request's, and the note
+says that what it names includes them.
 """
 
 from __future__ import annotations

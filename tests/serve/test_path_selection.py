@@ -148,9 +148,8 @@ def test_shards_split_only_the_chosen_cells(two: dict[str, Any], tmp_path: Path)
 def test_a_chosen_path_counts_as_in_a_full_session_callgrind(
     need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
 ) -> None:
-    """c-epoll's /json under callgrind: the cell of `--path json` is the full session's,
-    to the instruction (the bundled c-epoll read 823.03 a request both ways in serve's
-    default windows, 2026-12-02, on the loaded VM)."""
+    """A C server's /json under callgrind: the cell of `--path json` is the full
+    session's, to the instruction."""
     target = make_adapter("two-paths", paths=PLAINTEXT + JSON_PATH)
     quick = ["--runs", "1", "--reps", "2", "--requests", "200", "--warmup", "20",
              "--idle-seconds", "0", "--backend", "callgrind", "-q"]  # fmt: skip
