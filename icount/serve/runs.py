@@ -298,7 +298,7 @@ def _idle(
     # in the rate too, it would be taken out twice
     work = count.runtime
     apart = work.collector + work.compiler + work.scheduler if work is not None else 0
-    idle = IdleCount(count.instructions - apart, round(counted_s, 6))
+    idle = IdleCount(max(count.instructions - apart, 0), round(counted_s, 6))
     window_s = statistics.median(walls)
     per_window = statistics.median(r.instructions for r in reps)
     share = idle.instructions / idle.seconds * window_s / per_window if per_window else 0.0
