@@ -16,6 +16,15 @@ whole count per request (mutator, collector, compiler, clock-driven work alike) 
 W + N1 .. W + N2 requests. Compare it with `icount serve TARGET --runs 3`'s total
 (mutator + runtime work) taken at the same warm-up. Slow: Express under callgrind runs
 ~10 minutes per 100,000 requests on a 2-core VM.
+
+With --split, each life's profiles are also split as icount's callgrind backend splits
+a window's (icount/runtimes.py's `read_window`, every process summed), and the
+difference prints per request as whole, mutator, collector, compiler and scheduler.
+Go's scheduler waiting for the next request is in a whole lifetime but in neither
+icount's mutator nor its total (it moves with the client's timing and the load), so the
+figure to compare with icount's total is whole - scheduler = mutator + collector +
+compiler; icount's mutator compares with the mutator, and its scheduler with the
+scheduler only as far as the two clients' timings agree.
 """
 
 from __future__ import annotations
@@ -28,16 +37,65 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from icount import procs
+from icount import procs, runtimes
 from icount.serve import adapter as adapters
 
 READY_TIMEOUT_S = 300.0
 STOP_GRACE_S = 600.0  # valgrind writes its profile on SIGTERM; a big one takes a while
 _TOTAL = re.compile(rb"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Instructions of one life, every process summed, as icount's backend splits a
+    window: the whole count and the runtime's work counted apart from the mutator."""
+
+    whole: int
+    collector: int = 0
+    compiler: int = 0
+    scheduler: int = 0
+    runtime: str | None = None  # the runtime found ("+"-joined when processes differ)
+
+    @property
+    def mutator(self) -> int:
+        return self.whole - self.collector - self.compiler - self.scheduler
+
+
+def split_files(files: Sequence[Path], collectors: Sequence[str] = ()) -> Split:
+    """The split of profile files summed, each read by `runtimes.read_window` as the
+    callgrind backend reads a window's file (`collectors`: its --collector patterns).
+    One file is parsed at a time and dropped before the next."""
+    whole = collector = compiler = scheduler = 0
+    found: set[str] = set()
+    for f in files:
+        ir, _, work = runtimes.read_window(f, collectors)
+        whole += ir
+        if work.runtime is not None:
+            found.add(work.runtime)
+            collector += work.collector
+            compiler += work.compiler
+            scheduler += work.scheduler
+    return Split(whole, collector, compiler, scheduler, "+".join(sorted(found)) or None)
+
+
+def per_request(first: Split, second: Split, requests: int) -> dict[str, float]:
+    """(second - first) / requests for each figure, and the total icount's compares
+    with: whole less the scheduler (icount counts that in neither mutator nor total)."""
+    if requests <= 0:
+        raise ValueError(f"the lives must differ by 1 request or more, not {requests}")
+
+    def per(attr: str) -> float:
+        return float(getattr(second, attr) - getattr(first, attr)) / requests
+
+    out = {k: per(k) for k in ("whole", "mutator", "collector", "compiler", "scheduler")}
+    out["total"] = out["whole"] - out["scheduler"]
+    return out
 
 
 def free_port() -> int:
@@ -104,11 +162,27 @@ def wait_ready(port: int, target: str, server: procs.Child) -> None:
     raise SystemExit(f"no answer within {READY_TIMEOUT_S:.0f} s")
 
 
+@dataclass(frozen=True)
+class Life:
+    ir: int  # every process's instructions summed
+    files: int  # profile files
+    seconds: float  # from the server's start to its profiles read
+    split: Split | None  # with --split
+    read_s: float = 0.0  # of `seconds`, reading the profiles
+
+
 def life(
-    target: adapters.Adapter, path: str, requests: int, build: Path, cpus: tuple[int, int]
-) -> tuple[int, int, float]:
-    """(instructions of every process summed, profile files, seconds) of one life that
-    serves `requests` requests of `path` after readiness."""
+    target: adapters.Adapter,
+    path: str,
+    requests: int,
+    build: Path,
+    cpus: tuple[int, int],
+    split: bool = False,
+    keep: Path | None = None,
+) -> Life:
+    """One life that serves `requests` requests of `path` after readiness. `split`:
+    its profiles split as icount's backend splits a window; `keep`: a folder the
+    profiles are copied to."""
     valgrind = procs.require("valgrind", "install valgrind (scripts/setup.sh)")
     setarch = procs.which("setarch")
     with tempfile.TemporaryDirectory(prefix="lifetime-") as tmp:
@@ -139,15 +213,69 @@ def life(
                 c.close()
             finally:
                 server.stop(grace_s=STOP_GRACE_S)
-        seconds = time.monotonic() - started
         files = sorted(out.glob("callgrind.out.*"))
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            for f in files:
+                shutil.copy2(f, keep / f.name)
+        read_started = time.monotonic()
         total = 0
         for f in files:
             found = _TOTAL.findall(f.read_bytes())
             if not found:
                 raise SystemExit(f"{f.name}: no summary or totals line (was it cut short?)")
             total += int(found[-1])
-        return total, len(files), seconds
+        parts = split_files(files) if split else None
+        if parts is not None and parts.whole != total:
+            # callgrind's summary line against icount's parse: never seen to differ, and
+            # the life is minutes of work, so said rather than refused
+            print(f"note: the profiles' summary lines hold {total} Ir, icount's parse "
+                  f"{parts.whole}", file=sys.stderr)  # fmt: skip
+        now = time.monotonic()
+        return Life(total, len(files), now - started, parts, now - read_started)
+
+
+def _split_line(s: Split) -> str:
+    return (f"mutator {s.mutator}, collector {s.collector}, compiler {s.compiler}, "
+            f"scheduler {s.scheduler} (runtime {s.runtime or 'none found'})")  # fmt: skip
+
+
+def one_path(
+    target: adapters.Adapter,
+    name: str,
+    request: str,
+    args: argparse.Namespace,
+    warmup: int,
+    build: Path,
+    cpus: tuple[int, int],
+) -> None:
+    """The lives of one path, each printed as it ends, then their difference."""
+    cell = f"{target.name}/{name}"
+    lives: dict[int, Life] = {}
+    for n, extra in ((1, args.n1), (2, args.n2)):
+        if args.life not in (None, n):
+            continue
+        keep = args.keep_profiles / f"{target.name}-{name}-life{n}" if args.keep_profiles else None
+        one = life(target, request, warmup + extra, build, cpus, args.split, keep)
+        lives[n] = one
+        print(f"{cell}: life {n}: {warmup}+{extra} requests, {one.ir} Ir in {one.files} "
+              f"profile(s), {one.seconds:.0f} s", flush=True)  # fmt: skip
+        if one.split is not None:
+            print(f"{cell}: life {n}: {_split_line(one.split)}; profiles read in "
+                  f"{one.read_s:.1f} s", flush=True)  # fmt: skip
+    if len(lives) < 2:
+        return
+    requests = args.n2 - args.n1
+    per = (lives[2].ir - lives[1].ir) / requests
+    print(f"{cell}: (Ir2 - Ir1) / (N2 - N1) = {per:.1f} per request (W {warmup}, "
+          f"N1 {args.n1}, N2 {args.n2})", flush=True)  # fmt: skip
+    s1, s2 = lives[1].split, lives[2].split
+    if s1 is not None and s2 is not None:
+        f = per_request(s1, s2, requests)
+        print(f"{cell}: per request: whole {f['whole']:.1f}, mutator {f['mutator']:.1f}, "
+              f"collector {f['collector']:.1f}, compiler {f['compiler']:.1f}, scheduler "
+              f"{f['scheduler']:.1f}; total comparable to icount's (whole - scheduler) "
+              f"{f['total']:.1f}", flush=True)  # fmt: skip
 
 
 def main() -> int:
@@ -165,6 +293,15 @@ def main() -> int:
         choices=(1, 2),
         help="only this life (to run the two "
         "at once, one per CPU; subtract their printed counts) [both]",
+    )
+    ap.add_argument(
+        "--split",
+        action="store_true",
+        help="also split each life as icount's backend splits a window (mutator, "
+        "collector, compiler, scheduler) and print the difference per request",
+    )
+    ap.add_argument(
+        "--keep-profiles", type=Path, metavar="DIR", help="copy each life's profiles to DIR"
     )
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
@@ -187,18 +324,7 @@ def main() -> int:
     try:
         adapters.build_adapter(target, build)
         for p in paths:
-            counts = {}
-            for n, extra in ((1, args.n1), (2, args.n2)):
-                if args.life not in (None, n):
-                    continue
-                ir, files, seconds = life(target, p.request_target, warmup + extra, build, cpus)
-                counts[n] = ir
-                print(f"{target.name}/{p.name}: life {n}: {warmup}+{extra} requests, "
-                      f"{ir} Ir in {files} profile(s), {seconds:.0f} s", flush=True)  # fmt: skip
-            if len(counts) == 2:
-                per = (counts[2] - counts[1]) / (args.n2 - args.n1)
-                print(f"{target.name}/{p.name}: (Ir2 - Ir1) / (N2 - N1) = {per:.1f} per "
-                      f"request (W {warmup}, N1 {args.n1}, N2 {args.n2})", flush=True)  # fmt: skip
+            one_path(target, p.name, p.request_target, args, warmup, build, cpus)
     finally:
         shutil.rmtree(build, ignore_errors=True)
     return 0
