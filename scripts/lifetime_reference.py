@@ -179,10 +179,11 @@ def life(
     cpus: tuple[int, int],
     split: bool = False,
     keep: Path | None = None,
+    pause_s: float = 0.0,
 ) -> Life:
     """One life that serves `requests` requests of `path` after readiness. `split`:
     its profiles split as icount's backend splits a window; `keep`: a folder the
-    profiles are copied to."""
+    profiles are copied to; `pause_s`: the client's pause before each request."""
     valgrind = procs.require("valgrind", "install valgrind (scripts/setup.sh)")
     setarch = procs.which("setarch")
     with tempfile.TemporaryDirectory(prefix="lifetime-") as tmp:
@@ -207,6 +208,8 @@ def life(
                 wait_ready(port, target.ready_target, server)
                 c = Client(port)
                 for _ in range(requests):
+                    if pause_s:
+                        time.sleep(pause_s)  # the client's timing, on purpose (--pause-ms)
                     status, _ = c.get(path)
                     if status != 200:
                         raise SystemExit(f"{path}: status {status}")
@@ -256,7 +259,8 @@ def one_path(
         if args.life not in (None, n):
             continue
         keep = args.keep_profiles / f"{target.name}-{name}-life{n}" if args.keep_profiles else None
-        one = life(target, request, warmup + extra, build, cpus, args.split, keep)
+        pause = args.pause_ms / 1000
+        one = life(target, request, warmup + extra, build, cpus, args.split, keep, pause)
         lives[n] = one
         print(f"{cell}: life {n}: {warmup}+{extra} requests, {one.ir} Ir in {one.files} "
               f"profile(s), {one.seconds:.0f} s", flush=True)  # fmt: skip
@@ -302,6 +306,14 @@ def main() -> int:
     )
     ap.add_argument(
         "--keep-profiles", type=Path, metavar="DIR", help="copy each life's profiles to DIR"
+    )
+    ap.add_argument(
+        "--pause-ms",
+        type=float,
+        default=0.0,
+        help="the client sleeps this long before each request, so that the server waits "
+        "for every one (Go's scheduler then counts more; whole - scheduler should not "
+        "move) [0]",
     )
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)
