@@ -48,6 +48,27 @@ the added windows alike. A run stops adding early when even half the spread meas
 between its windows would need more than the caps allow: the time would be spent for a
 total that stays `~` (Express's needs hundreds of windows). The cap that stopped a run is
 recorded with it, and the total's reason names it.
+
+Staggered warm-ups (`stagger`): run k (from 0) of a collected runtime's cell warms up
+k x --reps x --requests requests more than the cell's warm-up, after a fixed count as
+after `--warmup auto` settled, uninstrumented as a warm-up is. The runs are fresh
+processes sent the same requests after the same warm-up, so a collector whose cycle is
+counted in requests (V8's major collections every few thousand, c-epoll's every Nth)
+falls at the same requests in every run: the runs measure one phase of its cycle again
+and again, the cell's mean leans toward that phase, and its interval, which takes the
+windows for samples of the whole cycle, is too narrow. Staggered, the cell's windows tile
+one contiguous span of the cycle, as the long window the mean stands for would. The
+offset counts the --reps windows only, not those a run added for the interval, so that a
+run's warm-up follows from the cell's params and its index, not from the noise of the
+runs before; where windows were added the spans overlap, yet start at different phases
+and hold more of the cycle each. A cell whose first run found no runtime work has no such
+cycle: its runs keep their warm-up and its results stay what they were (a later run reads
+the runtime from `earlier`; the first is never staggered). Auto settles per run, where it
+settles; the stagger comes after. Each run's detail records the warm-up it had, the
+cell's params the one asked for. Not staggered: the differential method (it finds no
+runtime work), and the interleave of `icount compare`, which calls `measure_run` without
+a run index: a pair's base and new must see the same warm-up, and its figure is the
+mutator, which has no cycle to tile.
 """
 
 from __future__ import annotations
@@ -342,6 +363,15 @@ def _decide(server: Server, backend: Backend) -> WindowMethod:
     return WindowMethod(WINDOW_DIFFERENTIAL, f"{problem}: differential method over two lifetimes")
 
 
+def stagger(run: int, opts: CellOptions, earlier: Sequence[ServeDetail]) -> int:
+    """The requests run `run` (from 0) of a cell warms up beyond the cell's warm-up: its
+    index times the --reps windows of a run where the cell's earlier runs found a
+    collected runtime, else none (the module's docstring says why)."""
+    if run < 1 or not any(d.runtime for d in earlier):
+        return 0
+    return run * opts.reps * opts.requests
+
+
 def _windows(
     server: Server,
     port: int,
@@ -350,9 +380,11 @@ def _windows(
     window: str,
     note: Note,
     earlier: Sequence[ServeDetail] = (),
+    extra: int = 0,
 ) -> tuple[ServeDetail, tuple[float, ...], tuple[Mapping[str, float] | None, ...]]:
-    """Verify, warm up, then --reps windows on a ready server, and the windows added for
-    a collected runtime's interval (`earlier`: the cell's valid runs before this one)."""
+    """Verify, warm up (and `extra` requests more: `stagger`), then --reps windows on a
+    ready server, and the windows added for a collected runtime's interval (`earlier`:
+    the cell's valid runs before this one)."""
     curve: tuple[tuple[int, float], ...] = ()
     probes: list[float] = []  # the runtime's work per request in each probe, recorded
     with _client(server, opts, port, path) as client:
@@ -369,6 +401,12 @@ def _windows(
             note(f"warm-up: {warmup} requests")
             if warmup:
                 _load(server, client, warmup, "warm-up")
+        if extra:
+            note(f"warm-up: {extra} requests more, staggered from the cell's earlier runs")
+            if opts.warmup.count is None:
+                server.instrument(False)  # after auto's last probe, as its cheap warm-up
+            _load(server, client, extra, "staggered warm-up")
+            warmup += extra
         reps: list[Rep] = []
         rps: list[float] = []
         walls: list[float] = []
@@ -568,11 +606,14 @@ def measure_run(
     window: WindowMethod | None,
     note: Note,
     earlier: Sequence[ServeDetail] = (),
+    run: int = 0,
 ) -> RunOutcome:
     """One fresh server process (two, under the differential method). `window` is the
     session's decision so far; None lets this run's preflight decide. `earlier`: the
     cell's valid runs so far, pooled with this one's windows to judge whether windows
-    must be added for a collected runtime's interval."""
+    must be added for a collected runtime's interval. `run`: this run's index in its
+    cell, which staggers its warm-up (`stagger`); 0 for a run that must see the cell's
+    warm-up as it is."""
     decided = window
     try:
         if decided is None or decided.name != WINDOW_DIFFERENTIAL:
@@ -591,8 +632,9 @@ def measure_run(
                     if problem is not None:
                         raise RunInvalid(f"{opts.backend.name} control failed: {problem}")
                 if decided.name != WINDOW_DIFFERENTIAL:
+                    extra = stagger(run, opts, earlier)
                     detail, rps, functions = _windows(
-                        server, port, path, opts, decided.name, note, earlier
+                        server, port, path, opts, decided.name, note, earlier, extra
                     )
         if decided.name == WINDOW_DIFFERENTIAL:
             detail, rps = _differential(target, path, opts, run_dir, note)

@@ -150,7 +150,7 @@ def _measure_cell(
                 outcome = measure_cold_start(t, p, opts, run_dir, noted)
             else:
                 earlier = [r.detail for r in runs if isinstance(r.detail, ServeDetail)]
-                outcome = measure_run(t, p, opts, run_dir, state.window, noted, earlier)
+                outcome = measure_run(t, p, opts, run_dir, state.window, noted, earlier, i)
             if state.window is None:
                 state.window = outcome.window
             state.client_rps.setdefault(key, []).append(list(outcome.client_rps))
