@@ -299,14 +299,14 @@ def test_a_session_explains_the_mutators_windows_fake(fake_collected: Path, tmp_
     cell = next(c for c in res.cells if c.path == "plaintext")
     got = cell.extra["spread_explained"]
     assert (got["figure"], got["spread"]) == ("mutator", 0.5)
-    assert got["high"] == {"window": "run 2 rep 3", "per_request": 1500.0}
+    assert got["high"] == {"window": "run 2 rep 2", "per_request": 1500.0}
     reps = [r for run in cell.runs if isinstance(run.detail, ServeDetail) for r in run.detail.reps]
     assert got["whole_spread"] == round(spread_of([r.per_request for r in reps]), 6)
     assert got["whole_spread"] != got["spread"]  # the collector's 300 a window fell unevenly
     assert got["functions_of"] == "window"  # the fake's names are no runtime's
     notes = report.build_table(res).notes
     assert any(
-        n.startswith("fake/plaintext/fake: the mutator's windows differ by 50.00% (run 2 rep 3 "
+        n.startswith("fake/plaintext/fake: the mutator's windows differ by 50.00% (run 2 rep 2 "
                      "1.500k vs run 1 rep 1 1.000k per request; whole windows ")
         and n.endswith(ADVICE)
         for n in notes
