@@ -449,7 +449,7 @@ def against_rev(
     targets: list[str], rev: str, quickstart: bool, rounds: int, keep: Path | None
 ) -> None:
     commit = git("rev-parse", "--verify", f"{rev}^{{commit}}")
-    print(f"old: {rev} = {git('log', '-1', '--format=%h %cd %s', '--date=iso', commit)[:100]}")
+    print(f"old: {rev} = {git('log', '-1', '--format=%h (%cd)', '--date=iso', commit)}")
     print(
         f"new: this checkout ({REPO}), HEAD {git('rev-parse', '--short', 'HEAD')}"
         + (" with changes" if git("status", "--porcelain", "--untracked-files=no") else "")
@@ -512,7 +512,11 @@ def main() -> None:
         against_bare(args.rounds or 3)
     elif args.against == "rev":
         signal.signal(signal.SIGTERM, interrupted)  # the worktree is removed then too
-        against_rev(args.targets, args.rev, args.quickstart, args.rounds or 1, args.keep)
+        try:
+            against_rev(args.targets, args.rev, args.quickstart, args.rounds or 1, args.keep)
+        except KeyboardInterrupt:
+            print("interrupted; the worktree is removed", file=sys.stderr)
+            sys.exit(130)
     else:
         against_old(args.targets, args.rounds or 1, args.keep)
 
