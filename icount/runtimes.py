@@ -208,7 +208,7 @@ TABLE: tuple[Runtime, ...] = (
                   r"incidlelocked|mcall|gogo\.abi0|goexit\d*|gfget|gfput|newproc1?|"
                   r"updateTimerPMask|clearDeletedTimers|runtimer|dodeltimer0?|osyield\.abi0|"
                   r"entersyscall\w*|exitsyscall\w*|reentersyscall|lock2|unlock2|"
-                  r"nanotime1\.abi0|save|systemstack\.abi0|gosave_systemstack_switch)|gogo|"
+                  r"nanotime1\.abi0|save|systemstack\.abi0|gosave_systemstack_switch)|gogo|gosave_systemstack_switch|"
                   r"internal/poll\.(runtime_pollWait|\(\*pollDesc\)\.wait\w*)",
                   SCHEDULER, "go-http plaintext: a client answering at once vs one sleeping "
                   "2 ms per request, 33.9k vs 36.7k per request, the difference all here"),

@@ -142,6 +142,22 @@ def test_hotspot_collections_are_matched_whatever_the_collector(name: str, colle
     assert kinds == ([runtimes.COLLECTOR] if collector else [])
 
 
+@pytest.mark.parametrize(
+    ("name", "scheduler"),
+    [
+        ("runtime.gosave_systemstack_switch", True),
+        # Go 1.19's profiles name it bare (+6.6 per request where every read waited)
+        ("gosave_systemstack_switch", True),
+        ("runtime.findRunnable", True),
+        ("runtime.mallocgc", False),  # the allocating mutator's
+    ],
+)
+def test_go_scheduler_names_are_matched_bare_or_qualified(name: str, scheduler: bool) -> None:
+    (go,) = [r for r in runtimes.TABLE if r.name == "go"]
+    kinds = [e.kind for e in go.entries if re.fullmatch(e.pattern, name)]
+    assert (runtimes.SCHEDULER in kinds) is scheduler
+
+
 def test_a_task_dispatcher_shared_by_a_worker_and_the_main_thread_counts_once() -> None:
     """V8's CancelableTask::Run thunk runs a worker's compile task (90) and the main
     thread's minor GC task (10): the worker is counted whole (its compile apart) and the
