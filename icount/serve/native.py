@@ -151,9 +151,15 @@ class NativeBackend:
         return NativeServer(argv, run_dir, env=env, cwd=cwd, cpus=cpus)
 
 
-def warmup_of(details: Sequence[ServeDetail]) -> int:
-    """The warm-up the counted runs used (auto settles per run: their median)."""
-    counts = [d.warmup for d in details if isinstance(d.warmup, int)]
+def warmup_of(details: Sequence[ServeDetail], asked: int | None) -> int:
+    """The warm-up the counted runs were asked for: `asked`, a fixed count, or where auto
+    settled in each run (their median). Not the warm-up a collected runtime's later runs
+    had: those add a stagger (runs.py) that places their windows along the collector's
+    cycle, and the native runs replay one run's span each, from the same start."""
+    if asked is not None:
+        return asked
+    counts = [d.warmup_curve[-1][0] if d.warmup_curve else d.warmup
+              for d in details if isinstance(d.warmup, int)]  # fmt: skip
     return int(statistics.median(counts)) if counts else 0
 
 
@@ -192,7 +198,7 @@ def cell_peaks(
     details = [r.detail for r in counted if isinstance(r.detail, ServeDetail)]
     safe = environment.safe_name
     run_dir = artifacts / safe(target.adapter.name) / safe(path.name)
-    return server_peaks(target, path, opts, warmup_of(details), run_dir, note)
+    return server_peaks(target, path, opts, warmup_of(details, opts.warmup.count), run_dir, note)
 
 
 def server_peaks(

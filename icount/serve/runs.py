@@ -97,6 +97,7 @@ from icount.results.details import (
     ServeDetail,
 )
 from icount.results.runtime import windows_to_fit
+from icount.runtimes import USER
 from icount.serve.adapter import PathSpec
 from icount.serve.http_client import LoadResult
 from icount.serve.loadgen import LoadGenerator
@@ -367,9 +368,20 @@ def stagger(run: int, opts: CellOptions, earlier: Sequence[ServeDetail]) -> int:
     """The requests run `run` (from 0) of a cell warms up beyond the cell's warm-up: its
     index times the --reps windows of a run where the cell's earlier runs found a
     collected runtime, else none (the module's docstring says why)."""
-    if run < 1 or not any(d.runtime for d in earlier):
+    if run < 1 or not any(_collected(d) for d in earlier):
         return 0
     return run * opts.reps * opts.requests
+
+
+def _collected(detail: ServeDetail) -> bool:
+    """Whether a run counted a runtime's own work: the table's runtime found, or
+    --collector patterns that matched something (with them alone every profile names a
+    runtime, USER, even where nothing matched: a C server's cell must keep its warm-up)."""
+    if detail.runtime is None:
+        return False
+    if detail.runtime != USER:
+        return True
+    return any((r.collector or 0.0) + (r.compiler or 0.0) > 0 for r in detail.reps)
 
 
 def _windows(
@@ -445,8 +457,9 @@ def _windows(
             runtime_curve=_runtime_curve(curve, probes),
         )  # fmt: skip
         mutator = detail.mutator_per_request
+        # the advice a refusal gives names a warm-up the user can ask for: not the stagger
         why = _clock_uncertain(detail, took, opts.max_spread) or _refusal(
-            mutator, opts.max_spread, curve, warmup, detail.per_request
+            mutator, opts.max_spread, curve, warmup - extra, detail.per_request
         )
         if not why and runtime is not None:
             detail, added_rps = _added_windows(server, client, opts, detail, earlier, took, note)

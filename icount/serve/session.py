@@ -149,7 +149,8 @@ def _measure_cell(
             if p.cold_start:
                 outcome = measure_cold_start(t, p, opts, run_dir, noted)
             else:
-                earlier = [r.detail for r in runs if isinstance(r.detail, ServeDetail)]
+                earlier = [r.detail for r in runs
+                           if r.valid and isinstance(r.detail, ServeDetail)]  # fmt: skip
                 outcome = measure_run(t, p, opts, run_dir, state.window, noted, earlier, i)
             if state.window is None:
                 state.window = outcome.window

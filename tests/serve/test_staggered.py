@@ -183,3 +183,32 @@ def test_staggered_runs_tile_the_collectors_cycle(
     assert abs(collector - TRUTH) / TRUTH < 0.005
     assert abs(shared - TRUTH) / TRUTH > 0.005  # the bias the stagger takes away
     assert abs(off) <= half and valid
+
+
+def test_collector_patterns_that_matched_nothing_do_not_stagger() -> None:
+    """With --collector every profile names a runtime (USER), even a C server's where no
+    pattern matched: only work counted apart makes a cell's runs staggered."""
+    from icount.results.details import Rep
+    from icount.runtimes import USER
+    from icount.serve.runs import stagger
+
+    opts = CellOptions(backend=FakeBackend(FakeConfig()), cpus=SPLIT, reps=3, requests=50)
+    nothing = ServeDetail("fake", 5, (Rep(1000, 50, collector=0.0, compiler=0.0),), runtime=USER)
+    matched = ServeDetail("fake", 5, (Rep(1000, 50, collector=30.0, compiler=0.0),), runtime=USER)
+    assert stagger(1, opts, [nothing]) == 0
+    assert stagger(2, opts, [nothing, nothing]) == 0
+    assert stagger(1, opts, [matched]) == 150
+    assert stagger(2, opts, [matched, matched]) == 300
+
+
+def test_memory_runs_replay_the_warm_up_asked_for_not_the_stagger() -> None:
+    from icount.results.details import Rep
+    from icount.serve.native import warmup_of
+
+    rep = (Rep(1000, 50, collector=30.0, compiler=0.0),)
+    fixed = [ServeDetail("fake", 5 + k * 150, rep, runtime="v8") for k in range(3)]
+    assert warmup_of(fixed, 5) == 5
+    # auto: where each run settled (its curve's last probe), before its stagger
+    auto = [ServeDetail("fake", s + k * 150, rep, warmup_curve=((s // 2, 9.0), (s, 8.0)),
+                        runtime="v8") for k, s in enumerate((400, 800, 600))]  # fmt: skip
+    assert warmup_of(auto, None) == 600
