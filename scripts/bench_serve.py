@@ -27,7 +27,8 @@ that imports must be that tree's, not the shared editable install) and ICOUNT_AD
 unset; exactly the README's quick start, plus the results file. With targets named (or
 none: every bundled target this checkout can run), one session per target and side;
 `--quickstart`: one session per side with no target named, as the README runs it, each
-side choosing its own targets. With `--rounds N`, the sides alternate which goes first.
+side choosing its own targets. The sides alternate which goes first from round to round
+and from target to target (`--rounds N`).
 Per target, the seconds come from the session's progress lines on stderr, stamped as
 they arrive (a line's time until the next line goes to the target it names; the builds
 are a target's too). Each side's results file is read with this checkout's loader: an
@@ -62,6 +63,9 @@ if TYPE_CHECKING:
     from icount.results import Cell
 
 REPO = Path(__file__).resolve().parents[1]
+# an interrupted icount stopping its servers: a JIT server under valgrind writes its
+# profile on SIGTERM, which can take minutes
+STOP_GRACE_S = 600.0
 
 BARE = r"""
 import os, re, signal, socket, subprocess, sys, time
@@ -366,7 +370,7 @@ def run_stamped(
     """Runs `argv`: its exit code, wall time and seconds per target, from each stderr line
     stamped as it arrives (kept beside `stdout`, the stamps in front). On Ctrl-C (or
     SIGTERM, which main turns into one) icount gets SIGINT, to stop its servers as it
-    does on a terminal, then SIGKILL after a minute."""
+    does on a terminal, and is waited for (`_reap`)."""
     lines: list[tuple[float, str]] = []
     t0 = time.monotonic()
     with stdout.open("w") as out:
@@ -379,15 +383,32 @@ def run_stamped(
             code = proc.wait()
         except BaseException:
             proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _reap(proc)
             raise
     wall = time.monotonic() - t0
     (stdout.with_suffix(".stderr")).write_text("".join(f"{s:8.1f} {x}\n" for s, x in lines))
     return code, wall, split_by_target(lines, wall)
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    """Waits for an interrupted icount to stop its servers; a further Ctrl-C during the
+    wait is passed on and the wait goes on, and only after STOP_GRACE_S is the whole
+    session group killed (icount's servers run in sessions of their own: said, since
+    they may be left)."""
+    deadline = time.monotonic() + STOP_GRACE_S
+    while True:
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            return
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            print(f"bench_serve: icount did not stop within {STOP_GRACE_S:g} s and was killed; "
+                  "servers it started may be left", file=sys.stderr)  # fmt: skip
+            return
 
 
 def report_rev(sessions: list[Session], units: list[str], rounds: int) -> list[str]:
@@ -467,9 +488,11 @@ def against_rev(
                 found = check_imports_from(trees[side], work).relative_to(trees[side].resolve())
                 where = "this checkout" if side == "new" else "the worktree"
                 print(f"{side}: icount imports from {where}/{found}")
-            for u in units:
+            for n, u in enumerate(units):
                 for r in range(rounds):
-                    order = SIDES if r % 2 == 0 else SIDES[::-1]
+                    # alternate by target too: the first session of a round pays the cold
+                    # caches (valgrind's, node's, npm's), which would lean one round alike
+                    order = SIDES if (r + n) % 2 == 0 else SIDES[::-1]
                     for side in order:
                         out = work / f"{u}-{side}-{r + 1}.json"
                         named = [] if quickstart else [u]

@@ -322,6 +322,8 @@ def main() -> int:
     # a bad pair used to end in a ZeroDivisionError after both lives had been spent
     if args.n1 < 0 or args.n2 <= args.n1:
         ap.error(f"--n2 must be more than --n1 (0 or more), got --n1 {args.n1} --n2 {args.n2}")
+    if not args.pause_ms >= 0:  # NaN too: it would fail in the client, lives already spent
+        ap.error(f"--pause-ms must be 0 or more, got {args.pause_ms:g}")
     if args.n2 - args.n1 < 20000:
         print("note: the issue asks for N2 - N1 >= 20,000", file=sys.stderr)
     toml = Path(args.target)
