@@ -97,7 +97,6 @@ from icount.results.details import (
     ServeDetail,
 )
 from icount.results.runtime import windows_to_fit
-from icount.runtimes import USER
 from icount.serve.adapter import PathSpec
 from icount.serve.http_client import LoadResult
 from icount.serve.loadgen import LoadGenerator
@@ -374,13 +373,12 @@ def stagger(run: int, opts: CellOptions, earlier: Sequence[ServeDetail]) -> int:
 
 
 def _collected(detail: ServeDetail) -> bool:
-    """Whether a run counted a runtime's own work: the table's runtime found, or
-    --collector patterns that matched something (with them alone every profile names a
-    runtime, USER, even where nothing matched: a C server's cell must keep its warm-up)."""
+    """Whether a run counted some of a runtime's own work: a runtime named is not enough
+    (CPython's collector rarely runs in a window, and with --collector alone every profile
+    names USER, even a C server's where nothing matched): without work there is no cycle
+    to tile, and the extra warm-up would be time spent for nothing."""
     if detail.runtime is None:
         return False
-    if detail.runtime != USER:
-        return True
     return any((r.collector or 0.0) + (r.compiler or 0.0) > 0 for r in detail.reps)
 
 

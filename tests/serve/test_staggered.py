@@ -185,9 +185,10 @@ def test_staggered_runs_tile_the_collectors_cycle(
     assert abs(off) <= half and valid
 
 
-def test_collector_patterns_that_matched_nothing_do_not_stagger() -> None:
+def test_only_runtime_work_counted_apart_staggers() -> None:
     """With --collector every profile names a runtime (USER), even a C server's where no
-    pattern matched: only work counted apart makes a cell's runs staggered."""
+    pattern matched, and CPython's collector rarely runs in a window: only work counted
+    apart makes a cell's runs staggered."""
     from icount.results.details import Rep
     from icount.runtimes import USER
     from icount.serve.runs import stagger
@@ -199,6 +200,10 @@ def test_collector_patterns_that_matched_nothing_do_not_stagger() -> None:
     assert stagger(2, opts, [nothing, nothing]) == 0
     assert stagger(1, opts, [matched]) == 150
     assert stagger(2, opts, [matched, matched]) == 300
+    # a runtime of the table whose collector ran in no window (CPython's, mostly)
+    quiet = ServeDetail("fake", 5, (Rep(1000, 50, collector=0.0, compiler=0.0),),
+                        runtime="cpython")  # fmt: skip
+    assert stagger(1, opts, [quiet]) == 0
 
 
 def test_memory_runs_replay_the_warm_up_asked_for_not_the_stagger() -> None:
