@@ -365,8 +365,8 @@ def _decide(server: Server, backend: Backend) -> WindowMethod:
 
 def stagger(run: int, opts: CellOptions, earlier: Sequence[ServeDetail]) -> int:
     """The requests run `run` (from 0) of a cell warms up beyond the cell's warm-up: its
-    index times the --reps windows of a run where the cell's earlier runs found a
-    collected runtime, else none (the module's docstring says why)."""
+    index times the --reps windows of a run where the cell's earlier runs counted a
+    runtime's own work, else none (the module's docstring says why)."""
     if run < 1 or not any(_collected(d) for d in earlier):
         return 0
     return run * opts.reps * opts.requests
