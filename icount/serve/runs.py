@@ -379,7 +379,7 @@ def _collected(detail: ServeDetail) -> bool:
     to tile, and the extra warm-up would be time spent for nothing."""
     if detail.runtime is None:
         return False
-    return any((r.collector or 0.0) + (r.compiler or 0.0) > 0 for r in detail.reps)
+    return any(r.runtime_work > 0 for r in detail.reps)
 
 
 def _windows(
