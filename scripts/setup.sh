@@ -27,7 +27,8 @@ cd "$(dirname "$0")/.."
 #   default-jdk-headless  java and javac for the jvm-http target (only when no javac is on
 #                   PATH; Debian's OpenJDK 17 here)
 APT_PACKAGES=(valgrind linux-perf gcc g++ binutils clang lld llvm nginx-light nodejs
-              nghttp2-client apache2-utils wrk util-linux procps time chromium)
+              nghttp2-client apache2-utils wrk util-linux procps time chromium
+              lighttpd apache2-bin php-cli)
 
 command -v rustc >/dev/null || APT_PACKAGES+=(rustc)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
