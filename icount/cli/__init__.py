@@ -61,9 +61,11 @@ def build_command(name: str) -> Any:
     command = typer.main.get_command(sub)
     command.name = name
     from icount.cli.fastargs import convert_without_pydantic
+    from icount.cli.metavars import name_placeholders
 
     # every command's numbers through icount's checked parser (and no pydantic)
     convert_without_pydantic(command.params)
+    name_placeholders(command.params)
     return command
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,16 @@ def test_every_command_help_has_an_example(icount: Icount, command: str) -> None
     # `icount --help` lists each command's first line without loading it: the two must agree.
     first = " ".join(build_command(command).help.split())
     assert first.startswith(COMMANDS[command][1].removesuffix("."))
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_help_placeholders_are_words_not_python_types(icount: Icount, command: str) -> None:
+    """typer writes `--cmd <list[str]>`, `--runs <int range>`: the user reads TEXT, N, PATH."""
+    text = icount(command, "--help").stdout
+    leaks = re.findall(r"<(?:list\[|int|float|str|path|Path|tuple)[^>]*>", text)
+    assert leaks == []
+    rows = [line.split()[0] for line in text.splitlines() if line.startswith("  --")]
+    assert rows  # the options section was found
 
 
 @pytest.mark.parametrize(
