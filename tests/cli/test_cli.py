@@ -46,8 +46,7 @@ def test_help_placeholders_are_words_not_python_types(icount: Icount, command: s
     text = icount(command, "--help").stdout
     leaks = re.findall(r"<(?:list\[|int|float|str|path|Path|tuple)[^>]*>", text)
     assert leaks == []
-    rows = [line.split()[0] for line in text.splitlines() if line.startswith("  --")]
-    assert rows  # the options section was found
+    assert "Options:" in text  # the options section was rendered
 
 
 @pytest.mark.parametrize(
