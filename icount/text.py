@@ -46,3 +46,32 @@ def _needs_backslash_escape(text: str) -> bool:
     # a path such as C:\dir stays readable; only text that also holds an escaped
     # character doubles its backslashes, so that the two cannot be confused
     return any(ch != "\\" and (ch in _NAMED or _unsafe(ch)) for ch in text)
+
+
+# ASCII punctuation that starts Markdown inline syntax anywhere in a line: code (`),
+# emphasis (* _ ~), links and images ([ ] !), raw HTML and autolinks (<), entities (&),
+# table cells (|) and the backslash that escapes them. CommonMark lets a backslash
+# escape any ASCII punctuation, so each is shown as itself.
+_MD_ACTIVE = frozenset("\\`*_~[]!<&|")
+
+
+def md_text(text: str) -> str:
+    """`text` for a line of Markdown prose: `printable`, then every character that could
+    start Markdown syntax (code, emphasis, a link, HTML, an entity, a table cell)
+    backslash-escaped, so a name from a file reads as written and renders as nothing else."""
+    return "".join(f"\\{ch}" if ch in _MD_ACTIVE else ch for ch in printable(text))
+
+
+def md_code(text: str) -> str:
+    """`text` as a Markdown code span: `printable`, fenced by one backtick more than its
+    longest run of backticks (so none inside can close it and let a link or HTML after
+    it through), padded with a space where it starts or ends with a backtick or a space.
+    Inside a table cell, the table's renderer still escapes `|`."""
+    shown = printable(text)
+    longest = run = 0
+    for ch in shown:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if not shown or shown[0] in "` " or shown[-1] in "` " else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"

@@ -1,0 +1,49 @@
+"""text.md_code and text.md_text: names from files in Markdown read as written and
+render as nothing else (no link, no HTML, no heading, no code span closed early)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from icount.text import md_code, md_text
+
+
+def _code_content(span: str) -> str:
+    """What CommonMark shows for one code span: the text between the fences, one space
+    stripped from each side where both are spaces."""
+    m = re.fullmatch(r"(`+)(.*?)\1", span, re.S)
+    assert m is not None, span
+    body = m.group(2)
+    if len(body) >= 2 and body[0] == body[-1] == " " and body.strip():
+        body = body[1:-1]
+    assert not re.search(rf"(?<!`){m.group(1)}(?!`)", body), "the fence closes inside"
+    return body
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["fib", "a`b", "`[x](http://e)`", "a``b`", " x ", "x`", "```"],
+)
+def test_a_code_span_holds_backticks_and_shows_them(name: str) -> None:
+    assert _code_content(md_code(name)) == name
+
+
+def test_a_code_span_shows_controls_escaped_on_one_line() -> None:
+    span = md_code("x\n## 2099-01-01 · kept · forged\x1b[31m\u202e")
+    assert "\n" not in span and "\x1b" not in span and "\u202e" not in span
+    assert _code_content(span) == "x\\n## 2099-01-01 · kept · forged\\x1b[31m\\u202e"
+
+
+def test_prose_escapes_every_character_that_starts_markdown() -> None:
+    shown = md_text("see [here](http://e) <img src=x> `a` *b* _c_ ~d~ &amp; |e| !f \\g")
+    # every active character is preceded by a backslash that is not itself escaped
+    for m in re.finditer(r"[`*_~\[\]!<&|]", shown):
+        before = shown[: m.start()]
+        assert (len(before) - len(before.rstrip("\\"))) % 2 == 1, shown
+    assert md_text("fib 30 (threshold 1%)") == "fib 30 (threshold 1%)"
+
+
+def test_prose_is_one_line() -> None:
+    assert md_text("a\nb\u2028c") == "a\\\\nb\\\\u2028c"
