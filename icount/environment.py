@@ -343,18 +343,50 @@ class ProvenanceRecorder:
             "load1_after": round(os.getloadavg()[0], 2),
             "steal_pct": steal_pct,
             "cpus_allowed": sorted(os.sched_getaffinity(0)),
-            "commit": git_commit(self.measured_dir or Path.cwd()),
+            **git_state(self.measured_dir or Path.cwd()),
         }
         prov.update(extra or {})
         return prov
 
 
-def git_commit(directory: Path) -> str | None:
+# The modified files a provenance names: enough to say why a tree was dirty.
+DIRTY_RECORDED = 10
+
+
+def git_state(directory: Path) -> dict[str, Any]:
+    """The provenance's `commit`: HEAD, `-dirty` added when a tracked file differs from
+    it (staged or not), None outside a checkout; when dirty, `dirty`: how many files and
+    the first few by name. Untracked files mark nothing: they are in no commit, and a CI
+    workspace always holds some (icount's own checkout, a restored cache, the results
+    being written)."""
     if procs.which("git") is None:
-        return None
+        return {"commit": None}
     done = procs.run(["git", "-C", str(directory), "rev-parse", "HEAD"], timeout=10)
     if done.returncode != 0:
-        return None
+        return {"commit": None}
     commit = done.stdout.decode().strip()
-    dirty = procs.run(["git", "-C", str(directory), "status", "--porcelain"], timeout=10)
-    return commit + ("-dirty" if dirty.ok and dirty.stdout.strip() else "")
+    status = procs.run(
+        ["git", "-C", str(directory), "status", "--porcelain", "-z", "--untracked-files=no"],
+        timeout=10,
+    )
+    files = _porcelain_paths(status.stdout) if status.ok else []
+    if not files:
+        return {"commit": commit}
+    return {
+        "commit": commit + "-dirty",
+        "dirty": {"count": len(files), "files": sorted(files)[:DIRTY_RECORDED]},
+    }
+
+
+def _porcelain_paths(out: bytes) -> list[str]:
+    """The paths of `git status --porcelain -z`: `XY PATH`, a rename's or copy's
+    source following it as a field of its own."""
+    fields = iter(out.split(b"\0"))
+    paths = []
+    for field in fields:
+        if len(field) < 4:
+            continue
+        paths.append(field[3:].decode(errors="replace"))
+        if field[:1] in (b"R", b"C"):
+            next(fields, None)
+    return paths

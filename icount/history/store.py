@@ -27,6 +27,7 @@ PROVENANCE_SUFFIX = ".provenance.json"
 # More entries than a history can usefully hold; a folder beyond it is refused rather
 # than read (each entry may be up to results.MAX_RESULTS_BYTES).
 MAX_ENTRIES = 10_000
+DIRTY_SHOWN = 5  # modified files a refusal names before counting the rest
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,25 @@ def recorded_commit(provenance: Mapping[str, Any], source: str) -> str:
         )
     if commit.endswith("-dirty"):
         raise UsageError(
-            f"{source} measured a tree with uncommitted changes ({printable(commit)})",
+            f"{source} measured a tree with uncommitted changes "
+            f"({printable(commit)}{_dirty_files(provenance.get('dirty'))})",
             hint="commit first, or pass --commit to key it anyway",
         )
     return check_commit(commit)
+
+
+def _dirty_files(dirty: Any) -> str:
+    """`: a.c, b.c and 3 more` from a provenance's `dirty` record; "" where it has none
+    (written by an icount that did not record them) or holds something else."""
+    if not isinstance(dirty, dict):
+        return ""
+    files, count = dirty.get("files"), dirty.get("count")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files) or not files:
+        return ""
+    total = count if isinstance(count, int) and count >= len(files) else len(files)
+    shown = [printable(f) for f in files[:DIRTY_SHOWN]]
+    more = total - len(shown)
+    return ": " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def entries(folder: Path) -> list[Entry]:
