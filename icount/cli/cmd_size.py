@@ -22,9 +22,10 @@ HELP = """Break down the size of ELF, Mach-O and WebAssembly files.
 Executables, shared libraries, object files, fat files (one breakdown per
 architecture) and Wasm modules. Each row shows its bytes in the file and in memory
 (VM); headers and padding are rows of their own, so the file column sums to the
-file size. Several files print side by side; --diff OLD NEW prints the change,
-largest first; -o FILE writes a results file for `icount compare`, which exits 3
-when a size grew past its threshold.
+file size. Several files print side by side; --diff OLD NEW prints the rows that
+changed, largest change first ([NEW], [DEL]; --all adds the rest); -o FILE writes
+a results file for `icount compare`, which exits 3 when a size grew past its
+threshold.
 
 \b
 Views (--by):
@@ -68,6 +69,9 @@ def size(
     ),
     gzip: bool = typer.Option(False, "--gzip", help="Add the gzip -9 size of each whole file."),
     diff: bool = typer.Option(False, "--diff", help="Compare two files: OLD NEW."),
+    every: bool = typer.Option(
+        False, "--all", help="With --diff: list the unchanged rows too, not one summed row."
+    ),
     fmt: str = typer.Option("table", "--format", "-f", help=format_help(Kind.SIZE)),
     width: int | None = typer.Option(
         None, "--width", min=MIN_WIDTH, help=WIDTH_HELP, show_default=False
@@ -88,6 +92,8 @@ def size(
     export.check(fmt, Kind.SIZE_DIFF if diff else Kind.SIZE)
     if diff and len(files) != 2:
         raise UsageError(f"--diff takes exactly two files (OLD NEW), got {len(files)}")
+    if every and not diff:
+        raise UsageError("--all lists the unchanged rows of --diff", hint="add --diff OLD NEW")
     if top is not None and top < 0:
         raise UsageError("--top must be 0 (all) or more")
     if output is not None:
@@ -111,8 +117,10 @@ def size(
 
     doc: export.Document
     if diff:
-        old, new = loaded
-        doc = export.SizeDiffDoc(_pair(old, new, str(files[0]), str(files[1])), by.value, limit)
+        pairs = _pair(loaded[0], loaded[1], str(files[0]), str(files[1]))
+        if not every:
+            pairs = [report.changed_only(o, n) for o, n in pairs]
+        doc = export.SizeDiffDoc(pairs, by.value, limit)
     else:
         items = [b for bds in loaded for b in bds]
         chosen = report.select(items, limit)

@@ -261,13 +261,39 @@ def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount
 _CLAIMS: dict[Path, int] = {}  # results file -> the descriptor holding its lock
 
 
+# This user's lock files, one per output being written. Not beside the output: a file
+# there is an untracked file in the tree being measured (and in a CI cache or artifact).
+# /tmp, not $TMPDIR: two icounts given one output must find one lock whatever their
+# environments say.
+LOCK_ROOT = Path("/tmp")
+
+
 def claim_path(path: Path) -> Path:
-    """The file whose lock says that an icount is writing `path`."""
-    return path.with_name(f".{path.name}.icount-lock")
+    """The file whose lock says that an icount is writing `path`: named by a digest of
+    `path` resolved, so that every name of one output (`a.json`, the same through a link
+    to its folder) has one lock, in a folder only this user can write (OutputError
+    otherwise)."""
+    import hashlib
+
+    folder = LOCK_ROOT / f"icount-locks-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as e:
+        raise _cannot_write(path, e) from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise OutputError(
+            f"cannot lock {path}: {folder} is not a folder of this user's alone",
+            path=str(path),
+            hint=f"remove {folder}",
+        )
+    # the folder resolved, not the file: a link at `path` is what the rename replaces
+    digest = hashlib.sha256(os.fsencode(path.parent.resolve() / path.name)).hexdigest()[:32]
+    return folder / f"{digest}.lock"
 
 
 def _claim(path: Path) -> None:
-    """Hold an exclusive lock beside `path` until this icount exits (the kernel drops it
+    """Hold an exclusive lock on `path`'s claim file until this icount exits (the kernel drops it
     however icount ends); UsageError when another icount holds it."""
     import fcntl
 
@@ -276,7 +302,7 @@ def _claim(path: Path) -> None:
     lock = claim_path(path)
     for _ in range(3):
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as e:
             raise _cannot_write(path, e) from None
         try:

@@ -12,13 +12,15 @@ from typing import Any, NamedTuple
 
 from icount.numfmt import human_bytes, share, signed_percent
 from icount.size.model import Breakdown, Row
-from icount.size.report import short_names, shown_labels
+from icount.size.report import is_unchanged, short_names, shown_labels
 from icount.tables import Column, Table, render_csv
 from icount.terminal import Group
 
 FORMAT_NAME = "icount-size"
 # version 1: first format (images with rows; diff with old/new rows)
-FORMAT_VERSION = 1
+# version 2: a diff's rows say their "change"; rows equal on both sides are one
+# `[N unchanged]` row unless --all
+FORMAT_VERSION = 2
 
 TOTAL = "TOTAL"
 GZIP_ROW = "gzip -9 of the whole file"
@@ -154,9 +156,24 @@ class DiffRow(NamedTuple):
     def d_vm(self) -> int:
         return self.new_vm - self.old_vm
 
+    @property
+    def change(self) -> str:
+        """One of: new (no bytes in OLD), deleted (none in NEW), changed, unchanged."""
+        if self.d_file == 0 and self.d_vm == 0:
+            return "unchanged"
+        if self.old_file == self.old_vm == 0:
+            return "new"
+        if self.new_file == self.new_vm == 0:
+            return "deleted"
+        return "changed"
+
+
+MARKS = {"new": "[NEW]", "deleted": "[DEL]"}
+
 
 def diff_rows(old: Breakdown, new: Breakdown) -> list[DiffRow]:
-    """Rows of both, matched by label, sorted by absolute change (file, then VM)."""
+    """Rows of both, matched by label, the largest change (file or VM, absolute) first,
+    ties by label; an `[N unchanged]` row last."""
     a = {r.label: r for r in old.rows}
     b = {r.label: r for r in new.rows}
     zero = Row("", 0, 0)
@@ -166,7 +183,9 @@ def diff_rows(old: Breakdown, new: Breakdown) -> list[DiffRow]:
         )
         for lb in set(a) | set(b)
     ]
-    return sorted(out, key=lambda d: (-abs(d.d_file), -abs(d.d_vm), d.label))
+    return sorted(
+        out, key=lambda d: (is_unchanged(d.label), -max(abs(d.d_file), abs(d.d_vm)), d.label)
+    )
 
 
 def _signed(n: int) -> str:
@@ -196,6 +215,8 @@ def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
         groups=[Group("", 4), Group("", 3)],
     )
     rows = diff_rows(old, new)
+    same = [d for d in rows if is_unchanged(d.label)]
+    rows = [d for d in rows if not is_unchanged(d.label)]
     shown = rows if top <= 0 or len(rows) <= top + 1 else rows[:top]
     hidden = rows[len(shown) :]
     if hidden:
@@ -210,14 +231,14 @@ def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
             ),
         ]
     total = DiffRow(TOTAL, old.file_total, new.file_total, old.vm_total, new.vm_total)
-    for d in [*shown, total]:
+    for d in [*shown, *same, total]:
         t.add_row(
             [
                 d.label,
                 human_bytes(d.old_file),
                 human_bytes(d.new_file),
                 _signed(d.d_file),
-                _change(d.old_file, d.new_file),
+                MARKS.get(d.change) or _change(d.old_file, d.new_file),
                 human_bytes(d.old_vm),
                 human_bytes(d.new_vm),
                 _signed(d.d_vm),
@@ -237,6 +258,10 @@ def diff_table(old: Breakdown, new: Breakdown, by: str, top: int = 0) -> Table:
                 "",
             ]
         )
+    t.notes += [
+        f"{d.label}: the rows of equal file and VM size in both, summed (--all lists them)"
+        for d in same
+    ]
     return t
 
 
@@ -254,6 +279,7 @@ def diff_json(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
                 "rows": [
                     {
                         "label": d.label,
+                        "change": d.change,
                         "old_file_bytes": d.old_file,
                         "new_file_bytes": d.new_file,
                         "old_vm_bytes": d.old_vm,
@@ -286,6 +312,7 @@ def diff_csv(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
                 d.old_vm,
                 d.new_vm,
                 d.d_vm,
+                d.change,
             ]
             for d in diff_rows(o, n)
         ]
@@ -301,5 +328,6 @@ def diff_csv(pairs: Sequence[tuple[Breakdown, Breakdown]], by: str) -> str:
         "old_vm_bytes",
         "new_vm_bytes",
         "delta_vm_bytes",
+        "change",
     ]
     return render_csv(header, rows)

@@ -109,24 +109,41 @@ def select(items: Sequence[Breakdown], top: int) -> list[Breakdown]:
                     sum(r.vm for r in away),
                 )
             )
-        out.append(
-            Breakdown(
-                b.path,
-                b.arch,
-                b.fmt,
-                b.kind,
-                b.file_size,
-                rows,
-                list(b.notes),
-                b.gzip_bytes,
-                b.fat,
-            )
-        )
+        out.append(with_rows(b, rows))
     return out
+
+
+def with_rows(b: Breakdown, rows: list[Row]) -> Breakdown:
+    """`b` with other rows (the same bytes, summed differently)."""
+    return Breakdown(
+        b.path, b.arch, b.fmt, b.kind, b.file_size, rows, list(b.notes), b.gzip_bytes, b.fat
+    )
 
 
 def _others(label: str) -> bool:
     return label.startswith("[") and label.endswith(" others]")
+
+
+def is_unchanged(label: str) -> bool:
+    """The row `changed_only` sums the rows equal on both sides into."""
+    return label.startswith("[") and label.endswith(" unchanged]")
+
+
+def changed_only(old: Breakdown, new: Breakdown) -> tuple[Breakdown, Breakdown]:
+    """The pair with the rows of equal file and VM size on both sides summed into one
+    `[N unchanged]` row, so that every column still sums to its total."""
+    before = {r.label: r for r in old.rows}
+    same = {r.label for r in new.rows if before.get(r.label) == r}
+    if not same:
+        return old, new
+
+    def fold(b: Breakdown) -> Breakdown:
+        kept = [r for r in b.rows if r.label not in same]
+        gone = [r for r in b.rows if r.label in same]
+        summed = Row(f"[{len(same)} unchanged]", sum(r.file for r in gone), sum(r.vm for r in gone))
+        return with_rows(b, [*kept, summed])
+
+    return fold(old), fold(new)
 
 
 def to_results(items: Sequence[Breakdown], by: str) -> Results:

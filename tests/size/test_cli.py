@@ -32,7 +32,7 @@ def test_json_is_deterministic_and_sums(built: Built) -> None:
     out = icount("--format", "json", "--by", "symbols", path)
     assert out == icount("--format", "json", "--by", "symbols", path)
     doc = json.loads(out)
-    assert doc["format"] == "icount-size" and doc["version"] == 1 and doc["view"] == "symbols"
+    assert doc["format"] == "icount-size" and doc["version"] == 2 and doc["view"] == "symbols"
     size = built.path("hello_fat").stat().st_size
     assert [i["arch"] for i in doc["images"]] == ["x86_64", "arm64"]
     for image in doc["images"]:
@@ -79,13 +79,41 @@ def test_diff(built: Built) -> None:
     a, b = str(built.path("hello_elf")), str(built.path("hello_static"))
     out = icount("--diff", "--format", "csv", a, b)
     rows = list(csv.DictReader(io.StringIO(out)))
-    deltas = [abs(int(r["delta_file_bytes"])) for r in rows]
+    deltas = [max(abs(int(r["delta_file_bytes"])), abs(int(r["delta_vm_bytes"]))) for r in rows]
     assert deltas == sorted(deltas, reverse=True)
     assert sum(int(r["delta_file_bytes"]) for r in rows) == (
         built.path("hello_static").stat().st_size - built.path("hello_elf").stat().st_size
     )
     table = icount("--diff", a, b)
     assert "Δ file" in table and "TOTAL" in table
+
+
+def test_diff_shows_changed_rows_unless_all(built: Built) -> None:
+    """A file against itself: one summed row; --all lists every row, each unchanged."""
+    a = str(built.path("hello_elf"))
+    rows = list(csv.DictReader(io.StringIO(icount("--diff", "-f", "csv", a, a))))
+    every = list(csv.DictReader(io.StringIO(icount("--diff", "--all", "-f", "csv", a, a))))
+    assert [r["label"] for r in rows] == [f"[{len(every)} unchanged]"]
+    assert {r["change"] for r in every} == {"unchanged"} and len(every) > 20
+    size = built.path("hello_elf").stat().st_size
+    assert int(rows[0]["old_file_bytes"]) == sum(int(r["old_file_bytes"]) for r in every) == size
+    assert "--all lists the unchanged rows of --diff" in icount("--all", a, code=2)
+
+
+def test_diff_marks_symbols_new_and_deleted(built: Built) -> None:
+    """hello_elf.o against libsize.so: symbols only one holds are [NEW] or [DEL]."""
+    a, b = str(built.path("hello_elf.o")), str(built.path("libsize.so"))
+    doc = json.loads(icount("--diff", "--by", "symbols", "-f", "json", a, b))
+    rows = doc["diff"][0]["rows"]
+    assert doc["version"] == 2
+    for r in rows:
+        if r["change"] == "new":
+            assert r["old_file_bytes"] == r["old_vm_bytes"] == 0
+        if r["change"] == "deleted":
+            assert r["new_file_bytes"] == r["new_vm_bytes"] == 0
+    assert {"new", "deleted"} <= {r["change"] for r in rows}
+    table = icount("--diff", "--by", "symbols", "--top", "0", a, b)
+    assert "[NEW]" in table and "[DEL]" in table
 
 
 def test_diff_of_fat_files_pairs_architectures(built: Built) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from icount.size import render
+from icount.size import render, report
 from icount.size.model import Breakdown, Row
 from icount.tables import Table, render_markdown, render_terminal
 from tests.support.golden import assert_golden
@@ -66,23 +66,50 @@ def test_side_by_side(fmt: str) -> None:
     check(f"multi.{fmt}", render_table(render.table([OLD, NEW, FAT], "sections", top=3), fmt, 140))
 
 
+# what `icount size --diff` renders: two rows equal on both sides summed into one
+SAME = [(".dynsym", 500, 500), (".comment", 40, 0)]
+PAIR = report.changed_only(
+    _b(OLD.path, OLD.arch, [(r.label, r.file, r.vm) for r in OLD.rows] + SAME),
+    _b(NEW.path, NEW.arch, [(r.label, r.file, r.vm) for r in NEW.rows] + SAME),
+)
+
+
 @pytest.mark.parametrize("fmt", ["table", "md"])
 def test_diff(fmt: str) -> None:
-    check(f"diff.{fmt}", render_table(render.diff_table(OLD, NEW, "sections"), fmt, 120))
+    check(f"diff.{fmt}", render_table(render.diff_table(*PAIR, "sections"), fmt, 120))
 
 
 def test_json_and_csv() -> None:
     check("multi.json", render.to_json([OLD, FAT], "symbols"))
     check("multi.csv", render.to_csv([OLD, FAT], "symbols"))
-    check("diff.json", render.diff_json([(OLD, NEW)], "sections"))
-    check("diff.csv", render.diff_csv([(OLD, NEW)], "sections"))
+    check("diff.json", render.diff_json([PAIR], "sections"))
+    check("diff.csv", render.diff_csv([PAIR], "sections"))
 
 
-def test_diff_order_is_by_absolute_change() -> None:
-    rows = render.diff_rows(OLD, NEW)
-    changes = [abs(d.d_file) for d in rows]
-    assert changes == sorted(changes, reverse=True)
-    assert rows[0].label == ".text" and rows[-1].label == ".bss"  # .bss: VM only
+def test_diff_order_is_by_absolute_change_then_label() -> None:
+    rows = render.diff_rows(*PAIR)
+    assert [d.label for d in rows] == [
+        ".text", ".rodata", ".bss", ".data", "[padding]", "[2 unchanged]"
+    ]  # fmt: skip
+    # .bss changed by 4,096 bytes of VM and none of file: more than .data's 2,048 of both
+    assert [d.change for d in rows] == ["changed", "deleted", "changed", "new", "changed",
+                                        "unchanged"]  # fmt: skip
+
+
+def test_unchanged_rows_are_one_row_and_totals_stay_exact() -> None:
+    old, new = PAIR
+    assert old.rows[-1] == Row("[2 unchanged]", 540, 500) == new.rows[-1]
+    assert old.file_total == OLD.file_total + 540 and new.vm_total == NEW.vm_total + 500
+    assert report.changed_only(OLD, OLD)[0].rows == [Row("[4 unchanged]", 151_234, 154_096)]
+    assert report.changed_only(OLD, NEW) == (OLD, NEW)  # nothing equal: untouched
+
+
+def test_diff_marks_new_and_deleted_rows() -> None:
+    lines = render_terminal(render.diff_table(*PAIR, "sections", top=3), 120).splitlines()
+    row = {line.split("  ")[0]: line for line in lines if line.startswith((".", "["))}
+    assert "[DEL]" in row[".rodata"] and "[NEW]" not in row[".rodata"]
+    assert "[2 others]" in row and "[2 unchanged]" in row  # --top does not sum it away
+    assert lines[-1].startswith("[2 unchanged]: the rows of equal")
 
 
 def test_pie_and_compressed_sections_golden() -> None:
