@@ -293,8 +293,8 @@ def claim_path(path: Path) -> Path:
 
 
 def _claim(path: Path) -> None:
-    """Hold an exclusive lock on `path`'s claim file until this icount exits (the kernel drops it
-    however icount ends); UsageError when another icount holds it."""
+    """Hold an exclusive lock on `path`'s claim file until this icount exits (the kernel
+    drops it however icount ends); UsageError when another icount holds it."""
     import fcntl
 
     if path in _CLAIMS:  # this icount's own (a resumed plan prepared again)
@@ -360,7 +360,7 @@ def release_unused(path: Path) -> None:
     fd = _CLAIMS.pop(path, None)
     if fd is not None:
         # unlinked while still locked, so no icount starting now can lock the old file
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, OutputError):
             claim_path(path).unlink()
         os.close(fd)
     _remove_made()

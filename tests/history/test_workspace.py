@@ -12,8 +12,9 @@ import pytest
 
 from icount import results
 from icount.environment import ProvenanceRecorder, git_state
+from icount.errors import UsageError
 from icount.history import store
-from icount.results import Results
+from icount.results import Results, files
 from tests.compare.conftest import Cli, cell, res
 
 
@@ -89,3 +90,23 @@ def test_a_refusal_names_a_few_files_then_counts_the_rest(repo: Path, cli: Cli) 
 def test_a_provenance_of_an_older_icount_is_refused_without_names(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"uncommitted changes \(abc-dirty\)"):
         store.recorded_commit({"commit": "abc-dirty"}, "old.json")
+
+
+def test_the_lock_on_an_output_stays_out_of_the_tree(repo: Path, tmp_path: Path) -> None:
+    """`-o sub/a.json` held `sub/.a.json.icount-lock` in the checkout while it measured:
+    an untracked file in the workspace (and in any cache or artifact of the folder)."""
+    out = results.output_path(repo / "sub" / "a.json", "run")
+    try:
+        assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+        assert measured(repo)["commit"] == git(repo, "rev-parse", "HEAD")
+        lock = files.claim_path(out)
+        assert lock.exists() and repo not in lock.parents
+        alias = tmp_path / "alias"
+        alias.symlink_to(repo)  # the same file by another name: one lock
+        with pytest.raises(UsageError, match="another icount is writing"):
+            results.output_path(alias / "sub" / "a.json", "run")
+    finally:
+        results.release_unused(out)
+    assert not lock.exists()
+    again = results.output_path(alias / "sub" / "a.json", "run")
+    results.release_unused(again)
