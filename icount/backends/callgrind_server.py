@@ -57,6 +57,7 @@ from icount.backends.profiles import read_window as read_profiled
 from icount.backends.protocol import ProcessCount, WindowCount
 from icount.backends.valgrind import (
     INSTALL_HINT,
+    guest_crash,
     require_valgrind,
     valgrind_options,
     valgrind_problem,
@@ -470,12 +471,15 @@ class CallgrindServer:
 
     def failure(self) -> str | None:
         """valgrind's own complaint in any process's log (an assertion, a tool error, a
-        profile it could not write), with the remedy where one is known."""
-        for log in sorted(self.out.glob(f"{LOG_STEM}.*")):
+        profile it could not write), with the remedy where one is known; else the crash
+        of a process of the server, quoted from its log."""
+        logs = sorted(self.out.glob(f"{LOG_STEM}.*"))
+        for log in logs:
             why = valgrind_problem(log)
             if why:
                 return why
-        return None
+        # else a process's own crash under valgrind, with where it happened
+        return next((why for log in logs if (why := guest_crash(log))), None)
 
     def cleanup(self) -> None:
         """valgrind's logs (and with --keep-profiles the profiles) move to run_dir; the

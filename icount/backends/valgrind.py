@@ -14,11 +14,17 @@ from typing import TYPE_CHECKING
 
 from icount import procs
 from icount.errors import ParseError
+from icount.text import printable
 
 if TYPE_CHECKING:
     from icount.callgrind.model import Profile
 
 INSTALL_HINT = "run scripts/setup.sh or apt-get install valgrind"
+# what callgrind's assertion on a Go program's preemption signals asks for
+GO_REMEDY = (
+    "Go programs need GODEBUG=asyncpreemptoff=1 under valgrind: add it to the "
+    "adapter's [env] or pass --env GODEBUG=asyncpreemptoff=1"
+)
 
 
 def valgrind_path() -> str | None:
@@ -97,13 +103,16 @@ def functions_of(prof: Profile) -> tuple[int, dict[str, int]]:
     return prof.totals["Ir"], by_name
 
 
-# valgrind's own failures, from its log: (what it says, what is wrong, the remedy or None)
+# valgrind's own failures, from its log: (what it says, what is wrong, the remedy or
+# None). Matched as valgrind writes them: a tool's assertion starts with the tool's name
+# as valgrind prints it ("Callgrind: threads.c:247 (vgCallgrind_post_signal): Assertion
+# ... failed.", fixtures/valgrind-logs/go-preempt-assertion.log), valgrind's own with
+# "valgrind:".
 _PROBLEMS = (
     (
-        re.compile(r"callgrind: threads\.c:\d+ .*Assertion.*failed"),
+        re.compile(r"Callgrind: threads\.c:\d+ \(vgCallgrind_post_signal\): Assertion .* failed"),
         "callgrind asserted while handling a signal",
-        "Go programs need GODEBUG=asyncpreemptoff=1 under valgrind: add it to the "
-        "adapter's [env] or pass --env GODEBUG=asyncpreemptoff=1",
+        GO_REMEDY,
     ),
     (re.compile(r"Assertion .* failed"), "valgrind asserted", None),
     (re.compile(r"the 'impossible' happened"), "valgrind crashed", None),
@@ -115,23 +124,68 @@ _PROBLEMS = (
     (re.compile(r"out of memory", re.IGNORECASE), "valgrind ran out of memory", None),
     (re.compile(r"Fatal error at startup"), "valgrind could not start the program", None),
 )
+# The guest's own crash: valgrind names the signal, then where (fixtures/valgrind-logs/
+# guest-sigsegv.log). Not valgrind's failure: the program crashed under it.
+_GUEST_CRASH = re.compile(r"Process terminating with default action of signal \d+ \((SIG\w+)\)")
+_PREFIX = re.compile(r"^==\d+==\s?")
+CRASH_LINES = 5  # quoted after valgrind's "Process terminating" line: the cause and frames
+QUOTE_CHARS = 160  # of each quoted line
 
 
-def valgrind_problem(log: Path) -> str | None:
-    """An assertion, a crash or a tool error in one valgrind log, quoted, with the
-    remedy where one is known; None when the log shows none."""
+def _quote(line: str) -> str:
+    line = printable(line)
+    return line if len(line) <= QUOTE_CHARS else line[: QUOTE_CHARS - 3] + "..."
+
+
+def _read_log(log: Path) -> list[str] | None:
     try:
         with open(log, "rb") as f:
             text = f.read(1 << 20).decode("utf-8", "replace")
     except OSError:
         return None
-    for line in text.splitlines():
-        said = re.sub(r"^==\d+==\s*", "", line).strip()
+    return text.splitlines()
+
+
+def valgrind_problem(log: Path) -> str | None:
+    """An assertion, a crash or a tool error of valgrind's in one valgrind log, quoted,
+    with the remedy where one is known; None when the log shows none (the program's own
+    crash is `guest_crash`'s)."""
+    lines = _read_log(log)
+    if lines is None:
+        return None
+    for line in lines:
+        said = _PREFIX.sub("", line).strip()
         for pattern, what, remedy in _PROBLEMS:
             if pattern.search(said):
-                quoted = said if len(said) <= 160 else said[:157] + "..."
                 tail = f"; {remedy}" if remedy else ""
-                return f"{what} ({log.name}: {quoted!r}){tail}"
+                return f"{what} ({log.name}: {_quote(said)!r}){tail}"
+    return None
+
+
+def guest_crash(log: Path) -> str | None:
+    """The program's own crash under valgrind (a signal it did not handle), with the
+    log's lines that say where, or None."""
+    lines = _read_log(log)
+    return None if lines is None else _guest_crash(log.name, lines)
+
+
+def _guest_crash(name: str, lines: list[str]) -> str | None:
+    for i, line in enumerate(lines):
+        said = _PREFIX.sub("", line).strip()
+        match = _GUEST_CRASH.search(said)
+        if match is None:
+            continue
+        after = []
+        for more in lines[i + 1 : i + 1 + CRASH_LINES]:
+            text = _PREFIX.sub("", more).strip()
+            if not text or text.startswith("If you believe"):
+                break
+            after.append(_quote(text))
+        quoted = " | ".join([_quote(said), *after])
+        return (
+            f"the program crashed under valgrind ({match.group(1)}; {name}: {quoted!r}): "
+            "the crash is the program's, not valgrind's complaint"
+        )
     return None
 
 

@@ -130,8 +130,14 @@ def gone(server: Server) -> str | None:
     """Why the server is gone ('exited with status 1; stderr: ...'), or None if alive:
     with the backend's own complaint when it has one, and what a server that
     daemonized left running (which icount stops)."""
+    return _gone(server)[0]
+
+
+def _gone(server: Server) -> tuple[str | None, bool]:
+    """`gone`'s reason, and whether the server crashed (a signal, or a complaint of the
+    backend's): not a server that exited for want of its files."""
     if server.alive():
-        return None
+        return None, False
     rc = server.stop()
     left = server.left_behind()
     if rc == 0 and left:
@@ -139,10 +145,11 @@ def gone(server: Server) -> str | None:
             f"the server daemonized: the started process exited 0 and left {left} "
             "running (icount stopped it); icount counts a server that stays in the "
             "foreground (nginx: 'daemon off;', others: a --foreground or --no-daemon flag)"
-        )
+        ), False
     why = f"the server {procs.exit_reason(rc, server.run_dir / 'server.stderr')}"
     failure = server.failure()
-    return f"{why}; {failure}" if failure else why
+    crashed = failure is not None or procs.signal_name(rc) is not None
+    return (f"{why}; {failure}" if failure else why), crashed
 
 
 def check_alive(server: Server) -> None:
@@ -179,9 +186,11 @@ def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note, where: 
     note(f"waiting for the server (up to {timeout:g} s)")
     wrong: tuple[int, float] | None = None  # the status answered instead, and since when
     while True:
-        why = gone(server)
+        why, crashed = _gone(server)
         if why:
-            raise RunInvalid(f"{why} before it was ready; {where}")
+            # where it ran matters to a server that exited for want of its files, not to
+            # one that crashed (a JIT's SIGSEGV under valgrind is no missing --cwd)
+            raise RunInvalid(f"{why} before it was ready" + ("" if crashed else f"; {where}"))
         now = time.monotonic()
         left = deadline - now
         if left <= 0:

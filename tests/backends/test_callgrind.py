@@ -30,16 +30,50 @@ def test_a_profile_callgrind_could_not_write_is_named() -> None:
     assert "can not open cache simulation output file `/nonexistent/dir/cg.9855'" in why
 
 
-def test_a_callgrind_assertion_is_quoted_with_the_known_remedy(tmp_path: Path) -> None:
-    """The line a Go server under callgrind printed (issue 10), in valgrind's log format:
-    it does not happen on every run, so the parser is tested on the line itself."""
-    log = tmp_path / "valgrind.log.4242"
-    log.write_text(
-        "==4242== Callgrind, a call-graph generating cache profiler\n==4242== \n"
-        "callgrind: threads.c:247 (vgCallgrind_post_signal): Assertion "
-        "'sigNum == vgCallgrind_current_state.sig' failed.\n"
+RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "valgrind-logs"
+
+
+def test_a_callgrind_assertion_is_quoted_with_the_known_remedy() -> None:
+    """valgrind 3.19's own words on a Go program run without GODEBUG=asyncpreemptoff=1
+    (fixtures/valgrind-logs/record.sh): the tool's name capitalized, as valgrind prints
+    it, and the remedy icount knows."""
+    why = valgrind.valgrind_problem(RECORDED / "go-preempt-assertion.log")
+    assert why == (
+        "callgrind asserted while handling a signal (go-preempt-assertion.log: "
+        "\"Callgrind: threads.c:247 (vgCallgrind_post_signal): Assertion 'sigNum == "
+        "vgCallgrind_current_state.sig' failed.\"); Go programs need "
+        "GODEBUG=asyncpreemptoff=1 under valgrind: add it to the adapter's [env] or pass "
+        "--env GODEBUG=asyncpreemptoff=1"
     )
-    why = valgrind.valgrind_problem(log)
-    assert why is not None and why.startswith("callgrind asserted while handling a signal")
-    assert "threads.c:247" in why and "GODEBUG=asyncpreemptoff=1" in why
+    assert valgrind.guest_crash(RECORDED / "go-preempt-assertion.log") is None
     assert valgrind.valgrind_problem(LOGS / "nope.log") is None  # no log, no complaint
+
+
+def test_a_guest_crash_is_the_programs_with_the_logs_lines() -> None:
+    """A program that writes through a null pointer under callgrind (record.sh): not a
+    complaint of valgrind's, and the crash says where, from the log's own lines."""
+    log = RECORDED / "guest-sigsegv.log"
+    assert valgrind.valgrind_problem(log) is None
+    why = valgrind.guest_crash(log)
+    assert why == (
+        "the program crashed under valgrind (SIGSEGV; guest-sigsegv.log: 'Process "
+        "terminating with default action of signal 11 (SIGSEGV) | Access not within mapped "
+        "region at address 0x0 | at 0x109149: crash (segv.c:4) | by 0x1FFF0005CF: ??? | "
+        "by 0x109191: handle (segv.c:5) | by 0x109191: handle (segv.c:5)'): the crash is "
+        "the program's, not valgrind's complaint"
+    )
+
+
+def test_a_quoted_crash_is_bounded_and_escaped(tmp_path: Path) -> None:
+    """A log line holding an escape sequence or a thousand characters is quoted escaped
+    and cut, and only the lines right after valgrind's own are quoted."""
+    recorded = (RECORDED / "guest-sigsegv.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(recorded) if "at 0x109149" in line)
+    recorded[at] = "==13313==    at 0x109149: \x1b[31m" + "x" * 1000
+    log = tmp_path / "valgrind.log.13313"
+    log.write_text("\n".join(recorded) + "\n")
+    why = valgrind.guest_crash(log)
+    assert why is not None and "\x1b" not in why and "\\x1b[31m" in why
+    assert len(why) < 2 * valgrind.QUOTE_CHARS * (valgrind.CRASH_LINES + 1)
+    assert "x" * (valgrind.QUOTE_CHARS - 3) not in why and "xxx..." in why
+    assert why.count(" | ") == valgrind.CRASH_LINES
