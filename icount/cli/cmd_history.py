@@ -24,8 +24,9 @@ Examples:
 shard files, merged) under the commit its provenance records, or --commit:
 DIR/NNNN-COMMIT.json, NNNN the order commits were added in, the provenance
 beside it. A commit added again replaces its own entry in its place. A
-tree with uncommitted changes is refused. --keep N drops the oldest entries
-beyond N. The folder is plain files: a CI cache, an artifacts store or a
+tree with tracked files modified is refused (untracked files do not
+count). --keep N drops the oldest entries beyond N, never the one just
+filed. The folder is plain files: a CI cache, an artifacts store or a
 branch can carry it from one run to the next.
 
 \b

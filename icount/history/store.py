@@ -22,8 +22,13 @@ from icount.text import printable
 # A commit as git names it, or any key a CI gives (a tag, a pipeline id): letters,
 # digits and ._- only, so that it is a file name everywhere and needs no quoting.
 COMMIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-ENTRY = re.compile(r"(\d{4,9})-(.+)\.json")
+# At least 4 digits, as many more as the number needs: a name is at most 255 bytes, so
+# the number read back is bounded.
+ENTRY = re.compile(r"(\d{4,})-(.+)\.json")
 PROVENANCE_SUFFIX = ".provenance.json"
+# `NNNN-X.provenance.json` is the provenance beside entry `NNNN-X.json`: a commit named
+# so would be filed where no reader takes it for an entry.
+RESERVED_END = PROVENANCE_SUFFIX.removesuffix(".json")
 # More entries than a history can usefully hold; a folder beyond it is refused rather
 # than read (each entry may be up to results.MAX_RESULTS_BYTES).
 MAX_ENTRIES = 10_000
@@ -45,10 +50,11 @@ class Added:
 
 
 def check_commit(commit: str) -> str:
-    if not COMMIT.fullmatch(commit):
+    if not COMMIT.fullmatch(commit) or commit.endswith(RESERVED_END):
         raise UsageError(
             f"commit {printable(commit)!r} cannot key a history entry",
-            hint="letters, digits and ._- only, at most 100, as git rev-parse prints",
+            hint=f"letters, digits and ._- only, at most 100, not ending in {RESERVED_END}, "
+            "as git rev-parse prints",
         )
     return commit
 
@@ -125,23 +131,30 @@ def add(
     commit: str,
     keep: int = 0,
 ) -> Added:
-    """Add `res` as `commit`'s entry; with `keep`, drop the oldest entries beyond it."""
+    """Add `res` as `commit`'s entry; with `keep`, drop the oldest other entries beyond
+    it (the entry just filed stays, however old its commit's place)."""
     check_commit(commit)
     current = entries(folder)
     same = next((e for e in current if e.commit == commit), None)
-    number = same.number if same else max((e.number for e in current), default=0) + 1
-    entry = Entry(number, commit, folder / f"{number:04d}-{commit}.json")
+    if same is not None:  # its own file, whatever width its number was written with
+        entry = same
+    else:
+        number = max((e.number for e in current), default=0) + 1
+        entry = Entry(number, commit, folder / f"{number:04d}-{commit}.json")
+    others = [e for e in current if e is not same]
+    dropped = others[: max(len(others) + 1 - keep, 0)] if keep else []
+    if len(others) + 1 - len(dropped) > MAX_ENTRIES:
+        raise UsageError(
+            f"history {folder} holds {MAX_ENTRIES} entries, the most it may",
+            hint="pass --keep N to drop the oldest",
+        )
     results.save(entry.path, res, provenance, overwrite=True)
     if provenance is None:  # an older measurement's provenance must not stay beside it
         results.provenance_path(entry.path).unlink(missing_ok=True)
-    removed: list[Entry] = []
-    if keep:
-        after = entries(folder)
-        for old in after[: max(len(after) - keep, 0)]:
-            old.path.unlink(missing_ok=True)
-            results.provenance_path(old.path).unlink(missing_ok=True)
-            removed.append(old)
-    return Added(entry, same is not None, tuple(removed))
+    for old in dropped:
+        old.path.unlink(missing_ok=True)
+        results.provenance_path(old.path).unlink(missing_ok=True)
+    return Added(entry, same is not None, tuple(dropped))
 
 
 def load(folder: Path) -> list[tuple[Entry, Results]]:
