@@ -15,6 +15,8 @@ from icount.export import Kind
 from icount.session import options as serve_options
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from icount.compare.model import Comparison, NoiseMap
     from icount.compare.thresholds import Thresholds
     from icount.measure_command import CommandSpec
@@ -35,7 +37,8 @@ Examples:
       --control-cmd './fib-same 30' --pairs 6     # a third, unchanged build in each round
   icount compare --interleave --base-target main/adapters/c-epoll \\
       --new-target pr/adapters/c-epoll --path json --pairs 3
-  icount compare base.json new.json --history history/ --confirm 3 -f junit -o junit.xml
+  icount compare base.json new.json --history history/ --confirm 3 \\
+      --cmd 'fib=./fib 30' -f junit -o junit.xml
 
 \b
 BASE and NEW are each a results file or a folder of them: the shard files of
@@ -64,10 +67,13 @@ history repeats to the instruction is gated exactly: any change counts,
 whatever the threshold and --min-delta. Every format says which applied.
 
 \b
---confirm N measures each cell that regressed again, N fresh runs, with the
-command the new file's provenance recorded (icount run cells; serve cells
-are refused), and judges it on that rerun: noise passes, a real regression
-still fails. The row keeps both measurements.
+--confirm N measures each cell that regressed again, N fresh runs, and
+judges it on that rerun: noise passes, a real regression still fails. It
+runs only a command this invocation names (--cmd NAME=COMMAND or --file
+COMMANDS.toml, as icount run takes them), never one read from a file, and
+only where it is the command the new file measured the cell with; it says
+which it runs. icount run cells only (serve cells are refused). The row
+keeps both measurements.
 
 \b
 Results measured in environments that move counts differently (backend, tool
@@ -148,6 +154,9 @@ def compare_command(
     ),
     threshold: list[str] = typer.Option(
         [], "--threshold", "-t", help="PCT (default 1%) or 'GLOB=PCT' (repeatable)."
+    ),
+    size_gate: list[str] = typer.Option(
+        [], "--size-gate", help="Size files: rows that gate besides the total, GLOB[,GLOB]."
     ),
     min_delta: float | None = typer.Option(
         None,
@@ -242,6 +251,12 @@ def compare_command(
         help="Rerun a regressed cell N times, judged on the rerun [default: no rerun].",
         show_default=False,
     ),
+    cmd: list[str] = typer.Option(
+        [], "--cmd", help="With --confirm: NAME=COMMAND LINE, what cell NAME reruns (repeatable)."
+    ),
+    commands_file: Path = typer.Option(
+        None, "--file", help="With --confirm: a TOML file of [[command]] tables, as icount run's."
+    ),
     ledger: Path = typer.Option(
         None, "--ledger", help="Append an entry for this change to FILE.md (needs --note)."
     ),
@@ -274,6 +289,8 @@ def compare_command(
         measure_flag(m): m in given_options for m in MEASURE_OPTIONS
     }
     provenance: dict[str, Any] | None = None  # an interleave of servers: how it measured
+    if (cmd or commands_file is not None) and not confirm:
+        raise UsageError("--cmd and --file name the commands --confirm reruns: give --confirm N")
     if interleave:
         if files:
             raise UsageError("--interleave measures commands; it takes no results files")
@@ -299,10 +316,16 @@ def compare_command(
             raise UsageError(
                 "compare takes two results files (or folders of shard files): BASE NEW"
             )
+        reruns = _confirm_commands(cmd, commands_file) if confirm else ()
         comparison = _from_files(
-            files[0], files[1], limits, force, allow_build_change, history, confirm, quiet
+            files[0], files[1], limits, force, allow_build_change, history, confirm, quiet, reruns
         )
 
+    from icount.size import gate
+
+    comparison, said = gate.select(comparison, size_gate)  # icount size -o files
+    for line in said:
+        typer.echo(f"icount: {line}", err=True)
     used = {r.rule for r in comparison.rows}
     for o in limits.overrides:
         if o.glob not in used:  # most often a typo in the glob
@@ -410,6 +433,7 @@ def _from_files(
     history: Path | None = None,
     confirm: int = 0,
     quiet: bool = False,
+    reruns: Sequence[CommandSpec] = (),
 ) -> Comparison:
     import dataclasses
 
@@ -432,10 +456,24 @@ def _from_files(
         from icount.cli.progress import progress
         from icount.compare.confirm import confirm as rerun
 
+        def announce(line: str) -> None:  # always: the one line that says what runs
+            typer.echo(f"icount: {line}", err=True)
+
         with progress(quiet) as cb:
-            comparison = rerun(comparison, base, new, new_path, confirm, noise and noise[0], cb)
+            comparison = rerun(comparison, base, new, new_path, confirm, reruns,
+                               noise and noise[0], cb, announce)  # fmt: skip
     comparison = inlined.annotate(comparison, base, new, base_path, new_path)  # DWARF's word
     return render.given_order(build_label.with_changes(comparison, builds), new, base)
+
+
+def _confirm_commands(cmd: list[str], file: Path | None) -> tuple[CommandSpec, ...]:
+    """The commands --confirm may rerun: those this invocation names, as icount run
+    reads and resolves them (programs made absolute from here)."""
+    from icount import measure_command
+    from icount.cli.cmd_run import _collect
+
+    specs = _collect([], None, cmd, file, {}, resuming=True)
+    return tuple(measure_command.resolve(s, Path.cwd()) for s in specs)
 
 
 def _history_noise(history: Path, new: Results) -> tuple[NoiseMap, str]:

@@ -2,9 +2,11 @@
 again, N fresh runs, before the gate fails, and judged on that measurement.
 
 The rerun is `icount run`'s own session (run_plan, the session floor) for just that
-cell, from the commands and options the new file's provenance recorded (its `plan`,
-as `--resume` reads it), checked to measure the cell with the parameters the file
-holds and in the environment it was measured in. The row keeps both measurements: the
+cell, with a command this invocation names (`--cmd NAME=...`, `--file`), never one read
+from a file: a results file or its provenance may come from anywhere (a PR's artifact),
+and what it records is only checked against. The command named must be the one the
+new file's cell was measured with (argv and environment), with the cell's spread limit
+and accepted exits, measured in the environment the file was. The row keeps both measurements: the
 first as `new`, the rerun as `confirm`, and says which the verdict stands on.
 
 Only `icount run` cells can be rerun this way: a serve cell needs its server built and
@@ -15,8 +17,9 @@ file, exactly, and is kept as it is.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from icount import environment, run_plan
@@ -38,51 +41,85 @@ def _is_run_cell(cell: Cell) -> bool:
     return cell.unit == UNIT_INSTRUCTIONS and cell.path == "" and "argv" in cell.params
 
 
-def _recorded(new_path: Path) -> tuple[Path, run_plan.RunRequest]:
-    """The file whose provenance records the new session's plan, and that plan."""
+def _shown(argv: Sequence[str]) -> str:
+    return printable(shlex.join(argv))
+
+
+def _timeout(new_path: Path) -> float | None:
+    """The --timeout the new session ran with, where its provenance recorded one: a
+    number, the one thing of its plan a rerun takes (never a command)."""
     from icount.results.merge import input_files
 
     for _, f in input_files([new_path]):
-        if "commands" in resume_mod.saved_plan(f):
-            return f, run_plan.resume_request(run_plan.RunRequest(), f, frozenset())
-    raise UsageError(
-        f"--confirm reruns cells with the command that measured them, and {new_path} "
-        "records none (its provenance file, NAME.provenance.json beside it, is missing or "
-        "is not from icount run)",
-        hint="keep the provenance file next to the results",
-    )
+        plan = resume_mod.saved_plan(f)
+        if plan.get("timeout") is not None:
+            try:
+                value: float | None = run_plan.RESUMED_OPTIONS["timeout"](plan["timeout"])
+            except ValueError:
+                return None
+            return value
+    return None
 
 
-def _specs(
-    rows: Sequence[Row], new: Results, request: run_plan.RunRequest, src: Path
-) -> list[CommandSpec]:
+def reruns(rows: Sequence[Row], new: Results, given: Sequence[CommandSpec]) -> list[CommandSpec]:
+    """The command of each row, from those this invocation named (--cmd, --file),
+    checked to be the command the new file measured the cell with: a rerun of anything
+    else would judge another program, and a command read from the file is never run."""
     by_key = {c.key: c for c in new.cells}
-    by_name = {s.name: s for s in request.commands}
+    by_name = {s.name: s for s in given}
     specs = []
     for r in rows:
         cell = by_key[r.key]
+        recorded = cell.params.get("argv")
+        shown = _shown(recorded) if isinstance(recorded, list) else "no command"
         spec = by_name.get(r.name)
-        argv, env = list(spec.argv) if spec else None, dict(spec.env) if spec else None
-        if spec is None or cell.params.get("argv") != argv or cell.params.get("env") != env:
+        if spec is None:
             raise UsageError(
-                f"{src}'s recorded plan does not measure {printable(r.label)} as the file "
-                "holds it (another command of that name, or none)",
-                hint="compare the results file its own session wrote",
+                f"--confirm reruns only commands this invocation names, and none is named "
+                f"{printable(r.name)} (the new file measured it as {shown}; a command read "
+                "from a file is never run)",
+                hint=f"give --cmd '{printable(r.name)}=COMMAND LINE' or --file COMMANDS.toml",
+            )
+        env = cell.params.get("env") or {}
+        if list(spec.argv) != recorded or dict(spec.env) != env:
+            raise UsageError(
+                f"--cmd {printable(r.name)} runs {_shown(spec.argv)}"
+                f"{_env_text(spec.env)}, but the new file measured "
+                f"{printable(r.label)} as {shown}{_env_text(env)}: a rerun would judge "
+                "another command",
+                hint="name the command the cell was measured with, or drop --confirm",
             )
         specs.append(spec)
     return specs
 
 
+def _env_text(env: object) -> str:
+    if not isinstance(env, dict) or not env:
+        return ""
+    return " with " + printable(" ".join(f"{k}={v}" for k, v in sorted(env.items())))
+
+
 def _rerun(
-    specs: Sequence[CommandSpec],
-    request: run_plan.RunRequest,
-    backend: str,
+    spec: CommandSpec,
+    cell: Cell,
+    timeout: float | None,
     runs: int,
     progress: Progress | None,
 ) -> Results:
-    again = dataclasses.replace(request, commands=tuple(specs), runs=runs, backend=backend)
+    """`runs` fresh runs of the cell's command as `icount run` measured it: its backend,
+    spread limit and accepted exits; no floor, memory or cache runs (none is judged)."""
+    exits = cell.params.get("allowed_exits")
+    allowed = (
+        frozenset(exits)
+        if isinstance(exits, list) and exits and all(type(x) is int for x in exits)
+        else frozenset({0})
+    )
+    request = run_plan.RunRequest(
+        commands=(spec,), backend=cell.backend, runs=runs, max_spread=cell.max_spread,
+        allowed_exits=allowed, timeout=timeout,
+    )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="icount-confirm-") as tmp:
-        plan = run_plan.prepare(again, output=Path(tmp) / "confirm.json", resume=None, force=True)
+        plan = run_plan.prepare(request, output=Path(tmp) / "confirm.json", resume=None, force=True)
         recorder = environment.ProvenanceRecorder(["icount", "compare", "--confirm", str(runs)])
         return run_plan.run_session(plan, progress, recorder)
 
@@ -108,11 +145,14 @@ def confirm(
     new: Results,
     new_path: Path,
     runs: int,
+    given: Sequence[CommandSpec] = (),
     noise: NoiseMap | None = None,
     progress: Progress | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """`comparison` with each regressed row measured again (`runs` fresh runs) and
-    judged on that measurement."""
+    """`comparison` with each regressed row measured again (`runs` fresh runs) with the
+    command `given` names for it, and judged on that measurement; `announce` hears
+    which command each rerun runs, before it runs."""
     crossed = [r for r in comparison.rows if r.verdict is Verdict.REGRESSED]
     by_key = {c.key: c for c in new.cells}
     serve = [r for r in crossed if r.backend != SIZE_BACKEND and not _is_run_cell(by_key[r.key])]
@@ -127,12 +167,13 @@ def confirm(
     todo = [r for r in crossed if r.backend != SIZE_BACKEND]
     if not todo:
         return comparison
-    src, request = _recorded(new_path)
-    backends = sorted({r.backend for r in todo})
+    specs = reruns(todo, new, given)  # every command checked before any runs
+    timeout = _timeout(new_path)
     fresh: dict[tuple[str, str, str], Cell] = {}
-    for backend in backends:
-        rows = [r for r in todo if r.backend == backend]
-        res = _rerun(_specs(rows, new, request, src), request, backend, runs, progress)
+    for r, spec in zip(todo, specs, strict=True):
+        if announce is not None:
+            announce(f"--confirm {runs}: measuring {printable(r.label)} again: {_shown(spec.argv)}")
+        res = _rerun(spec, by_key[r.key], timeout, runs, progress)
         diffs = model.fingerprint_differences(new.fingerprint, res.fingerprint)
         if diffs:
             raise UsageError(

@@ -18,8 +18,10 @@ from icount.measure_command import CommandSpec
 from tests.compare.conftest import Cli
 from tests.support import fake_backend
 
-NOISY = CommandSpec("noisy", ("prog", "noisy"))
-STEADY = CommandSpec("steady", ("prog", "steady"))
+PROG = "/bin/sh"  # never run: the fake backend counts by argv[1]
+NOISY = CommandSpec("noisy", (PROG, "noisy"))
+STEADY = CommandSpec("steady", (PROG, "steady"))
+RERUN = ("--cmd", f"noisy={PROG} noisy")
 
 
 class Scripted(fake_backend.FakeBackend):
@@ -69,7 +71,7 @@ def test_a_cell_that_crossed_by_noise_is_rerun_and_passes(
     assert cli("compare", base, new).code == 3
     Scripted.seen = []
     Scripted.counts = {"noisy": iter([1_000_050, 1_000_150, 1_000_250, 1_000_100])}
-    done = cli("compare", base, new, "--confirm", "4", "-f", "json", "-q")
+    done = cli("compare", base, new, "--confirm", "4", *RERUN, "-f", "json", "-q")
     assert done.code == 0, done.out + done.err
     assert Scripted.seen == [NOISY.argv] * 4  # only the cell that crossed, 4 fresh runs
     row = next(r for r in json.loads(done.out)["cells"] if r["name"] == "noisy")
@@ -82,7 +84,7 @@ def test_a_cell_that_crossed_by_noise_is_rerun_and_passes(
     assert row["why"] == "not confirmed: 4 reruns measured 0.00% (median 1.000M), unchanged"
     # the table says it too, under the first measurement's figures
     Scripted.counts = {"noisy": iter([1_000_000])}
-    table = cli("compare", base, new, "--confirm", "1", "-q")
+    table = cli("compare", base, new, "--confirm", "1", *RERUN, "-q")
     assert table.code == 0
     noisy = next(line for line in table.out.splitlines() if line.startswith("noisy "))
     assert noisy.split()[1:5] == ["1.000M", "1.030M", "+30.00k", "+3.00%"]
@@ -98,7 +100,7 @@ def test_a_real_regression_is_rerun_and_still_fails(
     new = session(tmp_path / "new.json", [1_050_000] * 3, [5000] * 3)
     Scripted.seen = []
     Scripted.counts = {"noisy": iter([1_050_000] * 2)}
-    done = cli("compare", base, new, "--confirm", "2", "-f", "junit", "-q")
+    done = cli("compare", base, new, "--confirm", "2", *RERUN, "-f", "junit", "-q")
     assert done.code == 3
     assert Scripted.seen == [NOISY.argv] * 2
     import xml.etree.ElementTree as ET
@@ -116,18 +118,64 @@ def test_a_real_regression_is_rerun_and_still_fails(
     assert "rerun: median 1050000 (min 1050000, max 1050000, 2 runs)" in out
 
 
-def test_confirm_needs_the_recorded_command(
+def test_confirm_never_runs_a_command_read_from_the_file(
     scripted: type[Scripted], tmp_path: Path, cli: Cli
 ) -> None:
     base = session(tmp_path / "base.json", [1_000_000] * 3, [5000] * 3)
     new = session(tmp_path / "new.json", [1_050_000] * 3, [5000] * 3)
-    results.provenance_path(new).unlink()
+    measured = list(Scripted.seen)
     done = cli("compare", base, new, "--confirm", "2")
     assert done.code == 2
-    assert "records none (its provenance file" in done.err
-    assert (
-        Scripted.seen == [NOISY.argv] * 3 + [STEADY.argv] * 3 + [NOISY.argv] * 3 + [STEADY.argv] * 3
-    )  # nothing measured again
+    assert done.err.startswith(
+        "icount: error: --confirm reruns only commands this invocation names, and none is "
+        f"named noisy (the new file measured it as {PROG} noisy; a command read from a file "
+        "is never run)"
+    )
+    assert len(done.err.splitlines()) == 1  # one line, its hint in it
+    # a command named that is not the cell's is refused too, before anything runs
+    other = cli("compare", base, new, "--confirm", "2", "--cmd", f"noisy={PROG} steady")
+    assert other.code == 2
+    assert f"--cmd noisy runs {PROG} steady, but the new file measured noisy as" in other.err
+    assert Scripted.seen == measured  # nothing measured again
+
+
+def test_a_crafted_provenance_command_is_not_run(
+    scripted: type[Scripted], tmp_path: Path, cli: Cli
+) -> None:
+    """The reproducer: a new file whose cell and provenance record `/bin/sh -c ...` ran
+    it under --confirm, the only line printed being the progress line."""
+    base = session(tmp_path / "base.json", [1_000_000] * 3, [5000] * 3)
+    new = session(tmp_path / "new.json", [1_050_000] * 3, [5000] * 3)
+    crafted = ["/bin/sh", "-c", "touch pwned"]
+    doc = json.loads(new.read_text())
+    for c in doc["cells"]:
+        c["params"]["argv"] = crafted
+    new.write_text(json.dumps(doc))
+    prov = results.provenance_path(new)
+    pdoc = json.loads(prov.read_text())
+    for c in pdoc["plan"]["commands"]:
+        c["argv"] = crafted
+    prov.write_text(json.dumps(pdoc))
+    measured = list(Scripted.seen)
+    done = cli("compare", base, new, "--confirm", "2", *RERUN)
+    assert done.code == 2
+    assert "but the new file measured noisy as /bin/sh -c 'touch pwned'" in done.err
+    assert Scripted.seen == measured
+
+
+def test_confirm_says_which_command_it_runs(
+    scripted: type[Scripted], tmp_path: Path, cli: Cli
+) -> None:
+    base = session(tmp_path / "base.json", [1_000_000] * 3, [5000] * 3)
+    new = session(tmp_path / "new.json", [1_050_000] * 3, [5000] * 3)
+    results.provenance_path(new).unlink()  # the commands come from the invocation
+    Scripted.counts = {"noisy": iter([1_050_000] * 2)}
+    done = cli("compare", base, new, "--confirm", "2", *RERUN, "-q")
+    assert done.code == 3
+    assert f"icount: --confirm 2: measuring noisy again: {PROG} noisy\n" in done.err
+    assert cli("compare", base, new, "--cmd", "x=y").err.startswith(
+        "icount: error: --cmd and --file name the commands --confirm reruns"
+    )
 
 
 def test_confirm_refuses_serve_cells(tmp_path: Path, cli: Cli) -> None:
