@@ -1,10 +1,15 @@
 """The deterministic environment measured programs run in, the fingerprint of what
 moves instruction counts, and the provenance kept apart from the numbers.
 
-Counts move with: the backend and its version, the CPU (glibc picks memcpy/strlen
-variants by CPU flags through ifunc), glibc, ASLR, the size of the environment and the
-working directory (stack alignment), and hash seeds. The first group is recorded in
-the fingerprint and checked by `icount compare`; the rest is pinned here.
+Counts move with: the backend and its version, the CPU the program sees (glibc picks
+memcpy/strlen variants by CPU flags through ifunc, a JIT its instructions), glibc, the
+CPUs and memory a runtime sizes its threads and heaps by, ASLR, the size of the
+environment and the working directory (stack alignment), and hash seeds. The first group
+is recorded in the fingerprint and checked by `icount compare`; the rest is pinned here.
+
+Under perf the program runs on the host's CPU. Under valgrind it sees the CPU valgrind
+presents (`guest_cpu.py` reads it), so two hosts with other CPU models that present the
+same guest CPU count alike: there the guest's fields are checked, not the host's.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from typing import Any
 from icount import __version__, procs
 from icount.errors import UsageError
 
-# Fields of the fingerprint that change instruction counts: compare refuses to
-# compare results that differ in any of them.
+# Fields of every fingerprint that change instruction counts: compare refuses to
+# compare results that differ in any of them (the host's CPU fields unless both
+# fingerprints hold the guest's: `checked_fields`).
 COUNT_MOVING_FIELDS = (
     "backend",
     "tool_version",
@@ -37,6 +43,37 @@ COUNT_MOVING_FIELDS = (
     "cpu_flags",
     "glibc",
 )
+HOST_CPU_FIELDS = ("cpu_vendor", "cpu_model", "cpu_flags")
+# the CPU valgrind presents (guest_cpu.GuestCpu.fingerprint), checked in place of the host's
+GUEST_CPU_FIELDS = ("guest_cpu_vendor", "guest_cpu_model", "guest_cpu_flags", "guest_cpuid")
+# what a runtime sizes itself by; checked where both fingerprints hold them (older files
+# do not)
+MACHINE_FIELDS = ("cpus", "memory_gib")
+
+# Why a field that differs moves counts: compare says so beside each difference.
+_GUEST_WHY = "glibc's string functions and a JIT's code follow the CPU valgrind presents"
+_HOST_WHY = (
+    "the program runs on the host's CPU: glibc's string functions and a JIT's code follow it"
+)
+FIELD_WHY = {
+    "backend": "callgrind and perf count differently (valgrind replaces the mem* routines)",
+    "tool_version": "another version instruments differently and, for valgrind, may "
+    "present another CPU",
+    "arch": "another instruction set runs other code",
+    "cpu_vendor": _HOST_WHY,
+    "cpu_model": _HOST_WHY,
+    "cpu_flags": _HOST_WHY,
+    "guest_cpu_vendor": _GUEST_WHY,
+    "guest_cpu_model": _GUEST_WHY,
+    "guest_cpu_flags": _GUEST_WHY,
+    "guest_cpuid": _GUEST_WHY,
+    "glibc": "the C library's own code is counted and picks the variants",
+    "cpus": "a runtime sizes its threads by the CPUs it may use (Go's GOMAXPROCS, the "
+    "JVM's GC threads)",
+    "memory_gib": "a runtime sizes its heap by the memory it sees (the JVM's default "
+    "heap is a quarter of it)",
+    "backend_argv": "the backend ran with other arguments",
+}
 
 # CPU flags glibc's ifunc resolvers and the dynamic loader look at (string, memory
 # and math routines). Other flags do not change which code runs in libc.
@@ -271,8 +308,61 @@ def cpu_fingerprint() -> dict[str, Any]:
     }
 
 
-def fingerprint(backend: str, tool_version: str, backend_argv: Sequence[str]) -> dict[str, Any]:
-    """What moves counts on this machine. No timestamps, no host names."""
+GIB = 1 << 30
+
+
+def _cgroup_dir() -> Path | None:
+    """This process's cgroup v2 folder, where its CPU and memory limits are."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("0::"):
+            return Path("/sys/fs/cgroup") / line[3:].lstrip("/")
+    return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _meminfo_total() -> int | None:
+    for line in (_read(Path("/proc/meminfo")) or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def machine_fingerprint() -> dict[str, Any]:
+    """The CPUs and memory a runtime sizes its threads and heaps by, as a program started
+    here sees them: the CPUs it may run on, and the memory, each within this cgroup's
+    limits (the JVM and Go read both). Memory in whole GiB: MemTotal moves by a few MiB
+    between machines of one size, and a runtime's sizes do not follow that."""
+    cgroup = _cgroup_dir()
+    cpus = len(os.sched_getaffinity(0))
+    memory = _meminfo_total()
+    if cgroup is not None:
+        quota, _, period = (_read(cgroup / "cpu.max") or "max").partition(" ")
+        if quota.isdigit() and period.isdigit() and int(period):
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+        limit = _read(cgroup / "memory.max") or "max"
+        if limit.isdigit() and (memory is None or int(limit) < memory):
+            memory = int(limit)
+    return {"cpus": cpus, "memory_gib": None if memory is None else round(memory / GIB)}
+
+
+def fingerprint(
+    backend: str,
+    tool_version: str,
+    backend_argv: Sequence[str],
+    guest: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What moves counts on this machine. No timestamps, no host names. `guest`: the
+    CPU the backend presents to the program, where it is not the host's (callgrind)."""
     _, aslr = aslr_wrapper()
     return {
         "backend": backend,
@@ -280,12 +370,27 @@ def fingerprint(backend: str, tool_version: str, backend_argv: Sequence[str]) ->
         "backend_argv": list(backend_argv),
         "arch": platform.machine(),
         **cpu_fingerprint(),
+        **(guest or {}),
         "glibc": glibc_version(),
+        **machine_fingerprint(),
         "kernel": platform.release(),
         "aslr": aslr,
         "env_policy": f"cleared; PATH={FIXED_PATH}; LC_ALL=C; PYTHONHASHSEED=0; TZ=UTC",
         "icount_version": __version__,
     }
+
+
+def has_guest_cpu(fp: Mapping[str, Any]) -> bool:
+    return all(f in fp for f in GUEST_CPU_FIELDS)
+
+
+def checked_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
+    """The fields compare checks between two fingerprints: the guest CPU's where both
+    hold it (under callgrind the program never sees the host's), else the host CPU's, as
+    before the guest was recorded; the CPUs and memory where both hold them."""
+    cpu = GUEST_CPU_FIELDS if has_guest_cpu(a) and has_guest_cpu(b) else HOST_CPU_FIELDS
+    machine = tuple(f for f in MACHINE_FIELDS if f in a and f in b)
+    return ("backend", "tool_version", "arch", *cpu, "glibc", *machine)
 
 
 def fingerprint_differences(
@@ -294,8 +399,26 @@ def fingerprint_differences(
     """The count-moving fields in which two fingerprints differ. `same_method` also
     requires the same backend arguments: cells that share one file or table must have
     been measured the same way (compare only needs comparable counts)."""
-    fields = (*COUNT_MOVING_FIELDS, "backend_argv") if same_method else COUNT_MOVING_FIELDS
+    fields = checked_fields(a, b)
+    fields = (*fields, "backend_argv") if same_method else fields
     return [f for f in fields if a.get(f) != b.get(f)]
+
+
+def why_differs(field: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    """Why a difference in `field` between fingerprints `a` (base) and `b` (new) moves
+    counts; for the host's CPU under callgrind, also why the host's was checked."""
+    why = FIELD_WHY.get(field, "it moves counts")
+    if field not in HOST_CPU_FIELDS:
+        return why
+    notes = []
+    for side, fp in (("base", a), ("new", b)):
+        if fp.get("backend") != "callgrind" or has_guest_cpu(fp):
+            continue
+        if "guest_cpu" in fp:
+            notes.append(f"the {side} file's guest CPU is {fp['guest_cpu']}")
+        else:
+            notes.append(f"the {side} file predates the guest CPU fingerprint")
+    return f"{why}; {' and '.join(notes)}, so the host's CPU is checked" if notes else why
 
 
 # ---------------------------------------------------------------- provenance

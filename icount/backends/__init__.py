@@ -154,4 +154,11 @@ def fingerprint(backend: Backend, kind: ArgvKind) -> dict[str, Any]:
     """What moves counts here, with this backend's version and arguments for `kind`."""
     from icount import environment
 
-    return environment.fingerprint(backend.name, backend.version(), backend.fingerprint_argv(kind))
+    # a backend whose programs see a CPU of its own (callgrind: valgrind's) names it
+    guest = getattr(backend, "guest_cpu", None)
+    return environment.fingerprint(
+        backend.name,
+        backend.version(),
+        backend.fingerprint_argv(kind),
+        guest() if guest is not None else None,
+    )

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from icount import environment, procs
 from icount.backends.profiles import read_command
@@ -156,6 +157,13 @@ class CallgrindBackend:
 
     def version(self) -> str:
         return valgrind_version()
+
+    def guest_cpu(self) -> dict[str, Any]:
+        """The CPU valgrind presents to the program, which it reads in place of the
+        host's (`guest_cpu.py`): the fingerprint's guest fields."""
+        from icount import guest_cpu
+
+        return guest_cpu.probe(require_valgrind()).fingerprint()
 
     def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
         if kind == "command":

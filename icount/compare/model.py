@@ -133,6 +133,7 @@ class FieldDifference:
     field: str
     base: Any
     new: Any
+    why: str = ""  # why the difference moves counts (environment.why_differs)
 
     def describe(self) -> str:
         if isinstance(self.base, list) and isinstance(self.new, list):
@@ -184,16 +185,22 @@ def fingerprint_differences(
     base: Mapping[str, Any], new: Mapping[str, Any]
 ) -> tuple[FieldDifference, ...]:
     from icount.environment import fingerprint_differences as fields
+    from icount.environment import why_differs
 
     if base.get("backend") == new.get("backend") == SIZE_BACKEND:
         return ()
-    return tuple(FieldDifference(f, base.get(f), new.get(f)) for f in fields(base, new))
+    return tuple(
+        FieldDifference(f, base.get(f), new.get(f), why_differs(f, base, new))
+        for f in fields(base, new)
+    )
 
 
 def refusal(diffs: Sequence[FieldDifference], base_src: str, new_src: str) -> str:
+    """One clause per field: what differs and why that moves counts."""
+    each = "; ".join(f"{d.describe()} ({d.why})" if d.why else d.describe() for d in diffs)
     return (
         f"{base_src} and {new_src} were measured in environments that move counts differently "
-        f"({'; '.join(d.describe() for d in diffs)}); their counts are not comparable"
+        f"({each}); their counts are not comparable"
     )
 
 
