@@ -22,7 +22,7 @@ from __future__ import annotations
 import select
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from icount.errors import RunFailedError
@@ -149,8 +149,17 @@ class KeepAliveClient:
     name = "builtin"
 
     def __init__(
-        self, host: str, port: int, path: PathSpec, concurrency: int, timeout_s: float
+        self,
+        host: str,
+        port: int,
+        path: PathSpec,
+        concurrency: int,
+        timeout_s: float,
+        pace: Callable[[], str | None] | None = None,
     ) -> None:
+        """`pace`: called before each wave of requests (serve/arrival.py), None once they
+        may go, else why they never may; without it each connection sends its next
+        request as soon as its answer is in."""
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self.host = host
@@ -158,6 +167,7 @@ class KeepAliveClient:
         self.path = path
         self.concurrency = concurrency
         self.timeout_s = timeout_s
+        self.pace = pace
         self.request_bytes = encode_request(host, path)
         self._socks: list[socket.socket] = []
         self._ep: select.epoll | None = None
@@ -245,7 +255,14 @@ class KeepAliveClient:
                 return f"send failed: {e.strerror or e}"
             return None
 
-        for i in range(min(n, len(socks))):
+        pace = self.pace
+        waiting: list[int] = []  # paced: connections whose next request waits for the wave
+        first = range(min(n, len(socks)))
+        if pace is not None and first:
+            first_error = pace()
+            if first_error is not None:
+                first, stopping = range(0), True
+        for i in first:
             err = send(i)
             if err is not None:
                 first_error = first_error or self._lost(i, err)
@@ -341,13 +358,25 @@ class KeepAliveClient:
                     stopping = True
                     continue
                 if sent < n and not stopping:
-                    err = send(i)
-                    if err is not None:
-                        first_error = first_error or self._lost(i, err)
-                        stopping = True
-                        continue
-                    sent += 1
-                    inflight += 1
-                    busy[i] = True
+                    wave = [i]
+                    if pace is not None:  # the next wave once every answer is in
+                        waiting.append(i)
+                        if inflight:
+                            continue
+                        why = pace()
+                        if why is not None:
+                            first_error = first_error or why
+                            stopping = True
+                            continue
+                        wave, waiting = waiting[: n - sent], []
+                    for j in wave:
+                        err = send(j)
+                        if err is not None:
+                            first_error = first_error or self._lost(j, err)
+                            stopping = True
+                            break
+                        sent += 1
+                        inflight += 1
+                        busy[j] = True
         wall = time.perf_counter() - t0
         return LoadResult(n, completed, n - completed, first_error, wall)

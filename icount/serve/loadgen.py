@@ -27,6 +27,7 @@ from typing import Protocol
 from icount import procs
 from icount.errors import ParseError, RunFailedError, UsageError
 from icount.serve.adapter import PathSpec
+from icount.serve.arrival import Pace
 from icount.serve.http_client import KeepAliveClient, LoadResult
 
 KINDS = ("builtin", "h2load", "ab", "wrk", "oha")
@@ -342,13 +343,21 @@ def make_load_generator(
     concurrency: int,
     timeout_s: float,
     cpus: Sequence[int],
+    pace: Pace | None = None,
 ) -> LoadGenerator:
     """A generator of `kind`; ToolMissingError when its program is not installed.
 
     The built-in client ignores `cpus`: it runs in icount's process, which the caller pins.
+    `pace` (serve/arrival.py) holds each wave of its requests until the server is idle;
+    the external tools send theirs themselves, and refuse one.
     """
     if kind == "builtin":
-        return KeepAliveClient(host, port, path, concurrency, timeout_s)
+        return KeepAliveClient(host, port, path, concurrency, timeout_s, pace)
+    if pace is not None:
+        raise UsageError(
+            f"--arrival idle needs the built-in client: {kind} sends its requests itself",
+            hint="use --load builtin, or --arrival closed",
+        )
     classes: dict[str, type[_External]] = {
         "h2load": H2Load, "ab": ApacheBench, "wrk": Wrk, "oha": Oha
     }  # fmt: skip

@@ -97,7 +97,9 @@ from icount.results.details import (
     ServeDetail,
 )
 from icount.results.runtime import windows_to_fit
+from icount.serve import arrival
 from icount.serve.adapter import PathSpec
+from icount.serve.arrival import CLOSED
 from icount.serve.http_client import LoadResult
 from icount.serve.loadgen import LoadGenerator
 from icount.serve.server import (
@@ -140,6 +142,7 @@ class CellOptions:
     warmup: Warmup = options.AUTO
     concurrency: int = options.CONCURRENCY
     load_kind: str = "builtin"
+    arrival: str = CLOSED  # serve/arrival.py; a session's plan gives its own (idle by default)
     max_spread: float = options.MAX_SPREAD
     auto_limits: AutoLimits = field(default_factory=AutoLimits)
     idle_seconds: float = options.IDLE_SECONDS  # an idle window after the reps; 0: none
@@ -192,8 +195,9 @@ def _client(
 
     timeout = opts.backend.serve_defaults.client_timeout_s
     verify(server, port, path, timeout)
+    pace = arrival.pacer(opts.arrival, server.pid, timeout)
     client = loadgen.make_load_generator(
-        opts.load_kind, HOST, port, path, opts.concurrency, timeout, opts.cpus.load
+        opts.load_kind, HOST, port, path, opts.concurrency, timeout, opts.cpus.load, pace
     )
     try:
         client.open()

@@ -1,0 +1,161 @@
+"""The arrival discipline (serve/arrival.py): the built-in client's waves, how a thread
+is read from /proc, and what a session records. The counts under callgrind are in
+test_arrival_truth.py."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from icount import procs
+from icount.errors import UsageError
+from icount.serve import adapter as adapters
+from icount.serve import arrival
+from icount.serve.adapter import Expect, PathSpec
+from icount.serve.http_client import KeepAliveClient
+from icount.serve.loadgen import make_load_generator
+
+from .conftest import HOST, StartServer, free_port
+
+PLAIN = PathSpec("plaintext", "/plaintext", Expect(200, {}, b"Hello, World!"))
+
+
+@pytest.fixture
+def c_epoll_process(c_epoll_adapter: tuple[adapters.Adapter, Path]) -> Iterator[tuple[int, int]]:
+    """(pid, port) of a c-epoll process, stopped after the test."""
+    target, build = c_epoll_adapter
+    port = free_port()
+    argv = adapters.expand(target.start, port=port, build_dir=build, adapter=target)
+    child = procs.spawn(argv)
+    try:
+
+        def listening() -> bool:
+            try:
+                socket.create_connection((HOST, port), timeout=1).close()
+            except OSError:
+                return False
+            return True
+
+        assert procs.wait_until(listening, 10), "c-epoll did not start listening"
+        yield child.pid, port
+    finally:
+        child.stop()
+
+
+@pytest.mark.parametrize(("concurrency", "n", "waves"), [(1, 5, 5), (4, 10, 3), (8, 3, 1)])
+def test_a_paced_client_sends_waves_when_every_answer_is_in(
+    c_server: StartServer, concurrency: int, n: int, waves: int
+) -> None:
+    port = c_server("--crash-after", str(n))  # request n + 1 would abort it
+    seen: list[int] = []
+
+    def pace() -> str | None:
+        seen.append(len(seen))
+        return None
+
+    with KeepAliveClient(HOST, port, PLAIN, concurrency, 5.0, pace) as client:
+        result = client.run(n)
+    assert result.ok, result.first_error
+    assert (result.completed, len(seen)) == (n, waves)
+
+
+def test_a_server_never_idle_ends_the_run_with_the_reason(c_server: StartServer) -> None:
+    port = c_server()
+    calls: list[int] = []
+
+    def pace() -> str | None:
+        calls.append(1)
+        return "the server was never idle" if len(calls) == 2 else None
+
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0, pace) as client:
+        result = client.run(10)
+        assert (result.completed, result.first_error) == (1, "the server was never idle")
+        # the connections stay usable: the next run starts as any other
+        assert client.run(1).completed == 1 and len(calls) == 3
+
+
+def test_external_load_generators_take_no_pace() -> None:
+    with pytest.raises(UsageError, match="needs the built-in client"):
+        make_load_generator("h2load", HOST, 1, PLAIN, 1, 1.0, [], lambda: None)
+    client = make_load_generator("builtin", HOST, 1, PLAIN, 1, 1.0, [], lambda: None)
+    assert isinstance(client, KeepAliveClient) and client.pace is not None
+
+
+def test_an_idle_server_reads_idle_and_a_spinning_one_running(
+    c_epoll_process: tuple[int, int],
+) -> None:
+    pid, _ = c_epoll_process
+    assert arrival.wait_idle(arrival.Watch(pid), 5.0) is None
+    assert arrival.Watch(pid).running() is None  # and it stays so: nothing wakes it
+    spin = procs.spawn([sys.executable, "-c", "while True: pass"], leaf=True)
+    try:
+        found = arrival.Watch(spin.pid).running()
+        assert found is not None and found.pid == spin.pid, found
+        assert found.describe().startswith(f"pid {spin.pid} thread {spin.pid} (")
+        ticks = iter(range(100))
+        why = arrival.wait_idle(arrival.Watch(spin.pid), 3.0, clock=lambda: float(next(ticks)))
+        assert why is not None and why.startswith("the server was never idle within 3 s: pid")
+        assert why.endswith("(a thread that never sleeps: measure it with --arrival closed)")
+    finally:
+        spin.stop()
+
+
+def test_a_process_gone_reads_idle() -> None:
+    child = procs.spawn([sys.executable, "-c", "pass"], leaf=True)
+    child.wait(10)
+    assert arrival.Watch(child.pid).running() is None
+
+
+def test_descendants_are_watched_too() -> None:
+    """A parent asleep with a spinning child is not idle: every process counts."""
+    code = "import os, time\nif os.fork() == 0:\n    while True: pass\ntime.sleep(60)\n"
+    parent = procs.spawn([sys.executable, "-c", code])
+    try:
+        found: list[arrival.Running | None] = []
+
+        def only_the_child() -> bool:
+            found.append(arrival.Watch(parent.pid).running())
+            return found[-1] is not None and found[-1].pid != parent.pid
+
+        # once the parent sleeps, the child still runs: the server is never idle
+        assert procs.wait_until(only_the_child, 10), found[-3:]
+    finally:
+        parent.stop()
+
+
+def test_valgrind_lock_descriptors_are_read_from_the_limits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    limits = tmp_path / "limits"
+    limits.write_text(
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+        "Max open files            1036                 20000                files     \n"
+    )
+    monkeypatch.setattr("os.readlink", lambda p: "/usr/libexec/valgrind/x-amd64-linux")
+    real = arrival._read
+    monkeypatch.setattr(
+        arrival, "_read", lambda p: limits.read_text() if p.endswith("limits") else real(p)
+    )
+    assert arrival._valgrind_floor(1) == 1024
+    monkeypatch.setattr("os.readlink", lambda p: "/usr/bin/python3")
+    assert arrival._valgrind_floor(1) is None
+
+
+def test_resolve_parse_and_recorded() -> None:
+    assert arrival.resolve(None, "builtin")[0] == "idle"
+    assert arrival.resolve(None, "h2load") == (
+        "closed",
+        "h2load sends its requests itself (a closed loop)",
+    )
+    assert arrival.resolve("closed", "builtin") == ("closed", "asked for with --arrival")
+    with pytest.raises(UsageError, match="--arrival idle needs the built-in client: ab"):
+        arrival.resolve("idle", "ab")
+    assert arrival.parse("closed") == "closed"
+    with pytest.raises(UsageError, match="--arrival takes idle or closed, got 'open'"):
+        arrival.parse("open")
+    assert arrival.recorded({}) == "closed"  # files written before the field existed
+    assert arrival.recorded({"arrival": "idle"}) == "idle"
