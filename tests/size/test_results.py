@@ -59,17 +59,24 @@ def test_a_2pct_growth_exits_3_at_1pct(builds: tuple[Path, Path], tmp_path: Path
     cli("size", "--gzip", "-o", str(tmp_path / "new.json"), str(new))
     a, b = str(tmp_path / "base.json"), str(tmp_path / "new.json")
     out = cli("compare", a, b, "--threshold", "1%", code=3)
-    assert "regressed" in out.stdout and "cells regressed beyond their threshold" in out.stderr
+    # by default the VM total alone gates: one cell, the rows' cells are left out
+    assert "1 of 1 cell regressed beyond its threshold" in out.stderr
+    assert "size cells do not gate (the total does)" in out.stderr
     assert "sizes read from the files" in out.stdout  # not "medians of fresh processes"
-    md = cli("compare", a, b, "-t", "1%", "-f", "md", code=3).stdout
+    gated = ("--size-gate", ".data,total/file")
+    md = cli("compare", a, b, "-t", "1%", "-f", "md", *gated, code=3).stdout
     assert md.startswith("❌") and "**regressed**: `prog/sections/.data/file`" in md
-    assert "`prog/total/file`" in md
-    doc = json.loads(cli("compare", a, b, "-t", "1%", "-f", "json", code=3).stdout)
+    assert "`prog/total/file`" in md and "`prog/sections/.text/file`" not in md
+    doc = json.loads(cli("compare", a, b, "-t", "1%", "-f", "json", *gated, code=3).stdout)
     cells = {c["path"]: c for c in doc["cells"]}
+    assert set(cells) == {
+        "sections/.data/file", "sections/.data/vm", "total/file", "total/vm"
+    }  # fmt: skip
     assert cells["sections/.data/file"]["verdict"] == "regressed"
     assert cells["sections/.data/file"]["delta"] == 4000
     assert cells["total/file"]["delta"] == new.stat().st_size - base.stat().st_size
-    assert cells["sections/.text/file"]["verdict"] == "unchanged"
+    text = cli("compare", a, b, "-t", "1%", "--size-gate", "*", code=3).stdout
+    assert ".text/file" in text and ".debug" not in text  # -g0: no debug section anyway
     # the same sizes at a 5% threshold pass; a file against itself passes
     cli("compare", a, b, "--threshold", "5%")
     cli("compare", a, a)

@@ -1,0 +1,93 @@
+"""Which cells of two `icount size -o` files `icount compare` gates.
+
+A size results file holds a cell per row of its view and column (`VIEW/LABEL/file`,
+`VIEW/LABEL/vm`) beside the totals (`total/file`, `total/vm`, `total/gzip`). Gating
+them all fails a build for any section that moved past 1%, however few its bytes,
+and for the DWARF of a -g build. So compare gates the VM total (what the
+image maps: no debug section is in it), or the file total of a file that maps nothing
+(Wasm), and the rows the user names with `--size-gate`. A debug section (`.debug_*`,
+`.zdebug_*`, Mach-O's `__DWARF`) gates only under a glob that names debug sections
+itself (one with "debug" or "DWARF" in it): `*` does not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+from icount.size.report import BACKEND
+
+if TYPE_CHECKING:
+    from icount.compare.model import Comparison, Row
+
+TOTAL = "total"
+_DEBUG = (".debug_", ".zdebug_", "[section .debug_", "[section .zdebug_", "__DWARF")
+
+
+def parse(items: Sequence[str]) -> list[str]:
+    """`--size-gate .text,.data --size-gate '.rodata*'` -> the globs, in order."""
+    return [g.strip() for item in items for g in item.split(",") if g.strip()]
+
+
+def label(path: str) -> str:
+    """The row a cell is a column of: `VIEW/LABEL/COLUMN` -> LABEL (labels may hold
+    '/': source paths, Go import paths); `total/file` -> total."""
+    parts = path.split("/")
+    return TOTAL if parts[0] == TOTAL else "/".join(parts[1:-1])
+
+
+def _is_debug(row_label: str) -> bool:
+    return row_label.startswith(_DEBUG)
+
+
+def _names_debug(glob: str) -> bool:
+    return "debug" in glob.lower() or "dwarf" in glob.lower()
+
+
+def named(path: str, globs: Sequence[str]) -> str | None:
+    """The first glob naming the cell at `path` (its row's label or the whole path)."""
+    row_label = label(path)
+    debug = _is_debug(row_label)
+    for g in globs:
+        if (fnmatchcase(row_label, g) or fnmatchcase(path, g)) and (not debug or _names_debug(g)):
+            return g
+    return None
+
+
+def _maps(row: Row) -> bool:
+    return any(s is not None and s.max > 0 for s in (row.base, row.new))
+
+
+def select(comparison: Comparison, items: Sequence[str]) -> tuple[Comparison, list[str]]:
+    """The comparison with only the size rows that gate (every other backend's row
+    kept), and what to tell the user: how many size rows were left out, and each glob
+    that named none."""
+    globs = parse(items)
+    sized = [r for r in comparison.rows if r.backend == BACKEND]
+    if not sized:
+        return comparison, (
+            ["--size-gate names rows of `icount size -o` files; these hold none"] if globs else []
+        )
+    mapped = {r.name for r in sized if r.path == "total/vm" and _maps(r)}
+    used: set[str] = set()
+
+    def gates(r: Row) -> bool:
+        if r.backend != BACKEND or r.path == ("total/vm" if r.name in mapped else "total/file"):
+            return True
+        glob = named(r.path, globs)
+        if glob is not None:
+            used.add(glob)
+        return glob is not None
+
+    kept = tuple(r for r in comparison.rows if gates(r))
+    said = []
+    if len(kept) < len(comparison.rows):
+        said.append(
+            f"{len(comparison.rows) - len(kept)} size cells do not gate (the total does); "
+            "name rows with --size-gate GLOB[,GLOB] (e.g. .text,.data or total/file; "
+            "debug sections only by a glob with 'debug' in it)"
+        )
+    said += [f"--size-gate '{g}' named no size row" for g in globs if g not in used]
+    return dataclasses.replace(comparison, rows=kept), said

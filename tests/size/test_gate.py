@@ -1,0 +1,82 @@
+"""Which cells of two `icount size -o` files compare gates (icount/size/gate.py)."""
+
+from __future__ import annotations
+
+from icount.compare import model
+from icount.compare.thresholds import Thresholds
+from icount.results import Cell, Results, Run
+from icount.size import gate, report
+from icount.size.model import Breakdown, Row
+
+
+def _sizes(by: str, rows: list[tuple[str, int, int]], fmt: str = "ELF64") -> Results:
+    rs = [Row(label, f, v) for label, f, v in rows]
+    b = Breakdown("prog", "x86_64", fmt, "executable", sum(r.file for r in rs), rs)
+    return report.to_results([b], by)
+
+
+def _gated(base: Results, new: Results, *items: str) -> tuple[dict[str, str], list[str]]:
+    c, said = gate.select(model.compare(base, new, Thresholds()), items)
+    return {r.path: r.verdict.value for r in c.rows}, said
+
+
+BASE = [(".text", 1000, 1000), (".debug_info", 5000, 0), ("[padding]", 100, 0)]
+# .text +2%, the DWARF doubled: the VM total moves by the .text alone
+NEW = [(".text", 1020, 1020), (".debug_info", 10_000, 0), ("[padding]", 100, 0)]
+
+
+def test_the_vm_total_gates_by_default() -> None:
+    verdicts, said = _gated(_sizes("sections", BASE), _sizes("sections", NEW))
+    assert verdicts == {"total/vm": "regressed"}
+    assert said[0].startswith("5 size cells do not gate")
+
+
+def test_named_rows_gate_and_debug_sections_only_when_named_as_such() -> None:
+    base, new = _sizes("sections", BASE), _sizes("sections", NEW)
+    verdicts, _ = _gated(base, new, "*")
+    assert set(verdicts) == {
+        "total/vm", "total/file", "sections/.text/file", "sections/.text/vm",
+        "sections/[padding]/file",
+    }  # fmt: skip
+    verdicts, _ = _gated(base, new, ".text", ".debug_*")
+    assert verdicts["sections/.debug_info/file"] == "regressed" and "total/file" not in verdicts
+    verdicts, _ = _gated(base, new, "total/file")
+    assert verdicts == {"total/vm": "regressed", "total/file": "regressed"}
+
+
+def test_globs_split_on_commas_and_unused_ones_are_said() -> None:
+    base, new = _sizes("sections", BASE), _sizes("sections", NEW)
+    verdicts, said = _gated(base, new, ".text,.rodata", "sections/[[]padding]/file")
+    assert {"sections/.text/file", "sections/[padding]/file"} <= set(verdicts)
+    assert said[1:] == ["--size-gate '.rodata' named no size row"]
+
+
+def test_labels_with_slashes_match_whole() -> None:
+    base = _sizes("packages", [("net/http", 300, 300), ("main", 10, 10)])
+    new = _sizes("packages", [("net/http", 400, 400), ("main", 10, 10)])
+    verdicts, _ = _gated(base, new, "net/*")
+    assert verdicts == {
+        "total/vm": "regressed", "packages/net/http/file": "regressed",
+        "packages/net/http/vm": "regressed",
+    }  # fmt: skip
+
+
+def test_a_file_that_maps_nothing_gates_its_file_total() -> None:
+    """Wasm: every VM figure 0."""
+    base = _sizes("sections", [("CODE", 1000, 0)], fmt="WebAssembly")
+    new = _sizes("sections", [("CODE", 1100, 0)], fmt="WebAssembly")
+    verdicts, _ = _gated(base, new)
+    assert verdicts == {"total/file": "regressed"}
+
+
+def test_other_backends_cells_are_untouched() -> None:
+    def counts(value: float) -> Results:
+        run = (Run(value=value, valid=True),)
+        cell = Cell("fib", "", "callgrind", "instructions", run, {}, 1, 0.05)
+        return Results({"backend": "callgrind"}, (cell,))
+
+    c = model.compare(counts(100), counts(200), Thresholds())
+    assert gate.select(c, ()) == (c, [])
+    assert gate.select(c, (".text",))[1] == [
+        "--size-gate names rows of `icount size -o` files; these hold none"
+    ]
