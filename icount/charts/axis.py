@@ -1,7 +1,7 @@
-"""Scales with round tick values, and the axis drawn from them: linear; logarithmic,
-for counts that span orders of magnitude; and a symmetric log ("symlog") for changes,
-linear near 0 and compressed beyond, so that a threshold band stays visible beside a
-change many times larger."""
+"""Scales with round tick values, and the axis drawn from them: linear (counts that
+span orders of magnitude get an axis per group of like size, magnitude_groups); and a
+symmetric log ("symlog") for changes, linear near 0 and compressed beyond, so that a
+threshold band stays visible beside a change many times larger."""
 
 from __future__ import annotations
 
@@ -26,14 +26,13 @@ def nice_step(span: float, target: int) -> float:
     return 10 * power
 
 
-LINEAR, LOG, SYMLOG = "linear", "log", "symlog"
+LINEAR, SYMLOG = "linear", "symlog"
 
 
 @dataclass(frozen=True)
 class Scale:
     """Maps [lo, hi] onto [x0, x1] pixels; `ticks` are the round values in between.
-    `kind` LOG maps log10(v) linearly (lo > 0); SYMLOG maps sign(v) log10(1 + |v|/knee),
-    about linear within +-knee."""
+    `kind` SYMLOG maps sign(v) log10(1 + |v|/knee), about linear within +-knee."""
 
     lo: float
     hi: float
@@ -44,8 +43,6 @@ class Scale:
     knee: float = 1.0
 
     def _t(self, v: float) -> float:
-        if self.kind == LOG:
-            return math.log10(max(v, self.lo))
         if self.kind == SYMLOG:
             return math.copysign(math.log10(1 + abs(v) / self.knee), v)
         return v
@@ -75,30 +72,6 @@ def linear(lo: float, hi: float, x0: float, x1: float, target: int = 5, base: fl
     count = round((stop - start) / step)
     ticks = tuple(_clean(start + i * step) for i in range(count + 1))
     return Scale(ticks[0], ticks[-1], x0, x1, ticks)
-
-
-def logarithmic(lo: float, hi: float, x0: float, x1: float) -> Scale:
-    """A log scale over whole decades around [lo, hi] (both > 0); ticks at each decade,
-    and at 2 and 5 times it where the scale spans at most two decades."""
-    lo = max(lo, 1e-300)  # 10**-324 is 0 in floats
-    hi = max(hi, lo)
-    lo_d = math.floor(math.log10(lo) + 1e-9)
-    hi_d = max(math.ceil(math.log10(hi) - 1e-9), lo_d + 1)
-    steps = (1.0, 2.0, 5.0) if hi_d - lo_d <= 2 else (1.0,)
-    # float dust removed, as _clean does, but never a tiny tick made 0: log10(0)
-    ticks = [float(f"{m * 10.0**d:.12g}") for d in range(lo_d, hi_d) for m in steps]
-    ticks.append(float(f"{10.0**hi_d:.12g}"))
-    return Scale(ticks[0], ticks[-1], x0, x1, tuple(ticks), LOG)
-
-
-def log_labels(scale: Scale) -> Callable[[float], str]:
-    """Each tick in its own k/M/G unit (a log scale's ticks span several): 1k, 20k, 1M."""
-
-    def label(v: float) -> str:
-        unit, suffix = next(((u, s) for u, s in _DECIMAL if abs(v) >= u), (1.0, ""))
-        return f"{v / unit:g}{suffix}"
-
-    return label
 
 
 NICE = (1.0, 2.0, 2.5, 5.0)
@@ -158,7 +131,7 @@ def magnitude_groups(values: Sequence[float], ratio: float = GROUP_RATIO) -> lis
     return sorted((sorted(g) for g in groups), key=lambda g: g[0])
 
 
-def groups_note(groups: Sequence[Sequence[int]], what: str) -> str | None:
+def groups_note(groups: Sequence[Sequence[object]], what: str) -> str | None:
     """What a chart of several axes says: None for one."""
     if len(groups) < 2:
         return None

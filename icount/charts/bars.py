@@ -4,11 +4,12 @@ a dot; invalid cells hatched grey with their reason; binary sizes as bars of the
 Rows follow the tables' order (the order cells were asked for); one chart per unit, so
 a bar's length is only ever compared with bars of the same unit. The axis spans the
 valid cells only: an invalid cell's figures do not hold, and one 171.5M cell of a
-failed run left every valid bar a few pixels wide. Where the valid medians span
-LOG_FROM times or more, the axis is logarithmic (and says so), so that the smallest
-bar is still seen beside the largest. A collected runtime's cells have a chart of their
-own after these (charts/runtime.py): mutator, collector and compiler stacked, with the
-total's interval.
+failed run left every valid bar a few pixels wide. Where the targets' medians differ by
+SPLIT_FROM times, targets of like size share an axis and each group has its
+own, every one linear from 0 (and the chart says so): on one log axis 882 drew as a
+third of 515k, where a bar's length is read as its size. A collected runtime's cells
+have a chart of their own after these (charts/runtime.py): mutator, collector and
+compiler stacked, with the total's interval.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ REASON = 14.0  # the second line of an invalid cell: its reason
 BAR_H = 12.0
 TOP = 62.0  # title, legend and tick labels above the first row
 NOTE = 14.0  # a line under the legend saying how the axis is drawn, where it is not plain
-LOG_FROM = 50.0  # largest / smallest valid median from which the axis is logarithmic
+# medians this many times apart get axes of their own: below it the smallest bar is still
+# 8 px of the axis's 410
+SPLIT_FROM = 50.0
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,13 @@ def unit_title(unit: str, backends: Sequence[str]) -> str:
     return f"{what} ({', '.join(sorted(set(backends)))})"
 
 
-def _rows(cells: Sequence[Cell]) -> list[_Row]:
-    """Rows of `cells`, which come in_order."""
+def _rows(cells: Sequence[Cell], names: Sequence[str]) -> list[_Row]:
+    """Rows of `names`' cells (`cells` come in_order): the labels are those of the whole
+    chart's rows, whichever axis a name is drawn on."""
     multi_backend = len({c.backend for c in cells}) > 1
     flat = all(not c.path for c in cells) and len({c.name for c in cells}) == len(cells)
     rows: list[_Row] = []
-    for name in dict.fromkeys(c.name for c in cells):
+    for name in names:
         own = [c for c in cells if c.name == name]
         if flat:
             c = own[0]
@@ -89,25 +93,39 @@ def _rows(cells: Sequence[Cell]) -> list[_Row]:
 
 
 def _scale(cells: Sequence[Cell]) -> tuple[axis.Scale, str | None]:
-    """The axis of the valid cells' runs, and the note saying how it is drawn (None
-    for a plain linear axis from 0)."""
+    """The linear axis of the valid cells' runs, and the note saying how it is drawn
+    (None for a plain axis of valid cells)."""
     values = [v for c in cells if c.valid for v in c.values]
-    medians = [c.summary.median for c in cells if c.valid and c.summary is not None]
     note = None
     if not values:  # nothing valid: the invalid cells' own figures give the axis
         values = [v for c in cells for v in c.values]
         note = "no cell is valid: the axis spans the invalid cells' runs"
-    if medians and min(values) > 0 and max(medians) >= LOG_FROM * min(medians):
-        low, high = numfmt.si(min(medians)), numfmt.si(max(medians))
-        return axis.logarithmic(min(values), max(values), BAR_X0, BAR_X1), (
-            f"log scale: the medians span {low} to {high} "
-            f"({max(medians) / min(medians):.0f}x); each grid line is 10x the one before"
-        )
     lo, hi = (min(0.0, *values), max(0.0, *values)) if values else (0.0, 1.0)
     scale = axis.linear(lo, hi, BAR_X0, BAR_X1)
     if note is None and any(scale.beyond(v) for c in cells if not c.valid for v in c.values):
         note = "the axis spans the valid cells; a hatched bar at its end is beyond it"
     return scale, note
+
+
+def _axes(cells: Sequence[Cell]) -> list[list[str]]:
+    """The names drawn on each axis: one axis unless the names' largest valid medians
+    differ by SPLIT_FROM times or more (axis.magnitude_groups), rows in order within
+    each. A name with no valid cell sets no axis: it is drawn on its row neighbour's."""
+    names = list(dict.fromkeys(c.name for c in cells))
+    medians = {
+        n: [c.summary.median for c in cells if c.name == n and c.valid and c.summary is not None]
+        for n in names
+    }
+    sized = [n for n in names if medians[n]]
+    if not sized:
+        return [names]
+    sizes = [max(medians[n]) for n in sized]
+    groups = [[sized[i] for i in g] for g in axis.magnitude_groups(sizes, SPLIT_FROM)]
+    home = {n: k for k, g in enumerate(groups) for n in g}
+    last = home[sized[0]]
+    for n in names:
+        last = home.setdefault(n, last)
+    return [[n for n in names if home[n] == k] for k in range(len(groups))]
 
 
 def _legend(prefix: str, y: float, invalid: bool) -> list[str]:
@@ -163,7 +181,7 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
         out.append(svg.fill_overlay(prefix, "hatch", BAR_X0, mid - BAR_H / 2, 10, BAR_H))
         out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end"))
         return out
-    x0 = scale(scale.lo if scale.kind == axis.LOG else 0.0)
+    x0 = scale(0.0)
     xm = scale(s.median)
     spread = numfmt.percent(s.spread, 3)
     tip = (
@@ -196,33 +214,44 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
 
 
 def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
-    """One unit's cells as bars on one axis."""
+    """One unit's cells as bars: on one linear axis, or on one per group of names of
+    like size (each from 0)."""
     unit = cells[0].unit
     heading = unit_title(unit, [c.backend for c in cells])
-    rows = _rows(cells)
-    scale, note = _scale(cells)
+    groups = _axes(cells)
+    drawn = [
+        (rows, *_scale([c for c in cells if c.name in names]))
+        for names in groups
+        for rows in [_rows(cells, names)]
+    ]
+    notes = [n for _, _, n in drawn if n is not None]
+    split = f"{len(groups)} axes, each from 0: targets within {SPLIT_FROM:.0f}x share one"
+    note = "; ".join([split] * (len(groups) > 1) + list(dict.fromkeys(notes)))
     top = TOP + (NOTE if note else 0.0)
-    grid_bottom = top + sum(r.height for r in rows)
-    below = grid_bottom > axis.REPEAT_BELOW
-    height = grid_bottom + (axis.BELOW if below else 0.0) + 8
     out = [svg.text(LABEL_X, 15, heading, "t")]
     out.append(svg.legend(_legend(prefix, 34, any(not c.valid for c in cells))))
     if note:
         out.append(svg.text(LABEL_X, 34 + NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
     out.append(svg.text(MEDIAN_RIGHT, top - 10, "median", "m b", "end"))
     out.append(svg.text(SPREAD_RIGHT, top - 10, "spread", "m b", "end"))
-    labels = axis.log_labels(scale) if scale.kind == axis.LOG else axis.si_labels(scale)
-    out += axis.vertical_grid(scale, top - 6, grid_bottom, labels, WIDTH, below)
     y = top
-    for r in rows:
-        mid = y + ROW / 2
-        x = LABEL_X + (12 if r.indent else 0)
-        room = LABEL_X + LABEL_W - x
-        cls = "b" if r.cell is None else ""
-        out.append(svg.label(x, mid + 4, r.label, room, cls))
-        if r.cell is not None:
-            out += _cell_marks(r.cell, scale, y, prefix)
-        y += r.height
+    for k, (rows, scale, _) in enumerate(drawn):
+        y += axis.GROUP_GAP if k else 0.0
+        bottom = y + sum(r.height for r in rows)
+        below = top + sum(r.height for r in rows) > axis.REPEAT_BELOW
+        out += axis.vertical_grid(scale, y - 6, bottom, axis.si_labels(scale), WIDTH, below)
+        for r in rows:
+            mid = y + ROW / 2
+            x = LABEL_X + (12 if r.indent else 0)
+            room = LABEL_X + LABEL_W - x
+            cls = "b" if r.cell is None else ""
+            out.append(svg.label(x, mid + 4, r.label, room, cls))
+            if r.cell is not None:
+                out += _cell_marks(r.cell, scale, y, prefix)
+            y += r.height
+        if below:  # and room between them and the next group's own labels
+            y += axis.BELOW + (axis.BELOW_GAP if k + 1 < len(drawn) else 0.0)
+    height = y + 8
     valid = sum(1 for c in cells if c.valid)
     cells_text = numfmt.plural(len(cells), "cell")
     label = f"{heading}: {cells_text}, {valid} valid; median, min to max and each run"

@@ -45,9 +45,9 @@ asked for, as `icount table` and `compare` print them; --sort name orders
 them by name (fib-2 before fib-10) in every section.
 
 \b
-Axes span the valid cells (an invalid cell's bar ends at the axis); where
-medians are 50x apart or more the axis is logarithmic, binaries more than 20x
-apart in size get an axis per group of like size, and a comparison whose
+Axes span the valid cells (an invalid cell's bar ends at the axis) and start
+at 0; targets whose medians are 50x apart or more, and binaries more than 20x
+apart in size, get an axis per group of like size, and a comparison whose
 largest change is 10x its threshold is linear within it and logarithmic
 beyond. Each chart that does so says it in a line under its title.
 
