@@ -281,6 +281,10 @@ def compare_command(
         _check_output(output, files or [], force)
     limits = parse_thresholds(threshold, DEFAULT_MIN_DELTA if min_delta is None else min_delta)
     _check_ledger(ledger, note, rejected, interleave)
+    if ledger is not None:
+        from icount.compare.ledger import check_path
+
+        check_path(ledger, files or [], output)
     arms = {"--base-cmd": base_cmd, "--new-cmd": new_cmd, "--control-cmd": control_cmd,
             "--base-target": base_target, "--new-target": new_target,
             "--control-target": control_target}  # fmt: skip

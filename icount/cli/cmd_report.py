@@ -110,7 +110,7 @@ def report_command(
     if not compare and (threshold or min_delta is not None or force):
         raise UsageError("--threshold, --min-delta and --force need --compare BASE NEW")
     if output != "-":
-        _check_output(Path(output), inputs)
+        _check_output(Path(output), inputs, ledger, history)
     names = _names(inputs)
     items: list[Input] = []
     if compare:
@@ -140,20 +140,46 @@ def report_command(
         typer.echo(f"icount: report in {output} ({sections}, {kib:.0f} KiB)", err=True)
 
 
-def _check_output(output: Path, inputs: list[Path]) -> None:
+def _check_output(
+    output: Path, inputs: list[Path], ledger: Path | None, history: Path | None
+) -> None:
     """Before any input is read: -o names a file that can be written, and neither an
-    input nor another results file (a report never replaces measurements)."""
+    input (the ledger and the history folder too) nor a JSON file (a results file, a
+    saved comparison or sizes: a report never replaces what it is drawn from)."""
     from icount import results
     from icount.errors import UsageError
 
-    if any(output.resolve() == f.resolve() for f in inputs):
+    target = output.resolve()
+    if any(target == f.resolve() for f in inputs):
         raise UsageError(f"--output {output} is one of the input files")
+    if ledger is not None and target == ledger.resolve():
+        raise UsageError(f"--output {output} is the --ledger it would draw; refusing to replace it")
+    if history is not None and target.is_relative_to(history.resolve()):
+        raise UsageError(f"--output {output} is inside the --history folder")
     results.check_writable(output)
     if results.holds_measurements(output):
         raise UsageError(
             f"--output {output} is an icount results file; refusing to replace it",
             hint="choose another --output",
         )
+    if _is_json(output):
+        raise UsageError(
+            f"--output {output} is a JSON file; the report is HTML: refusing to replace it",
+            hint="choose another --output (report.html)",
+        )
+
+
+def _is_json(path: Path) -> bool:
+    from icount.errors import ParseError
+    from icount.results import read_json
+
+    if not path.is_file():
+        return False
+    try:
+        read_json(path)
+    except ParseError:
+        return False
+    return True
 
 
 def _names(paths: list[Path]) -> dict[Path, str]:

@@ -22,10 +22,11 @@ from icount import numfmt
 from icount.compare import geomean
 from icount.compare.model import Comparison, Verdict
 from icount.errors import UsageError
-from icount.text import printable
+from icount.text import md_code, md_text
 
 HEADER = "# icount ledger\n\nOne entry per change measured with `icount compare --ledger`.\n"
 MOVED = (Verdict.REGRESSED, Verdict.IMPROVED)
+MAX_BYTES = 16 * 1024 * 1024  # as the report reads a ledger
 
 
 @dataclass(frozen=True)
@@ -53,16 +54,18 @@ def side(src: str, files: Sequence[str]) -> Side:
 
 
 def _commits(s: Side) -> str:
+    # a commit is whatever the provenance file beside the results says: escaped, so that
+    # one holding a newline cannot end the list and forge a `## DATE` entry under it
     if not s.commits:
-        return f"`{printable(s.src)}` (no commit recorded)"
-    return f"`{printable(s.src)}` at " + ", ".join(f"`{c[:12]}`" for c in s.commits)
+        return f"{md_code(s.src)} (no commit recorded)"
+    return f"{md_code(s.src)} at " + ", ".join(md_code(c[:12]) for c in s.commits)
 
 
 def entry(c: Comparison, base: Side, new: Side, note: str, rejected: bool, date: str) -> str:
     """One entry, a Markdown section, ending in a blank line."""
     decision = "rejected" if rejected else "kept"
     lines = [
-        f"## {date} · {decision} · {printable(note)}",
+        f"## {date} · {decision} · {md_text(note)}",
         "",
         f"- base: {_commits(base)}",
         f"- new: {_commits(new)}",
@@ -83,10 +86,52 @@ def entry(c: Comparison, base: Side, new: Side, note: str, rejected: bool, date:
             assert r.base is not None and r.new is not None
             change = numfmt.signed_percent(r.delta_pct) if r.delta_pct is not None else ""
             lines.append(
-                f"  - `{printable(r.label)}`: {numfmt.plain(r.base.median)} → "
+                f"  - {md_code(r.label)}: {numfmt.plain(r.base.median)} → "
                 f"{numfmt.plain(r.new.median)} ({change}, {r.verdict.value})"
             )
     return "\n".join(lines) + "\n\n"
+
+
+def check_path(path: Path, inputs: Sequence[Path], output: Path | None) -> None:
+    """Before anything is read or measured: --ledger names a Markdown ledger to append to,
+    neither one of the files compared nor --output (each would be rewritten as the other),
+    nor a JSON file (a results file with Markdown appended no longer loads)."""
+    import json
+
+    from icount.errors import OutputError
+    from icount.results import check_writable
+
+    target = path.resolve()
+    if any(target == f.resolve() for f in inputs):
+        raise UsageError(f"--ledger {path} is one of the files to compare")
+    if output is not None and target == output.resolve():
+        raise UsageError(f"--ledger {path} is also --output: give each a file of its own")
+    if path.suffix.lower() == ".json":
+        raise UsageError(f"--ledger {path} names a JSON file; a ledger is Markdown (FILE.md)")
+    check_writable(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise UsageError(f"--ledger {path} is larger than {MAX_BYTES} bytes: not a ledger")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise OutputError(
+            f"cannot read --ledger {path}: {e.strerror or e}", path=str(path)
+        ) from None
+    try:
+        json.loads(text)
+    except ValueError:
+        pass
+    else:
+        raise UsageError(f"--ledger {path} is a JSON file, not a Markdown ledger; refusing to "
+                         "append to it")  # fmt: skip
+    if not text.startswith(HEADER.split("\n", 1)[0]) and "\n## " not in f"\n{text}":
+        raise UsageError(
+            f"--ledger {path} is not an icount ledger (no '# icount ledger' heading, no "
+            "'## DATE' entry); refusing to append to it",
+            hint="name a new file or an existing ledger",
+        )
 
 
 def append(path: Path, text: str) -> None:
