@@ -55,6 +55,11 @@ _GUEST_WHY = "glibc's string functions and a JIT's code follow the CPU valgrind 
 _HOST_WHY = (
     "the program runs on the host's CPU: glibc's string functions and a JIT's code follow it"
 )
+# a callgrind file without the guest's CPU: what the host's stood for
+_HOST_UNDER_VALGRIND = (
+    "valgrind presents a CPU it chooses by the host's, and glibc's string functions and a "
+    "JIT's code follow that"
+)
 FIELD_WHY = {
     "backend": "callgrind and perf count differently (valgrind replaces the mem* routines)",
     "tool_version": "another version instruments differently and, for valgrind, may "
@@ -410,15 +415,24 @@ def why_differs(field: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     why = FIELD_WHY.get(field, "it moves counts")
     if field not in HOST_CPU_FIELDS:
         return why
-    notes = []
-    for side, fp in (("base", a), ("new", b)):
-        if fp.get("backend") != "callgrind" or has_guest_cpu(fp):
-            continue
-        if "guest_cpu" in fp:
-            notes.append(f"the {side} file's guest CPU is {fp['guest_cpu']}")
-        else:
-            notes.append(f"the {side} file predates the guest CPU fingerprint")
-    return f"{why}; {' and '.join(notes)}, so the host's CPU is checked" if notes else why
+    older = [side for side, fp in (("base", a), ("new", b)) if _predates_guest(fp)]
+    notes = [
+        f"the {side} file's guest CPU is {fp['guest_cpu']}"
+        for side, fp in (("base", a), ("new", b))
+        if fp.get("backend") == "callgrind" and "guest_cpu" in fp
+    ]
+    if len(older) == 2:
+        notes.insert(0, "both files predate the guest CPU fingerprint")
+    elif older:
+        notes.insert(0, f"the {older[0]} file predates the guest CPU fingerprint")
+    if not notes:
+        return why
+    return f"{_HOST_UNDER_VALGRIND} ({' and '.join(notes)}, so the host's CPU is checked)"
+
+
+def _predates_guest(fp: Mapping[str, Any]) -> bool:
+    """A callgrind fingerprint written before the guest's CPU was recorded."""
+    return fp.get("backend") == "callgrind" and not has_guest_cpu(fp) and "guest_cpu" not in fp
 
 
 # ---------------------------------------------------------------- provenance

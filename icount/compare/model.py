@@ -197,7 +197,7 @@ def fingerprint_differences(
 
 def refusal(diffs: Sequence[FieldDifference], base_src: str, new_src: str) -> str:
     """One clause per field: what differs and why that moves counts."""
-    each = "; ".join(f"{d.describe()} ({d.why})" if d.why else d.describe() for d in diffs)
+    each = "; ".join(f"{d.describe()} — {d.why}" if d.why else d.describe() for d in diffs)
     return (
         f"{base_src} and {new_src} were measured in environments that move counts differently "
         f"({each}); their counts are not comparable"

@@ -1,0 +1,171 @@
+"""Which fingerprint fields compare checks: under callgrind the CPU valgrind presents (the
+guest), not the host's; under perf the host's; files older than the guest fingerprint as
+before, saying so. Each pair of files is a real results file (fixtures/compare) whose
+fingerprint the test edits, as another machine would have written it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icount import environment, guest_cpu
+
+from .conftest import Cli
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "fixtures" / "compare" / "loop-base.json"
+# what valgrind 3.19.0 presented on the AMD EPYC VM that wrote loop-base.json
+GUEST = guest_cpu.decode(
+    bytes.fromhex((ROOT / "fixtures" / "guest_cpu" / "valgrind-3.19.0-on-amd-epyc.hex").read_text())
+).fingerprint()
+OTHER_HOST: dict[str, Any] = {
+    "cpu_vendor": "GenuineIntel",
+    "cpu_model": "Intel(R) Xeon(R) Platinum 8370C CPU @ 2.80GHz family 6 model 106",
+    "cpu_flags": ["avx", "avx2", "avx512f", "bmi1", "bmi2", "erms", "sse2"],
+}
+MACHINE: dict[str, Any] = {"cpus": 4, "memory_gib": 16}
+
+
+def _file(tmp_path: Path, name: str, fields: Mapping[str, Any], backend: str = "callgrind") -> Path:
+    """The real fixture with its fingerprint edited (None drops a field) and, for another
+    backend, its cells' backend too (a cell's key holds its backend)."""
+    doc = json.loads(REAL.read_text())
+    fp = doc["fingerprint"]
+    fp["backend"] = backend
+    for key, value in fields.items():
+        if value is None:
+            fp.pop(key, None)
+        else:
+            fp[key] = copy.deepcopy(value)
+    for cell in doc["cells"]:
+        cell["backend"] = backend
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_callgrind_compares_results_from_hosts_of_other_cpu_models(
+    cli: Cli, tmp_path: Path
+) -> None:
+    base = _file(tmp_path, "base.json", {**GUEST, **MACHINE})
+    new = _file(tmp_path, "new.json", {**GUEST, **MACHINE, **OTHER_HOST})
+    done = cli("compare", base, new, "-f", "json")
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["forced"] == []
+    assert "unchanged" in cli("compare", base, new).out
+
+
+def test_perf_refuses_results_from_hosts_of_other_cpu_models(cli: Cli, tmp_path: Path) -> None:
+    # the same edit under perf: the program ran on each host's own CPU
+    base = _file(tmp_path, "base.json", MACHINE, "perf")
+    new = _file(tmp_path, "new.json", {**MACHINE, **OTHER_HOST}, "perf")
+    done = cli("compare", base, new)
+    assert done.code == 2
+    assert "cpu_model: base 'AMD EPYC family 25 model 17' vs new 'Intel(R) Xeon(R)" in done.err
+    assert "— the program runs on the host's CPU: glibc's string functions" in done.err
+    assert "cpu_vendor" in done.err and "cpu_flags: only base has" in done.err
+    assert "predates" not in done.err  # perf never had a guest to record
+
+
+def test_callgrind_refuses_another_guest_cpu_saying_why(cli: Cli, tmp_path: Path) -> None:
+    other = {
+        **GUEST,
+        "guest_cpu_model": "Intel(R) Core(TM) i5-2300 CPU @ 2.80GHz family 6 model 42",
+        "guest_cpu_flags": [f for f in GUEST["guest_cpu_flags"] if f != "avx2"],
+    }
+    base = _file(tmp_path, "base.json", GUEST)
+    new = _file(tmp_path, "new.json", other)
+    done = cli("compare", base, new)
+    assert done.code == 2
+    err = done.err
+    assert "guest_cpu_model: base 'Intel(R) Core(TM) i7-4910MQ" in err
+    assert (
+        "guest_cpu_flags: only base has avx2 — glibc's string functions and a JIT's code "
+        "follow the CPU valgrind presents" in err
+    )
+    assert "cpu_model:" not in err.replace("guest_cpu_model:", "")  # the hosts are the same
+    assert "--force" in err
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("cpus", 2, "GOMAXPROCS"),
+        ("memory_gib", 7, "the JVM's default heap"),
+        ("glibc", "glibc 2.39", "the C library's own code is counted"),
+        ("tool_version", "valgrind 3.22.0", "may present another CPU"),
+    ],
+)
+def test_the_other_checked_fields_still_refuse_under_callgrind(
+    cli: Cli, tmp_path: Path, field: str, value: object, why: str
+) -> None:
+    base = _file(tmp_path, "base.json", {**GUEST, **MACHINE})
+    new = _file(tmp_path, "new.json", {**GUEST, **MACHINE, **OTHER_HOST, field: value})
+    done = cli("compare", base, new)
+    assert done.code == 2
+    assert f"{field}: base " in done.err and why in done.err
+    assert "cpu_model" not in done.err.replace("guest_cpu_model", "")
+
+
+def test_files_before_the_guest_fingerprint_compare_as_before(cli: Cli, tmp_path: Path) -> None:
+    # loop-base.json itself predates it: no guest fields, no cpus, no memory
+    assert not any(
+        k.startswith("guest") or k in MACHINE for k in json.loads(REAL.read_text())["fingerprint"]
+    )
+    assert cli("compare", REAL, REAL).code == 0
+    new = _file(tmp_path, "new.json", {**GUEST, **MACHINE})  # today's, on the same host
+    assert cli("compare", REAL, new).code == 0
+    assert cli("compare", new, REAL).code == 0
+    # another host's CPU is still refused, the host's being all the old file says
+    other = _file(tmp_path, "other.json", {**GUEST, **MACHINE, **OTHER_HOST})
+    done = cli("compare", REAL, other)
+    assert done.code == 2
+    assert "cpu_model: base 'AMD EPYC family 25 model 17' vs new 'Intel(R) Xeon(R)" in done.err
+    assert (
+        "— valgrind presents a CPU it chooses by the host's, and glibc's string functions and "
+        "a JIT's code follow that (the base file predates the guest CPU fingerprint, so the "
+        "host's CPU is checked)" in done.err
+    )
+    old_other = _file(tmp_path, "old-other.json", OTHER_HOST)
+    done = cli("compare", REAL, old_other)
+    assert done.code == 2
+    assert "both files predate the guest CPU fingerprint, so the host's CPU is checked" in (
+        done.err
+    )
+
+
+def test_a_guest_that_could_not_be_probed_leaves_the_host_checked(cli: Cli, tmp_path: Path) -> None:
+    unknown = guest_cpu.Unknown("the CPUID probe exited with status 1").fingerprint()
+    base = _file(tmp_path, "base.json", GUEST)
+    new = _file(tmp_path, "new.json", {**unknown, **OTHER_HOST})
+    done = cli("compare", base, new)
+    assert done.code == 2
+    assert (
+        "the new file's guest CPU is unknown: the CPUID probe exited with status 1, so the "
+        "host's CPU is checked" in done.err
+    )
+    assert cli("compare", base, _file(tmp_path, "same.json", unknown)).code == 0
+
+
+def test_checked_fields_follow_what_both_fingerprints_hold() -> None:
+    old = json.loads(REAL.read_text())["fingerprint"]
+    new = {**old, **GUEST, **MACHINE}
+    host = ("backend", "tool_version", "arch", "cpu_vendor", "cpu_model", "cpu_flags", "glibc")
+    assert environment.checked_fields(old, old) == host
+    assert environment.checked_fields(old, new) == host
+    assert environment.checked_fields(new, new) == (
+        "backend",
+        "tool_version",
+        "arch",
+        *environment.GUEST_CPU_FIELDS,
+        "glibc",
+        "cpus",
+        "memory_gib",
+    )
+    # icount table and --resume check the same fields, the backend's arguments too
+    assert environment.fingerprint_differences(new, {**new, **OTHER_HOST}, same_method=True) == []
