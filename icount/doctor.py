@@ -33,7 +33,12 @@ def _machine() -> list[Check]:
         ),
         Check("load average", load1 < len(cpus), f"{load1:.2f} (1 min), {load5:.2f} (5 min)"),
         Check("glibc", True, environment.glibc_version()),
-        Check("CPU", True, f"{cpu['cpu_vendor']} {cpu['cpu_model']}"),
+        Check(
+            "CPU",
+            True,
+            f"{cpu['cpu_vendor']} {cpu['cpu_model']} (the host's: programs run on it under "
+            "perf; under callgrind they see the CPU valgrind presents)",
+        ),
     ]
 
 

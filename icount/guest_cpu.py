@@ -255,6 +255,13 @@ class Unknown:
         return {"guest_cpu": f"unknown: {self.why}"}
 
 
+def describe(found: GuestCpu | Unknown) -> str:
+    """One line for `icount doctor`: the CPU and the ifunc flags glibc would see."""
+    if isinstance(found, Unknown):
+        return f"unknown: {found.why}"
+    return f"{found.vendor} {found.model}; flags {' '.join(found.flags) or 'none'}"
+
+
 def _text(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("ascii", "replace").strip()
 

@@ -118,6 +118,10 @@ def checks() -> list[Check]:
         ),
         Check("vgdb", vgdb is not None, vgdb or "not installed (comes with valgrind)"),
     ]
+    if vg is not None:  # what a program reads of the CPU under valgrind: not the host's
+        from icount import guest_cpu
+
+        out.append(Check("CPU valgrind presents", True, guest_cpu.describe(guest_cpu.probe(vg))))
     name = "ptrace (vgdb reaches idle servers)"
     try:
         ptrace = Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip()

@@ -13,7 +13,9 @@ Example:
 Checks what each backend needs (callgrind: valgrind, vgdb, ptrace; perf: whether
 perf stat counts instructions:u, and if not, why), setarch -R, the CPUs icount may
 pin to and the load, then says which backend --backend auto picks. Exits 4 when no
-backend can count.
+backend can count. Shows the host's CPU and the CPU valgrind presents to the programs
+it runs (what glibc and a JIT pick their code by under callgrind, read by running a
+CPUID probe under valgrind).
 """
 
 

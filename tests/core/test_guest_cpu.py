@@ -119,3 +119,25 @@ def test_run_directly_the_probe_reads_the_host_cpu_linux_shows() -> None:
     assert found.vendor == host["cpu_vendor"]
     # /proc/cpuinfo's model name is the brand string; family and model as Linux counts
     assert found.model == host["cpu_model"]
+
+
+def test_doctor_shows_the_cpu_valgrind_presents(monkeypatch: pytest.MonkeyPatch) -> None:
+    from icount import doctor
+    from icount.backends import callgrind
+
+    guest = _recorded("valgrind-3.19.0-on-amd-epyc.hex")
+    monkeypatch.setattr(callgrind, "valgrind_path", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(guest_cpu, "probe", lambda valgrind: guest)
+    shown = {c.name: c.detail for c in doctor.checks()}
+    assert shown["CPU valgrind presents"] == (
+        "GenuineIntel Intel(R) Core(TM) i7-4910MQ CPU @ 2.90GHz family 6 model 60; flags avx "
+        "avx2 bmi1 bmi2 cmov erms f16c fma lzcnt movbe popcnt sse2 sse4_1 sse4_2 ssse3 xsave"
+    )
+    assert shown["CPU"].endswith(
+        "(the host's: programs run on it under perf; under callgrind "
+        "they see the CPU valgrind presents)"
+    )
+    unknown = guest_cpu.Unknown("the CPUID probe is an x86-64 program and this machine is aarch64")
+    monkeypatch.setattr(guest_cpu, "probe", lambda valgrind: unknown)
+    shown = {c.name: c.detail for c in doctor.checks()}
+    assert shown["CPU valgrind presents"] == f"unknown: {unknown.why}"
