@@ -476,4 +476,5 @@ def _symbols(
         name_off=syms["name"].astype(np.int64),
         strtab=strtab,
         sized=True,
+        missing=".symtab" if source == ".dynsym" else "",
     )

@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from icount.size.source import Buffer, Strings
 
 PADDING = "[padding]"
+STRIPPED = "stripped: "
+NO_SYMBOLS = "no symbols: "
+
+
+def symbols_said(table: SymbolTable | None, count: int) -> str:
+    """What a view of symbols says it read: `table` (None: the file has none), `count`
+    the named symbols that got bytes."""
+    if table is None or count == 0:
+        why = f"{table.source} names none in a section" if table else "no symbol table"
+        return f"{NO_SYMBOLS}only sections ({why})"
+    named = f"{count} symbol{'s' if count != 1 else ''} from {table.source}"
+    return f"{STRIPPED}no {table.missing}; {named}" if table.missing else named
 
 
 # Plain classes, not dataclasses: building a dataclass costs ~0.7 ms at import, and
@@ -83,10 +95,13 @@ class SymbolTable:
     at one address (0 = global, 1 = weak / private extern, 2 = local): the best-ranked
     name is kept, the others count nothing. `strtab` is bytes, or Strings read in place
     in the mapped file; `strip_underscore`: Mach-O C names carry a leading '_'.
+    `missing`: the fuller table a stripped file lacks (".symtab" where this is the
+    `.dynsym`), "" when this is the file's full table.
     """
 
     __slots__ = (
         "addr",
+        "missing",
         "name_off",
         "rank",
         "region",
@@ -108,10 +123,11 @@ class SymbolTable:
         strtab: bytes | Strings,
         sized: bool,
         strip_underscore: bool = False,
+        missing: str = "",
     ) -> None:
         self.source, self.region, self.addr, self.size = source, region, addr, size
         self.rank, self.name_off, self.strtab, self.sized = rank, name_off, strtab, sized
-        self.strip_underscore = strip_underscore
+        self.strip_underscore, self.missing = strip_underscore, missing
 
     def name(self, i: int) -> str:
         off = int(self.name_off[i])
@@ -202,9 +218,12 @@ class Row(NamedTuple):
 
 
 class Breakdown(_Described):
-    """One image seen through one view: rows whose file column sums to the file size."""
+    """One image seen through one view: rows whose file column sums to the file size.
 
-    __slots__ = ("gzip_bytes", "rows")
+    `symbols`: for a view of symbols, what they came from (`symbols_said`); "" for the
+    other views."""
+
+    __slots__ = ("gzip_bytes", "rows", "symbols")
 
     def __init__(
         self,
@@ -217,9 +236,15 @@ class Breakdown(_Described):
         notes: list[str] | None = None,
         gzip_bytes: int | None = None,
         fat: bool = False,
+        symbols: str = "",
     ) -> None:
         super().__init__(path, arch, fmt, kind, file_size, notes, fat)
-        self.rows, self.gzip_bytes = rows, gzip_bytes
+        self.rows, self.gzip_bytes, self.symbols = rows, gzip_bytes, symbols
+
+    @property
+    def stripped(self) -> bool:
+        """A view of symbols of a file without its full symbol table."""
+        return self.symbols.startswith((STRIPPED, NO_SYMBOLS))
 
     @property
     def file_total(self) -> int:

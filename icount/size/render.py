@@ -19,7 +19,8 @@ from icount.terminal import Group
 FORMAT_NAME = "icount-size"
 # version 1: first format (images with rows; diff with old/new rows)
 # version 2: a diff's rows say their "change"; rows equal on both sides are one
-# `[N unchanged]` row unless --all
+# `[N unchanged]` row unless --all; an image of a view of symbols says where they came
+# from ("symbols") and whether the file is "stripped"
 FORMAT_VERSION = 2
 
 TOTAL = "TOTAL"
@@ -33,7 +34,10 @@ def _label_title(by: str) -> str:
 
 
 def _title(b: Breakdown, name: str) -> str:
-    return f"{name}: {b.fmt} {b.kind}, {b.arch}"
+    """`NAME: ELF64 executable, x86_64`, and `, stripped` (or `, no symbols`) in a view
+    of symbols of a file without its full symbol table."""
+    said = f", {b.symbols.split(':')[0]}" if b.stripped else ""
+    return f"{name}: {b.fmt} {b.kind}, {b.arch}{said}"
 
 
 def table(items: Sequence[Breakdown], by: str, top: int = 0) -> Table:
@@ -129,16 +133,20 @@ def _image_json(b: Breakdown) -> dict[str, Any]:
     }
     if b.gzip_bytes is not None:
         out["gzip_bytes"] = b.gzip_bytes
+    if b.symbols:
+        out["symbols"] = b.symbols
+        out["stripped"] = b.stripped
     return out
 
 
 def to_csv(items: Sequence[Breakdown], by: str) -> str:
     rows: list[list[object]] = []
     for b in items:
-        rows += [[b.path, b.arch, by, r.label, r.file, r.vm] for r in b.rows]
+        rows += [[b.path, b.arch, by, r.label, r.file, r.vm, b.symbols] for r in b.rows]
         if b.gzip_bytes is not None:
-            rows.append([b.path, b.arch, by, GZIP_ROW, b.gzip_bytes, ""])
-    return render_csv(["file", "arch", "view", "label", "file_bytes", "vm_bytes"], rows)
+            rows.append([b.path, b.arch, by, GZIP_ROW, b.gzip_bytes, "", b.symbols])
+    header = ["file", "arch", "view", "label", "file_bytes", "vm_bytes", "symbols"]
+    return render_csv(header, rows)
 
 
 class DiffRow(NamedTuple):

@@ -116,7 +116,16 @@ def select(items: Sequence[Breakdown], top: int) -> list[Breakdown]:
 def with_rows(b: Breakdown, rows: list[Row]) -> Breakdown:
     """`b` with other rows (the same bytes, summed differently)."""
     return Breakdown(
-        b.path, b.arch, b.fmt, b.kind, b.file_size, rows, list(b.notes), b.gzip_bytes, b.fat
+        b.path,
+        b.arch,
+        b.fmt,
+        b.kind,
+        b.file_size,
+        rows,
+        list(b.notes),
+        b.gzip_bytes,
+        b.fat,
+        b.symbols,
     )
 
 

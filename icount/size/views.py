@@ -14,7 +14,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from icount.size.model import Breakdown, Image
+from icount.size.model import Breakdown, Image, symbols_said
 from icount.size.rows import (
     Rows,
     exclusive_bytes,
@@ -150,9 +150,8 @@ def by_symbols(
     table = image.symbols
     split = [False] * len(regions)
     rest = (0, 0, 0)
-    if table is None:
-        notes.append("no symbol table: bytes are shown by section")
-    else:
+    named = 0
+    if table is not None:
         charged = symbols.charge(table, regions)
         per = symbols.per_region(charged, len(regions))
         for i, r in enumerate(regions):
@@ -192,11 +191,15 @@ def by_symbols(
                 f_used = int(per[i]) if r.length > 0 else 0
                 v_used = int(per[i]) if r.vm > 0 else 0
                 acc.add(f"[section {row_label(r)}]", owned[i] - f_used, max(0, r.vm - v_used))
-        notes.append(f"symbols from {table.source}; aliases at one address count once")
+        named = int(offs.size)
     for i, r in enumerate(regions):
         if not split[i]:
             acc.add(whole_label(r), owned[i], r.vm)
-    return finish_sections(image, acc, gaps, owned, notes, top, rest)
+    said = symbols_said(table, named)
+    aliases = "; aliases at one address count once" if named else ""
+    out = finish_sections(image, acc, gaps, owned, [said + aliases, *notes], top, rest)
+    out.symbols = said
+    return out
 
 
 def _largest(values: Any, tie: Any, k: int) -> Any:

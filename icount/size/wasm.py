@@ -310,7 +310,7 @@ def _symbol_table(
         _linking(blob, custom["linking"], funcs, data)
         source = "the linking section's symbol table"
     if EXPORT in known and _exports(blob, known[EXPORT], funcs) and not source:
-        source = "the export section (no name section)"
+        source = "the export section"
     if not funcs.entries and not data.entries:
         return None
     import numpy as np
@@ -323,7 +323,7 @@ def _symbol_table(
     names = [r[3].encode("utf-8", "surrogateescape") for r in rows]
     offsets = np.cumsum([0] + [len(n) + 1 for n in names[:-1]], dtype=np.int64)
     return SymbolTable(
-        source=source or "function and data indices (no name section, no exports)",
+        source=source or "function and data indices (no exports)",
         region=np.array([r[0] for r in rows], dtype=np.int64),
         addr=np.array([r[1] for r in rows], dtype=np.uint64),
         size=np.array([r[2] for r in rows], dtype=np.uint64),
@@ -331,6 +331,7 @@ def _symbol_table(
         name_off=offsets,
         strtab=b"\0".join(names) + b"\0",
         sized=True,
+        missing="" if "name" in custom or "linking" in custom else "name section",
     )
 
 
