@@ -9,8 +9,9 @@ media query, and the marks carry only class names.
 
 from __future__ import annotations
 
-import html
 import math
+
+from icount.escapes import xml_text
 
 # Average advance of a character of the sans-serif fonts browsers fall back to, in em:
 # labels are shortened with this estimate because an SVG cannot measure its text.
@@ -66,7 +67,9 @@ font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;f
 
 
 def esc(text: str) -> str:
-    return html.escape(text, quote=True)
+    """`text` for SVG or HTML, text or attribute: control characters (XML 1.0 forbids
+    most, even as references), noncharacters and bidi overrides escaped visibly."""
+    return xml_text(text)
 
 
 def n(x: float) -> str:

@@ -26,12 +26,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from icount.compare.model import Comparison
+from icount.errors import UsageError
+from icount.escapes import json_text
 from icount.export import documents as d
+from icount.export.keys import cell_words, refuse_collisions
 from icount.jsonout import dumps
 from icount.numfmt import UNIT_BYTES
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST
 from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary
+from icount.text import printable
 
 MEASURES = {
     UNIT_INSTRUCTIONS: "instructions",
@@ -56,8 +60,9 @@ def metric(s: Summary) -> dict[str, float]:
 MEMORY = "memory"  # peak RSS, bytes
 TOTAL = "total-"  # before a unit's measure: a collected runtime's total of that unit
 
-# label, backend, unit, value, peak, and a collected runtime's figures where it has them
-Item = tuple[str, str, str, Summary | None, Summary | None, RuntimeFigures | None]
+# label, backend, unit, value, peak, a collected runtime's figures where it has them, and
+# the cell as a refusal names it (keys.cell_words)
+Item = tuple[str, str, str, Summary | None, Summary | None, RuntimeFigures | None, str]
 
 
 def total_metric(f: RuntimeFigures | None) -> dict[str, float] | None:
@@ -72,22 +77,31 @@ def total_metric(f: RuntimeFigures | None) -> dict[str, float] | None:
 
 
 def document(items: Iterable[Item]) -> dict[str, Any]:
-    """{benchmark: {measure: metric}} of (label, backend, unit, summary, memory, runtime)
-    items."""
+    """{benchmark: {measure: metric}} of (label, backend, unit, summary, memory, runtime,
+    cell) items; UsageError where two cells would be one benchmark."""
     items = [i for i in items if i[3] is not None]
     backends: dict[str, set[str]] = {}
     for label, backend, *_ in items:
         backends.setdefault(label, set()).add(backend)
+
+    def name_of(label: str, backend: str) -> str:
+        return label if len(backends[label]) == 1 else f"{label} ({backend})"
+
+    refuse_collisions(((name_of(i[0], i[1]), i[6]) for i in items), "bmf", "benchmark")
     doc: dict[str, dict[str, Any]] = {}
-    for label, backend, unit, s, peak, runtime in items:
+    for label, backend, unit, s, peak, runtime, cell in items:
         assert s is not None
-        name = label if len(backends[label]) == 1 else f"{label} ({backend})"
-        doc.setdefault(name, {})[measure(unit)] = metric(s)
+        name = name_of(label, backend)
+        measures = {measure(unit): metric(s)}
         if peak is not None:
-            doc[name][MEMORY] = metric(peak)
+            measures[MEMORY] = metric(peak)
         total = total_metric(runtime)
         if total is not None:
-            doc[name][TOTAL + measure(unit)] = total
+            measures[TOTAL + measure(unit)] = total
+        if len(measures) < 1 + (peak is not None) + (total is not None):  # a unit "memory"
+            raise UsageError(f"--format bmf: {cell}: its unit {printable(unit)!r} is the "
+                             "name of another of its measures")  # fmt: skip
+        doc[name] = measures
     return doc
 
 
@@ -103,7 +117,15 @@ def _controls(c: Comparison) -> list[Item]:
 
     arms = [(r, r.rounds.control) for r in c.rows if r.rounds is not None]
     return [
-        (f"{r.label} (control)", r.backend, r.unit, summarize(ctl.counted), None, None)
+        (
+            f"{r.label} (control)",
+            r.backend,
+            r.unit,
+            summarize(ctl.counted),
+            None,
+            None,
+            f"the control of {cell_words(*r.key)}",
+        )
         for r, ctl in arms
         if ctl is not None and ctl.counted
     ]
@@ -115,25 +137,29 @@ def render(doc: d.Document, width: int) -> str:
         c = doc.comparison
         peaks = dict(c.memory)
         items: list[Item] = [
-            (r.label, r.backend, r.unit, r.new, peaks.get(r.key), r.total.new if r.total else None)
+            (r.label, r.backend, r.unit, r.new, peaks.get(r.key),
+             r.total.new if r.total else None, cell_words(*r.key))
             for r in c.rows
-        ]
-        return dumps(document([*items, *_controls(c)]))
+        ]  # fmt: skip
+        return json_text(dumps(document([*items, *_controls(c)])))
     if isinstance(doc, d.ResultsDoc):
         from icount import memory
 
         cells = [c for c in doc.results.cells if c.valid]
-        return dumps(
-            document(
-                (
-                    _label(c.name, c.path),
-                    c.backend,
-                    c.unit,
-                    c.summary,
-                    memory.summary(c),
-                    c.runtime,
+        return json_text(
+            dumps(
+                document(
+                    (
+                        _label(c.name, c.path),
+                        c.backend,
+                        c.unit,
+                        c.summary,
+                        memory.summary(c),
+                        c.runtime,
+                        cell_words(*c.key),
+                    )
+                    for c in cells
                 )
-                for c in cells
             )
         )
     raise TypeError(f"no BMF of {type(doc).__name__}")

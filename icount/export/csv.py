@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from icount.escapes import csv_text
 from icount.export import documents as d
 from icount.tables import render_csv
 
 
 def render(doc: d.Document, width: int) -> str:
+    """The document's CSV, each field with a control character, a newline or a bidi
+    override in it escaped (icount.text.printable): one record a line, whatever the names."""
     del width
+    return csv_text(_csv(doc))
+
+
+def _csv(doc: d.Document) -> str:
     if isinstance(doc, d.ResultsDoc):
         from icount import report
 

@@ -3,11 +3,18 @@ builder: results.files, compare.render, size.render, inline.report)."""
 
 from __future__ import annotations
 
+from icount.escapes import json_text
 from icount.export import documents as d
 
 
 def render(doc: d.Document, width: int) -> str:
+    """The document's JSON, no control character or bidi override raw in it (names from
+    input files hold them): each is a \\u escape, the same string to a reader."""
     del width
+    return json_text(_json(doc))
+
+
+def _json(doc: d.Document) -> str:
     if isinstance(doc, d.ResultsDoc):
         from icount.results import results_json
 

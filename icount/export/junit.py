@@ -22,6 +22,7 @@ import xml.etree.ElementTree as ET
 
 from icount.compare.model import Comparison, Row, TotalChange, Verdict
 from icount.export import documents as d
+from icount.export.keys import cell_words, refuse_collisions
 from icount.numfmt import plain, signed_percent
 from icount.text import printable
 
@@ -109,12 +110,15 @@ def document(c: Comparison) -> ET.Element:
     mean = geomean.line(c) if c.pairs is None else None
     if mean:
         ET.SubElement(props, "property", {"name": "geometric_mean", "value": mean})
-    for r in c.rows:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {"classname": f"icount.{printable(r.backend)}", "name": printable(r.label)},
-        )
+    names = [(f"icount.{printable(r.backend)}", printable(r.label)) for r in c.rows]
+    refuse_collisions(
+        zip(names, (cell_words(*r.key) for r in c.rows), strict=True),
+        "junit",
+        "test case",
+        lambda k: f"{k[1]} of class {k[0]}",
+    )
+    for r, (classname, name) in zip(c.rows, names, strict=True):
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name})
         if r.total is not None:
             _total_properties(case, r.total)
         if r.verdict is Verdict.REGRESSED:

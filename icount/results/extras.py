@@ -50,7 +50,7 @@ def _counts(doc: Any, where: str, key: str, what: str, kind: Any) -> Mapping[str
         raise ValueError(f"{where} must be an object")
     values = doc.get(key)
     if not isinstance(values, list) or not all(
-        isinstance(v, kind) and not isinstance(v, bool) and 0 <= v < 2**63 for v in values
+        isinstance(v, kind) and not isinstance(v, bool) and _figure(v) for v in values
     ):
         raise ValueError(f"{where}.{key} must be a list of {what}")
     _reason(doc, where)
@@ -74,9 +74,15 @@ def check_cache_sim(doc: Any, where: str) -> Mapping[str, Any]:
         raise ValueError(f"{where}.events must count {', '.join(CACHE_EVENTS)}")
     for key in ("wall_s", "counted_wall_s"):
         v = doc.get(key)
-        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < 1e9:
+        if not isinstance(v, int | float) or isinstance(v, bool) or not _figure(v, 1e9):
             raise ValueError(f"{where}.{key} must be seconds")
     return doc
+
+
+def _figure(v: float, high: float = 2**63) -> bool:
+    """A count or a duration as a measurement writes it: 0, or within 2**-63 (a
+    subnormal such as 5e-324 is none) and `high`."""
+    return v == 0 or 2**-63 <= v < high
 
 
 def _reason(doc: Mapping[str, Any], where: str) -> None:

@@ -11,6 +11,10 @@ from icount.text import printable
 T = TypeVar("T")
 
 MAX_NUMBER = 2.0**63
+# The smallest figure but 0 a file may hold: no count, ratio or fraction icount writes is
+# nearer 0, and the ratio of any two figures within MIN_NUMBER..MAX_NUMBER (2**126 at
+# most), even as a percentage, stays finite
+MIN_NUMBER = 2.0**-63
 
 
 def int_(v: Any, what: str) -> int:
@@ -24,6 +28,8 @@ def num(v: Any, what: str) -> float:
         raise TypeError(f"{what} is not a number")
     if not abs(v) < MAX_NUMBER:  # a count, a size or a fraction: no measurement is 1e300
         raise ValueError(f"{what} {v!r} is beyond any count icount measures")
+    if 0 < abs(v) < MIN_NUMBER:  # 5e-324: a base median of it made a change of +inf%
+        raise ValueError(f"{what} {v!r} is too small to be any figure icount measures")
     return abs(v) if v == 0 else v  # -0.0 would be written back as "-0.0"
 
 

@@ -27,6 +27,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from icount.errors import OutputError, ParseError, ResultsFileError, UsageError
+from icount.escapes import json_text
 from icount.jsonout import dumps
 from icount.results.fields import describe
 from icount.results.model import Results, sort_key
@@ -68,7 +70,9 @@ def to_json(results: Results) -> dict[str, Any]:
 
 
 def results_json(results: Results) -> str:
-    return dumps(to_json(results))
+    """The results file's text: names with control characters or bidi overrides in it
+    are \\u escapes (icount.escapes), the same strings to any reader."""
+    return json_text(dumps(to_json(results)))
 
 
 def write_atomic(path: Path, text: str, *, overwrite: bool) -> None:
@@ -411,7 +415,8 @@ def load(path: Path) -> Results:
 def read_json(path: Path, what: str = "results file") -> Any:
     """The JSON document in `path`, read as a results file is: a regular file of at most
     MAX_RESULTS_BYTES, UTF-8, no NaN or infinities, integers within 64 bits, nesting
-    Python can parse; ResultsFileError naming the file otherwise."""
+    Python can parse, no lone surrogate (`\\ud800`) in any text; ResultsFileError naming
+    the file otherwise."""
     src = str(path)
     data = read_bounded(path, MAX_RESULTS_BYTES, what=f"an icount {what}")
     # Every value but the first follows a comma, and lists and objects (the costly
@@ -424,7 +429,7 @@ def read_json(path: Path, what: str = "results file") -> Any:
             source=src,
         )
     try:
-        return json.loads(
+        doc = json.loads(
             data.decode("utf-8"),
             parse_constant=_reject_constant,
             parse_float=_finite_float,
@@ -441,6 +446,38 @@ def read_json(path: Path, what: str = "results file") -> Any:
         raise ResultsFileError(f"nested too deeply to be an icount {what}", source=src) from None
     except ValueError as e:  # NaN, infinities, integers beyond int64
         raise ResultsFileError(f"not a valid {what}: {e}", source=src) from None
+    if _SURROGATE_ESCAPE.search(data):  # the only way a lone surrogate gets in: \ud800
+        bad = unencodable(doc)
+        if bad is not None:
+            raise ResultsFileError(
+                f"holds text that is not Unicode (a lone surrogate in {printable(bad)[:80]}); "
+                f"not an icount {what}",
+                source=src,
+            )
+    return doc
+
+
+# UTF-8 cannot carry a surrogate, but a JSON escape can: text holding one (alone, not
+# as half of a pair) can be written back in no encoding, so no output of it could be
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def unencodable(doc: Any) -> str | None:
+    """A string of `doc` (keys included) that UTF-8 cannot encode, or None."""
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += item.keys()
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+    return None
 
 
 def _reject_constant(name: str) -> Any:

@@ -1,0 +1,261 @@
+"""Names no measured program should have, from a results file icount did not write,
+through every export format: each output parses in its own format (JSON, CSV, XML for
+SVG and JUnit, HTML with its inline SVG as XML), holds each name (escaped where the
+format cannot carry it raw), and no raw control character, noncharacter or bidi
+override reaches its bytes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from icount import export, results
+from icount.compare import model
+from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
+from icount.errors import ResultsFileError, UsageError
+from icount.export import Kind
+from icount.results import Cell, Results, Run
+from icount.results import files as files_mod
+from icount.results.details import CommandDetail
+from icount.results.profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
+from icount.text import printable
+
+HOSTILE = [
+    "esc\x1b]8;;http://x\x07osc\x1b\\",  # an OSC 8 hyperlink, ESC and BEL
+    "c1\x85\x9b31m",  # NEL and CSI of the C1 set
+    "bidi\u202eevil\u202c",  # a right-to-left override
+    "tick`rm -rf ~`",
+    "ff\x0cfeed",  # XML 1.0 cannot hold a form feed, even as &#12;
+    "nonchar\ufffe\uffff",  # nor U+FFFE and U+FFFF
+    "new\nline\rcr",
+    "<&\"'>",
+    "del\x7f nul\x00",
+    "sep\u2028\u2029 nbsp\u00a0",
+    "tag\U000e0041 plane16\U00100000",
+    "back\\x1b slash",  # the four characters, beside the ESC of the first
+]
+BAD = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]} - {"\n"}
+BAD |= {"\u202e", "\u202c", "\ufffe", "\uffff", "\u2028", "\u2029", "\U000e0041"}
+
+
+def _profile(names: list[str], scale: float) -> CellProfile:
+    rows = tuple(
+        FunctionRow(n, round(scale * (100 - i), 3), round(scale * (150 - i), 3), 1.0)
+        for i, n in enumerate(names)
+    )
+    return CellProfile(
+        per=PER_RUN,
+        windows=3,
+        top=len(rows),
+        functions=rows,
+        others=Others(0, 0.0, 0.0),
+        allocations=1.0,
+        frees=1.0,
+        edges=(Edge(names[0], names[1], 50.0 * scale),),
+    )
+
+
+def _results(scale: float) -> Results:
+    cells = []
+    for i, name in enumerate(HOSTILE):
+        value = 2000.0 * scale + i
+        runs = tuple(Run(value, True, None, CommandDetail(0, 1)) for _ in range(3))
+        cells.append(
+            Cell(
+                name=name,
+                path=HOSTILE[-1 - i] if i % 3 == 1 else "",
+                backend="callgrind" if i % 4 else f"back\x1bend{i}",
+                unit=results.UNIT_INSTRUCTIONS,
+                runs=runs,
+                params={"argv": [name]},
+                runs_wanted=3,
+                max_spread=0.01,
+                order=i,
+                profile=_profile(HOSTILE[i:] + HOSTILE[:i], scale),
+            )
+        )
+    why = "build failed:\n\x1b]0;title\x07<evil>"
+    invalid = Cell("failed\x1b[31m", "", "callgrind", results.UNIT_INSTRUCTIONS, (), {}, 3, 0.01,
+                   setup_error=why, order=len(HOSTILE))  # fmt: skip
+    return Results({"cpu_model": "cpu\u202e\x1b"}, (*cells, invalid))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The base and new files, as written and read back (loading checks the names)."""
+    folder = tmp_path_factory.mktemp("hostile")
+    base, new = folder / "base.json", folder / "new.json"
+    results.save(base, _results(1.0), None, overwrite=True)
+    results.save(new, _results(1.25), None, overwrite=True)
+    return base, new
+
+
+def _clean(text: str, what: str) -> None:
+    text.encode("utf-8")  # no lone surrogate either
+    raw = sorted({f"U+{ord(ch):04X}" for ch in text if ch in BAD})
+    assert not raw, f"{what}: raw {raw}"
+
+
+def _names_in(text: str, fmt: str) -> None:
+    """Every hostile name is in the output, in the form the format gives it: whole in
+    JSON, escaped by `printable` in the others (its start: charts shorten names)."""
+    if fmt in ("bmf", "benchmark-json"):
+        doc = json.loads(text)
+        names = doc.keys() if fmt == "bmf" else {e["name"] for e in doc}
+        for name in HOSTILE:
+            assert any(n.startswith(name) for n in names), (fmt, name)
+        return
+    for name in HOSTILE[:-1]:
+        shown = printable(name)
+        if fmt in ("svg", "junit"):
+            shown = shown.replace("&", "&amp;").replace("<", "&lt;")
+        key = shown[:4]  # enough to find it however the format shortens it
+        assert key in text, (fmt, name)
+
+
+def _parses(text: str, fmt: str) -> None:
+    if fmt in ("json", "bmf", "benchmark-json"):
+        json.loads(text)
+    elif fmt == "csv":
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        assert len(rows) == text.count("\n")  # one record a line: no newline in a field
+        assert len({len(r) for r in rows}) == 1
+    elif fmt in ("svg", "junit"):
+        ET.fromstring(text.encode("utf-8"))
+
+
+@pytest.mark.parametrize("fmt", export.names(Kind.RESULTS))
+def test_every_results_format_escapes_hostile_names(files: tuple[Path, Path], fmt: str) -> None:
+    res = results.load(files[0])
+    text = export.render_results(res, fmt, 100)
+    _clean(text, fmt)
+    _parses(text, fmt)
+    if fmt == "json":
+        assert [c.name for c in files_mod.from_json(json.loads(text), "x").cells] == [
+            *HOSTILE, "failed\x1b[31m"
+        ]  # fmt: skip
+    elif fmt == "csv":
+        names = [r[0] for r in csv.reader(io.StringIO(text, newline=""))][1:]
+        assert len(set(names)) == len(names) == len(HOSTILE) + 1
+    else:
+        _names_in(text, fmt)
+
+
+def _comparison(files: tuple[Path, Path]) -> model.Comparison:
+    base, new = (results.load(f) for f in files)
+    return model.compare(base, new, parse_thresholds([], DEFAULT_MIN_DELTA), [])
+
+
+# Markdown of a comparison is compare/render.py's (its bullets), tested with compare's
+# outputs in tests/compare; its table is the terminal's
+@pytest.mark.parametrize("fmt", [f for f in export.names(Kind.COMPARISON) if f != "md"])
+def test_every_comparison_format_escapes_hostile_names(files: tuple[Path, Path], fmt: str) -> None:
+    c = _comparison(files)
+    assert any(r.explained is not None for r in c.rows)  # function names are printed too
+    text = export.render_comparison(c, fmt, 100)
+    _clean(text, fmt)
+    _parses(text, fmt)
+    if fmt == "json":
+        rows = json.loads(text)["cells"]
+        assert {r["name"] for r in rows} == {*HOSTILE, "failed\x1b[31m"}
+    elif fmt != "csv":
+        _names_in(text, fmt)
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_the_report_page_escapes_hostile_names(files: tuple[Path, Path], tmp_path: Path) -> None:
+    """`icount report` of the files and their comparison: the page's text holds the names
+    escaped, no name made a tag, and each inline SVG is XML."""
+    page = tmp_path / "page.html"
+    base, new = files
+    done = subprocess.run(
+        [sys.executable, "-m", "icount", "report", str(base), "--compare", str(base), str(new),
+         "-o", str(page)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    # the flame graphs' <summary> lines are icount/charts/flame.py's, escaped apart
+    _clean(re.sub(r"<summary>Flame graph[^<]*", "", html), "report")
+    parser = _Page()
+    parser.feed(html)
+    text = "".join(parser.text)
+    assert "<&\"'>" in text and "rm -rf" in text and "ff\\x0cfeed" in text
+    assert "evil" not in parser.tags and "<evil>" in text  # the setup error's tag is text
+    start = 0
+    while (at := html.find("<svg", start)) >= 0:
+        end = html.index("</svg>", at) + len("</svg>")
+        ET.fromstring(html[at:end])
+        start = end
+
+
+def test_a_lone_surrogate_is_refused_on_loading(files: tuple[Path, Path], tmp_path: Path) -> None:
+    doc = json.loads(files[0].read_text())
+    doc["cells"][3]["name"] = "half\ud800"
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(doc))  # ASCII: the surrogate as the escape \ud800
+    with pytest.raises(ResultsFileError) as info:
+        results.load(path)
+    assert str(info.value) == (
+        f"{path}: holds text that is not Unicode (a lone surrogate in half\\ud800); not an "
+        "icount results file"
+    )
+    doc["cells"][3]["name"] = "pair\ud83d\ude00"  # a pair is a character: it loads
+    path.write_text(json.dumps(doc))
+    assert results.load(path).cells[3].name == "pair\U0001f600"
+
+
+def _collide(files: tuple[Path, Path], tmp_path: Path) -> tuple[Results, Results]:
+    sides = []
+    for f in files:
+        res = results.load(f)
+        a, b = res.cells[2], res.cells[5]
+        import dataclasses
+
+        cells = list(res.cells)
+        cells[2] = dataclasses.replace(a, name="a/b", path="", backend="callgrind")
+        cells[5] = dataclasses.replace(b, name="a", path="b", backend="callgrind")
+        sides.append(Results(res.fingerprint, tuple(cells)))
+    return sides[0], sides[1]
+
+
+@pytest.mark.parametrize("fmt", ["bmf", "benchmark-json", "junit"])
+def test_two_cells_of_one_label_are_refused_in_a_keyed_format(
+    files: tuple[Path, Path], tmp_path: Path, fmt: str
+) -> None:
+    """`a/b`, and `a` with path `b`: one Bencher benchmark, one figure silently lost."""
+    base, new = _collide(files, tmp_path)
+    c = model.compare(base, new, parse_thresholds([], DEFAULT_MIN_DELTA), [])
+    with pytest.raises(UsageError) as info:
+        export.render_comparison(c, fmt, 100)
+    text = str(info.value)
+    assert (
+        'name "a/b", backend callgrind' in text and 'name "a", path "b", backend callgrind' in text
+    )
+    assert text.startswith(f"--format {fmt}: two cells would be one ")
+    if fmt == "bmf":
+        with pytest.raises(UsageError, match="two cells would be one benchmark"):
+            export.render_results(new, fmt, 100)
+    for other in ("csv", "json", "table"):  # formats that keep name and path apart
+        export.render_comparison(c, other, 100)
