@@ -49,17 +49,31 @@ def _needs_backslash_escape(text: str) -> bool:
 
 
 # ASCII punctuation that starts Markdown inline syntax anywhere in a line: code (`),
-# emphasis (* _ ~), links and images ([ ] !), raw HTML and autolinks (<), entities (&),
-# table cells (|) and the backslash that escapes them. CommonMark lets a backslash
-# escape any ASCII punctuation, so each is shown as itself.
-_MD_ACTIVE = frozenset("\\`*_~[]!<&|")
+# emphasis (* ~, and _ where it is not inside a word), links and images ([ ]), raw HTML
+# and autolinks (<), entities (&) and the backslash that escapes them. CommonMark lets a
+# backslash escape any ASCII punctuation, so each is shown as itself. A table's `|` is
+# its renderer's to escape (icount.tables): outside a table row it starts nothing.
+_MD_ACTIVE = frozenset("\\`*~[]<&")
 
 
 def md_text(text: str) -> str:
-    """`text` for a line of Markdown prose: `printable`, then every character that could
-    start Markdown syntax (code, emphasis, a link, HTML, an entity, a table cell)
-    backslash-escaped, so a name from a file reads as written and renders as nothing else."""
-    return "".join(f"\\{ch}" if ch in _MD_ACTIVE else ch for ch in printable(text))
+    """`text` for a line of Markdown prose or a table cell: `printable`, then every
+    character that could start Markdown syntax (code, emphasis, a link, HTML, an entity)
+    backslash-escaped, so a name from a file reads as written and renders as nothing else.
+    Text without such characters comes back as `printable` gives it."""
+    shown = printable(text)
+    out = []
+    for i, ch in enumerate(shown):
+        if ch in _MD_ACTIVE or (ch == "_" and not _inside_word(shown, i)):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _inside_word(text: str, i: int) -> bool:
+    # an underscore between two letters or digits neither opens nor closes emphasis
+    return 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
 
 
 def md_code(text: str) -> str:
