@@ -74,3 +74,21 @@ def parse_percent_exact(text: str, flag: str) -> Fraction:
 def parse_percent(text: str, flag: str) -> float:
     """'1', '1%' or '0.5%' -> a fraction (0.01, 0.005)."""
     return float(parse_percent_exact(text, flag))
+
+
+_EPOCH = re.compile(r"[0-9]{1,12}")
+# 9999-12-31T23:59:59Z: the last second a four-digit year (a date's YYYY-MM-DD) can name
+MAX_EPOCH = 253_402_300_799
+
+
+def parse_epoch(text: str, name: str = "SOURCE_DATE_EPOCH") -> int:
+    """Seconds since 1970 as `date +%s` writes them ($SOURCE_DATE_EPOCH: ASCII digits,
+    spaces around them dropped), up to the end of year 9999; NumberError naming `name`
+    for anything else (Arabic-Indic digits, a sign, a fraction, year 10000)."""
+    raw = text.strip()
+    if not _EPOCH.fullmatch(raw) or int(raw) > MAX_EPOCH:
+        raise NumberError(
+            f"{name}={text!r} is not a number of seconds since 1970 in ASCII digits, "
+            f"0 to {MAX_EPOCH} (the end of year 9999)"
+        )
+    return int(raw)

@@ -38,11 +38,11 @@ class Side:
 def today() -> str:
     """The entry's date: $SOURCE_DATE_EPOCH's, where set (a reproducible build's), else
     now, in UTC."""
+    from icount.numparse import parse_epoch
+
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch is not None:
-        if not epoch.strip().isdigit():
-            raise UsageError(f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds")
-        return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%d")
+    if epoch is not None:  # ASCII digits to year 9999: isdigit() took Arabic-Indic ones
+        return datetime.fromtimestamp(parse_epoch(epoch), UTC).strftime("%Y-%m-%d")
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
