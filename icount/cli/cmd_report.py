@@ -118,13 +118,15 @@ def report_command(
     for path in files or []:
         items.append(_load(path, names[path], not no_provenance, sort))
     if history is not None:
+        from icount.charts import ResultsInput
         from icount.charts.history import HistoryInput
         from icount.history import render, store
 
         loaded = store.load(history)
         if not loaded:
             raise UsageError(f"history {history} holds no entry (NNNN-COMMIT.json)")
-        items.append(HistoryInput(str(history), render.build(loaded)))
+        given = tuple((i.name, i.results) for i in items if isinstance(i, ResultsInput))
+        items.append(HistoryInput(str(history), render.build(loaded), given))
     if ledger is not None:
         from icount.charts.ledger import load as load_ledger
 

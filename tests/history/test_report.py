@@ -40,3 +40,36 @@ def test_report_draws_each_cell_over_the_commits(tmp_path: Path, cli: Cli) -> No
     empty.mkdir()
     refused = cli("report", "--history", empty, "-o", "-")
     assert refused.code == 2 and "holds no entry" in refused.err
+
+
+def test_a_pull_requests_file_is_drawn_after_the_commits_against_the_band(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """`report --history DIR new.json`: new.json's median of each line's cell is a diamond
+    after the last commit, coloured and worded by where it falls against the band."""
+    folder = tmp_path / "history"
+    for i, (commit, median) in enumerate(zip(COMMITS, NOISY, strict=True)):
+        f = tmp_path / f"c{i}.json"
+        results.save(f, commit_results(median, STEADY), {"commit": commit}, overwrite=False)
+        assert cli("history", "add", f, "--dir", folder).code == 0
+    new = tmp_path / "new.json"
+    # go +0.2% of the last median (998,000): inside its noise; c +1 instruction of an exact cell
+    results.save(new, commit_results(999_996, STEADY + 1), {"commit": "ff" * 20}, overwrite=False)
+    done = cli("report", "--history", folder, str(new), "-o", "-")
+    assert done.code == 0, done.err
+    history = done.out.split("<h2")[-1]
+    diamonds = re.findall(
+        r'<path class="(\w+)" d="M([\d.]+) [^"]*"><title>([^<]+)</title>', history
+    )
+    by_cell = {tip.split(" in ")[0]: (cls, float(x), tip) for cls, x, tip in diamonds}
+    assert set(by_cell) == {"go", "c"}
+    cls, x, tip = by_cell["go"]
+    assert cls == "same" and "inside the noise band" in tip and "+0.200%" in tip
+    cls, x, tip = by_cell["c"]
+    assert cls == "reg" and "+1 from the last median; this cell repeats" in tip
+    # after the ten commits, at the right end of the axis
+    assert x == 704
+    xs = re.findall(r'<polyline class="line" points="([^"]+)"><title>go: ', done.out)[0].split()
+    assert float(xs[-1].split(",")[0]) < x
+    without = cli("report", "--history", folder, "-o", "-").out
+    assert "<path class=" not in without.split("<h2")[-1]
