@@ -85,6 +85,9 @@ _MEASURE: dict[str, tuple[Any, tuple[str, ...], str, dict[str, Any]]] = {
     "server_cpus": (None, ("--server-cpus",), "CPUs for the server [half].", {}),
     "load_cpus": (None, ("--load-cpus",), "CPUs for the load [other half].", {}),
     "load": (None, ("--load",), "builtin, h2load, ab, wrk or oha [builtin].", {}),
+    "arrival": (None, ("--arrival",), "idle: send each request when every thread of the "
+                "server waits in the kernel; closed: as soon as the last answer is in "
+                "[idle with the built-in client].", {}),
     "max_spread": (o.MAX_SPREAD_TEXT, ("--max-spread",), "Spread limit for a valid cell.", {}),
     "max_load": (None, ("--max-load",), "Refuse to start above this load1.", {}),
     "thread": (None, ("--thread",), "callgrind: count only this valgrind thread of the "
@@ -135,6 +138,8 @@ def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
         "warmup": None if p["warmup"] is None else o.Warmup.parse(p["warmup"]),
         "concurrency": p["concurrency"],
         "load": p["load"],
+        # compare --interleave takes serve's options but this one: its default there
+        "arrival": o.Arrival.parse(p["arrival"]) if p.get("arrival") else None,
         "max_spread": o.parse_spread(p["max_spread"]),
         "max_load": p["max_load"],
         "thread": p["thread"],
@@ -193,6 +198,7 @@ def serve_command(
     load_cpus: str = measure_option("load_cpus"),
     backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
     load: str = measure_option("load"),
+    arrival: str = measure_option("arrival"),
     max_spread: str = measure_option("max_spread"),
     max_load: float = measure_option("max_load"),
     thread: int = measure_option("thread"),

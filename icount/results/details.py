@@ -37,8 +37,10 @@ class ServeParams(TypedDict, total=False):
     warmup: int | str  # a request count, or "auto"
     concurrency: int
     load: str
+    arrival: str  # "idle" or "closed" (serve/arrival.py); absent in older files: closed
     reps: int
     request_target: str  # the path's URL, e.g. "/plaintext"
+    connection: str  # "close": each request its own connection; absent: keep-alive
     http_method: str
     server_cpus: list[int]
     load_cpus: list[int]

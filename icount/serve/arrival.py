@@ -40,10 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount.errors import UsageError
+from icount.session.options import Arrival
 
-IDLE = "idle"
-CLOSED = "closed"
-ARRIVALS = (IDLE, CLOSED)
+IDLE, CLOSED = Arrival.IDLE, Arrival.CLOSED
 LEGACY = CLOSED  # what a results file written before the field existed was measured with
 
 # valgrind's own file descriptors: the top N_RESERVED_FDS below its raised soft limit
@@ -58,25 +57,22 @@ POLL_S = 0.0002
 Pace = Callable[[], str | None]  # None once the server is idle; else why it never was
 
 
-def parse(text: str) -> str:
-    """--arrival's value."""
-    if text not in ARRIVALS:
-        raise UsageError(f"--arrival takes {' or '.join(ARRIVALS)}, got {text!r}")
-    return text
-
-
-def resolve(asked: str | None, load_kind: str) -> tuple[str, str]:
+def resolve(asked: Arrival | None, load_kind: str) -> tuple[Arrival, str]:
     """(arrival, why) for a session whose load generator is `load_kind`."""
     if asked is None:
         if load_kind == "builtin":
             return IDLE, "each request is sent when every thread of the server waits"
         return CLOSED, f"{load_kind} sends its requests itself (a closed loop)"
     if asked == IDLE and load_kind != "builtin":
-        raise UsageError(
-            f"--arrival idle needs the built-in client: {load_kind} sends its requests itself",
-            hint="use --load builtin, or --arrival closed",
-        )
+        raise not_builtin(load_kind)
     return asked, "asked for with --arrival"
+
+
+def not_builtin(load_kind: str) -> UsageError:
+    return UsageError(
+        f"--arrival idle needs the built-in client: {load_kind} sends its requests itself",
+        hint="use --load builtin, or --arrival closed",
+    )
 
 
 def recorded(params: Mapping[str, Any]) -> str:
@@ -215,7 +211,7 @@ def wait_idle(
             time.sleep(POLL_S)
 
 
-def pacer(arrival: str, pid: int, timeout_s: float) -> Pace | None:
+def pacer(arrival: Arrival, pid: int, timeout_s: float) -> Pace | None:
     """What the built-in client calls before each wave of requests, or None (closed)."""
     if arrival != IDLE:
         return None

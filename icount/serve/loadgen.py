@@ -27,7 +27,7 @@ from typing import Protocol
 from icount import procs
 from icount.errors import ParseError, RunFailedError, UsageError
 from icount.serve.adapter import PathSpec
-from icount.serve.arrival import Pace
+from icount.serve.arrival import Pace, not_builtin
 from icount.serve.http_client import KeepAliveClient, LoadResult
 
 KINDS = ("builtin", "h2load", "ab", "wrk", "oha")
@@ -354,10 +354,7 @@ def make_load_generator(
     if kind == "builtin":
         return KeepAliveClient(host, port, path, concurrency, timeout_s, pace)
     if pace is not None:
-        raise UsageError(
-            f"--arrival idle needs the built-in client: {kind} sends its requests itself",
-            hint="use --load builtin, or --arrival closed",
-        )
+        raise not_builtin(kind)
     classes: dict[str, type[_External]] = {
         "h2load": H2Load, "ab": ApacheBench, "wrk": Wrk, "oha": Oha
     }  # fmt: skip

@@ -27,6 +27,7 @@ from icount.errors import UsageError
 from icount.results import UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, ServeParams
 from icount.results.shard import ShardRecord
+from icount.serve import arrival as arrival_mod
 from icount.serve.adapter import Adapter, PathSpec
 from icount.serve.runs import CellOptions
 from icount.serve.server import Target
@@ -34,7 +35,7 @@ from icount.serve.targets import CmdServer, PathChoice, check_paths, choose_targ
 from icount.serve.warmup import is_jit
 from icount.session import options as o
 from icount.session import resume as resume_mod
-from icount.session.options import Processes, Warmup
+from icount.session.options import Arrival, Processes, Warmup
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class ServeRequest:
     warmup: Warmup | None = None
     concurrency: int = o.CONCURRENCY
     load: str | None = None
+    arrival: Arrival | None = None  # None: idle with the built-in client, else closed
     max_spread: float = o.MAX_SPREAD
     backend: str = "auto"
     thread: int | None = None
@@ -77,6 +79,7 @@ class ServeRequest:
         saved["warmup"] = None if self.warmup is None else self.warmup.to_json()
         saved["max_spread"] = o.percent_text(self.max_spread)
         saved["processes"] = str(self.processes)
+        saved["arrival"] = None if self.arrival is None else str(self.arrival)
         saved["only_paths"] = [str(c) for c in self.only_paths]
         if not self.only_paths:  # recorded only when given: full sessions' plans as before
             del saved["only_paths"]
@@ -112,6 +115,7 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "warmup": _optional(Warmup.from_json),
     "concurrency": lambda v: o.int_from_json(v, 1, 10000),
     "load": _optional(o.str_from_json),
+    "arrival": _optional(lambda v: Arrival(o.str_from_json(v))),
     "max_spread": o.spread_from_json,
     "backend": o.str_from_json,
     "thread": _optional(lambda v: o.int_from_json(v, 1, 10**6)),
@@ -157,6 +161,8 @@ def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]
                     hint="name the targets and options again",
                 )
             changes["targets"] = tuple(str(t) for t in targets)
+    if "arrival" not in explicit and "arrival" not in plan:
+        changes["arrival"] = arrival_mod.LEGACY  # a session from before it was recorded
     for option, read in RESUMED_OPTIONS.items():
         if _PARAMETER.get(option, option) not in explicit and option in plan:
             try:
@@ -204,6 +210,8 @@ class Plan:
     jobs: cpus_mod.JobCpus | None = None  # None: one job, on `cpus`
     shard: ShardRecord | None = None  # None: the whole session
     shard_spec: shards.ShardSpec | None = None
+    arrival: Arrival = Arrival.IDLE
+    arrival_why: str = ""
 
     @property
     def artifacts(self) -> Path:
@@ -253,6 +261,7 @@ class Plan:
             warmup=self.warmup(a),
             concurrency=self.request.concurrency,
             load_kind=self.load_kind,
+            arrival=self.arrival,
             max_spread=self.request.max_spread,
             idle_seconds=self.request.idle_seconds,
             max_windows=self.request.max_windows,
@@ -273,6 +282,7 @@ class Plan:
             *jit,
             f"backend {self.backend.name}: {self.backend_why}",
             f"load generator {self.load_kind}: {self.load_why}",
+            f"arrival {self.arrival}: {self.arrival_why}",
             f"server on CPU {fmt(self.cpus.server)}, load on CPU {fmt(self.cpus.load)} "
             f"({self.cpus.why})",
         ]
@@ -302,6 +312,7 @@ def cell_params(path: PathSpec, opts: CellOptions) -> ServeParams:
         "warmup": opts.warmup.param(),
         "concurrency": opts.concurrency,
         "load": opts.load_kind,
+        "arrival": str(opts.arrival),
         "reps": opts.reps,
         "request_target": path.request_target,
         "http_method": path.http_method,
@@ -339,6 +350,8 @@ def planned_cells(plan: Plan) -> list[shards.PlannedCell]:
         for p in plan.paths(t):
             params: dict[str, Any] = dict(cell_params(p, opts))
             del params["server_cpus"], params["load_cpus"]
+            if params["arrival"] == arrival_mod.LEGACY:  # shards planned before it was recorded
+                del params["arrival"]
             identity = {**params, "runs": opts.runs, "max_spread": opts.max_spread,
                         resume_mod.TARGET_DIGESTS: digest}  # fmt: skip
             planned.append(
@@ -353,6 +366,7 @@ COMPARABLE_PARAMS = (
     "warmup",
     "concurrency",
     "load",
+    "arrival",
     "reps",
     "request_target",
     "http_method",
@@ -363,7 +377,7 @@ COMPARABLE_PARAMS = (
 
 
 def _comparable(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: params.get(k) for k in COMPARABLE_PARAMS}
+    return {k: params.get(k) for k in COMPARABLE_PARAMS} | {"arrival": arrival_mod.recorded(params)}
 
 
 def _ours(cell: Cell) -> bool:
@@ -418,6 +432,7 @@ def prepare(
         },
     )
     load_kind, load_why = _load_kind(request.load, backend)
+    arrival, arrival_why = arrival_mod.resolve(request.arrival, load_kind)
     fp = backends.fingerprint(backend, "server")
     job_cpus = cpus_mod.split_jobs(
         split,
@@ -447,6 +462,8 @@ def prepare(
             out=out,
             start=Results(fp, ()),
             jobs=job_cpus,
+            arrival=arrival,
+            arrival_why=arrival_why,
         )
         return _resumed(plan, resume, shard)
     except BaseException:

@@ -99,7 +99,6 @@ from icount.results.details import (
 from icount.results.runtime import windows_to_fit
 from icount.serve import arrival
 from icount.serve.adapter import PathSpec
-from icount.serve.arrival import CLOSED
 from icount.serve.http_client import LoadResult
 from icount.serve.loadgen import LoadGenerator
 from icount.serve.server import (
@@ -123,7 +122,7 @@ from icount.serve.warmup import (
     still_warming,
 )
 from icount.session import options
-from icount.session.options import Warmup
+from icount.session.options import Arrival, Warmup
 
 IDLE_SETTLE_S = 0.5
 # the wall clock the added windows' time cap reads (a test gives its own, not a sleep)
@@ -142,7 +141,7 @@ class CellOptions:
     warmup: Warmup = options.AUTO
     concurrency: int = options.CONCURRENCY
     load_kind: str = "builtin"
-    arrival: str = CLOSED  # serve/arrival.py; a session's plan gives its own (idle by default)
+    arrival: Arrival = Arrival.CLOSED  # serve/arrival.py; a session plan gives its own
     max_spread: float = options.MAX_SPREAD
     auto_limits: AutoLimits = field(default_factory=AutoLimits)
     idle_seconds: float = options.IDLE_SECONDS  # an idle window after the reps; 0: none

@@ -103,6 +103,20 @@ class Processes(enum.StrEnum):
             raise UsageError(f"--processes takes all or root, got {text!r}") from None
 
 
+class Arrival(enum.StrEnum):
+    """--arrival: when the built-in client sends a request (icount/serve/arrival.py)."""
+
+    IDLE = "idle"  # when every thread of every process of the server waits in the kernel
+    CLOSED = "closed"  # as soon as the answer to the last one is in
+
+    @classmethod
+    def parse(cls, text: str) -> Arrival:
+        try:
+            return cls(text)
+        except ValueError:
+            raise UsageError(f"--arrival takes idle or closed, got {text!r}") from None
+
+
 def parse_spread(text: str, flag: str = "--max-spread") -> float:
     """A spread limit, '1%' or '0.5' (percent) -> a fraction."""
     return parse_percent(text, flag)

@@ -4,6 +4,8 @@ test_arrival_truth.py."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import socket
 import sys
 from collections.abc import Iterator
@@ -11,13 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from icount import procs
+from icount import backends, procs
+from icount import cpus as cpus_mod
 from icount.errors import UsageError
+from icount.results.files import provenance_path
 from icount.serve import adapter as adapters
 from icount.serve import arrival
+from icount.serve import plan as plan_mod
 from icount.serve.adapter import Expect, PathSpec
 from icount.serve.http_client import KeepAliveClient
 from icount.serve.loadgen import make_load_generator
+from icount.serve.runs import CellOptions
+from icount.session.options import Arrival
 
 from .conftest import HOST, StartServer, free_port
 
@@ -151,11 +158,46 @@ def test_resolve_parse_and_recorded() -> None:
         "closed",
         "h2load sends its requests itself (a closed loop)",
     )
-    assert arrival.resolve("closed", "builtin") == ("closed", "asked for with --arrival")
+    assert arrival.resolve(Arrival.CLOSED, "builtin") == ("closed", "asked for with --arrival")
     with pytest.raises(UsageError, match="--arrival idle needs the built-in client: ab"):
-        arrival.resolve("idle", "ab")
-    assert arrival.parse("closed") == "closed"
+        arrival.resolve(Arrival.IDLE, "ab")
+    assert Arrival.parse("closed") is Arrival.CLOSED
     with pytest.raises(UsageError, match="--arrival takes idle or closed, got 'open'"):
-        arrival.parse("open")
+        Arrival.parse("open")
     assert arrival.recorded({}) == "closed"  # files written before the field existed
     assert arrival.recorded({"arrival": "idle"}) == "idle"
+
+
+def test_a_session_records_its_arrival_and_resumes_it(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    saved = plan_mod.ServeRequest(arrival=Arrival.CLOSED).to_json(())
+    assert saved["arrival"] == "closed"
+    for recorded, explicit, asked, resumed in [
+        ("closed", frozenset(), None, Arrival.CLOSED),
+        (None, frozenset(), None, None),  # not given: the default, decided again
+        ("closed", frozenset({"arrival"}), Arrival.IDLE, Arrival.IDLE),
+    ]:
+        plan = {"targets": ["/a.toml"], "arrival": recorded}
+        provenance_path(out).write_text(json.dumps({"plan": plan}))
+        request = plan_mod.resume_request(plan_mod.ServeRequest(arrival=asked), out, explicit)
+        assert request.arrival == resumed
+    # a session from before it was recorded was measured with a closed loop
+    provenance_path(out).write_text(json.dumps({"plan": {"targets": ["/a.toml"]}}))
+    old = plan_mod.resume_request(plan_mod.ServeRequest(), out, frozenset())
+    assert old.arrival is Arrival.CLOSED
+    provenance_path(out).write_text(json.dumps({"plan": {"arrival": "open"}}))
+    with pytest.raises(UsageError, match="the recorded arrival 'open' is not valid"):
+        plan_mod.resume_request(plan_mod.ServeRequest(targets=("x",)), out, frozenset())
+
+
+def test_every_cell_records_its_arrival_and_old_cells_compare_as_closed() -> None:
+    path = PLAIN
+    cpus = cpus_mod.CpuSplit((0,), (1,), "test")
+    idle = CellOptions(backend=backends.create("callgrind"), cpus=cpus, arrival=Arrival.IDLE)
+    closed = dataclasses.replace(idle, arrival=Arrival.CLOSED)
+    assert plan_mod.cell_params(path, idle)["arrival"] == "idle"
+    params = dict(plan_mod.cell_params(path, closed))
+    assert params["arrival"] == "closed"
+    old = {k: v for k, v in params.items() if k != "arrival"}  # a file from before
+    assert plan_mod._comparable(old) == plan_mod._comparable(params)
+    assert plan_mod._comparable(old) != plan_mod._comparable(plan_mod.cell_params(path, idle))
