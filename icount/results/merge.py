@@ -116,9 +116,11 @@ def merge(named: Iterable[tuple[str, Results]]) -> Results:
     return Results(fingerprint, tuple(cells))
 
 
-def _listed(items: Sequence[str]) -> str:
-    more = f", ... and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
-    return ", ".join(items[:SHOWN]) + more
+def _listed(items: Sequence[str], total: int | None = None, sep: str = ", ") -> str:
+    """The first SHOWN of `items` (of `total`, where only those were made)."""
+    n = len(items) if total is None else total
+    more = f"{sep}... and {n - SHOWN} more" if n > SHOWN else ""
+    return sep.join(items[:SHOWN]) + more
 
 
 def _differs(what: str, there: Any, here: Any) -> str:
@@ -147,9 +149,13 @@ def merge_shards(named: Sequence[tuple[str, Results]]) -> Results:
         by_index[index] = src
     missing = [i for i in range(1, head.total + 1) if i not in by_index]
     if missing:
-        what = "; ".join(
-            f"{i}/{head.total} ({_listed([e.key_text for e in head.assigned(i)]) or 'no cells'})"
-            for i in missing
+        cells = [
+            _listed([e.key_text for e in head.assigned(i)]) or "no cells" for i in missing[:SHOWN]
+        ]
+        what = _listed(
+            [f"{i}/{head.total} ({c})" for i, c in zip(missing, cells, strict=False)],
+            len(missing),
+            "; ",
         )
         have = ", ".join(f"{i}/{head.total} {by_index[i]}" for i in sorted(by_index))
         raise UsageError(
@@ -198,10 +204,15 @@ def _same_session(first_src: str, first: Results, src: str, res: Results) -> Non
             "session come from one icount version",
             hint="measure every shard with the same icount",
         )
+    from icount import environment  # late: it imports psutil
+
+    # under callgrind the programs saw the CPU valgrind presents: the hosts' may differ
+    guests = all(environment.has_guest_cpu(r.fingerprint) for r in (first, res))
     diff = sorted(
         k
         for k in {*first.fingerprint, *res.fingerprint}
         if first.fingerprint.get(k) != res.fingerprint.get(k)
+        and not (guests and k in environment.HOST_CPU_FIELDS)
     )
     if diff:
         shown = _listed(

@@ -169,3 +169,33 @@ def test_checked_fields_follow_what_both_fingerprints_hold() -> None:
     )
     # icount table and --resume check the same fields, the backend's arguments too
     assert environment.fingerprint_differences(new, {**new, **OTHER_HOST}, same_method=True) == []
+
+
+def test_shards_from_hosts_of_other_cpu_models_merge_when_valgrind_presents_one_cpu(
+    tmp_path: Path,
+) -> None:
+    from icount.errors import UsageError
+    from tests.results.test_merge import _files, _merge, _shard
+
+    guest = {**GUEST, **MACHINE}
+    host = {k: json.loads(REAL.read_text())["fingerprint"][k] for k in OTHER_HOST}
+    parts = [
+        _shard(1, fingerprint={**guest, **host}),
+        _shard(2, fingerprint={**guest, **OTHER_HOST}),
+    ]
+    merged = _merge(_files(tmp_path, *parts, _shard(3, fingerprint={**guest, **host})))
+    assert len(merged.cells) == 5 and merged.fingerprint["cpu_model"] == host["cpu_model"]
+    # another guest CPU, or shards that do not record it, still refuse another host's
+    other_guest = {**guest, **OTHER_HOST, "guest_cpu_flags": ["sse2"]}
+    for first, second, field in (
+        (guest | host, other_guest, "guest_cpu_flags"),
+        (host, OTHER_HOST, "cpu_flags"),
+    ):
+        paths = _files(
+            tmp_path,
+            _shard(1, fingerprint=first),
+            _shard(2, fingerprint=second),
+            _shard(3, fingerprint=first),
+        )
+        with pytest.raises(UsageError, match=f"another environment .*: {field}"):
+            _merge(paths)
