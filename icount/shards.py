@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount.errors import UsageError
-from icount.results.shard import PlanEntry, ShardRecord
+from icount.results.shard import MAX_SHARDS, PlanEntry, ShardRecord
 
-MAX_SHARDS = 10000
 NO_SHARD = ("none", "off")
 
 

@@ -116,9 +116,11 @@ def merge(named: Iterable[tuple[str, Results]]) -> Results:
     return Results(fingerprint, tuple(cells))
 
 
-def _listed(items: Sequence[str]) -> str:
-    more = f", ... and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
-    return ", ".join(items[:SHOWN]) + more
+def _listed(items: Sequence[str], total: int | None = None, sep: str = ", ") -> str:
+    """The first SHOWN of `items` (of `total`, where only those were made)."""
+    n = len(items) if total is None else total
+    more = f"{sep}... and {n - SHOWN} more" if n > SHOWN else ""
+    return sep.join(items[:SHOWN]) + more
 
 
 def _differs(what: str, there: Any, here: Any) -> str:
@@ -147,9 +149,13 @@ def merge_shards(named: Sequence[tuple[str, Results]]) -> Results:
         by_index[index] = src
     missing = [i for i in range(1, head.total + 1) if i not in by_index]
     if missing:
-        what = "; ".join(
-            f"{i}/{head.total} ({_listed([e.key_text for e in head.assigned(i)]) or 'no cells'})"
-            for i in missing
+        shown = [
+            _listed([e.key_text for e in head.assigned(i)]) or "no cells" for i in missing[:SHOWN]
+        ]
+        what = _listed(
+            [f"{i}/{head.total} ({c})" for i, c in zip(missing, shown, strict=False)],
+            len(missing),
+            "; ",
         )
         have = ", ".join(f"{i}/{head.total} {by_index[i]}" for i in sorted(by_index))
         raise UsageError(

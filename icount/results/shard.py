@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount.jsonout import dumps
-from icount.results.fields import int_, list_, num, obj, positive_int, str_
+from icount.results.fields import count, int_, list_, obj, positive_int, str_
+from icount.text import printable
+
+MAX_SHARDS = 10000  # --shard I/N takes N up to this; a file claiming more is no shard's
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,10 @@ def shard_from_json(doc: Any) -> ShardRecord:
     or when its stored digest disagrees with its plan)."""
     d = obj(doc, "shard")
     total = positive_int(d["total"], "shard.total")
+    if total > MAX_SHARDS:  # merging lists the shards missing: 10**8 of them took 1.45 GB
+        raise ValueError(
+            f"shard.total {total} is beyond the {MAX_SHARDS} shards icount splits into"
+        )
     index = positive_int(d["index"], "shard.index")
     if index > total:
         raise ValueError(f"shard.index {index} is beyond shard.total {total}")
@@ -114,10 +121,14 @@ def shard_from_json(doc: Any) -> ShardRecord:
                 path=str_(e["path"], "shard.plan.path"),
                 backend=str_(e["backend"], "shard.plan.backend"),
                 identity=obj(e["identity"], "shard.plan.identity"),
-                cost=num(e["cost"], "shard.plan.cost"),
+                cost=count(e["cost"], "shard.plan.cost"),
                 shard=shard,
             )
         )
+    keys = {e.key for e in entries}
+    if len(keys) < len(entries):
+        twice = next(e for i, e in enumerate(entries) if e.key in {f.key for f in entries[:i]})
+        raise ValueError(f"shard.plan holds the cell {printable(twice.key_text)} twice")
     command = str_(d["command"], "shard.command")
     if command not in ("run", "serve"):
         raise ValueError(f"shard.command {command!r} is not run or serve")

@@ -103,6 +103,41 @@ def test_an_edited_shard_record_is_refused_on_loading(tmp_path: Path) -> None:
         results.load(path)
 
 
+def test_a_shard_record_beyond_any_split_is_refused_on_loading(tmp_path: Path) -> None:
+    """A total of 10**8 loaded, then merging listed the shards missing: 1.45 GB and a
+    MemoryError. The digest covers the plan, not the total: the edit is checked alone."""
+    from icount.results.shard import PlanEntry, plan_digest
+
+    (path,) = _files(tmp_path, _shard(2))
+    doc = json.loads(path.read_text())
+    doc["shard"]["total"] = 10**8
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError, match=r"shard\.total 100000000 is beyond the 10000 "):
+        results.load(path)
+    doc["shard"]["total"] = 3
+    doc["shard"]["plan"][0]["cost"] = -1
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError, match=r"shard\.plan\.cost -1 is negative"):
+        results.load(path)
+    plan = doc["shard"]["plan"]
+    plan[0] = {**plan[1], "shard": plan[0]["shard"], "cost": 1.0}
+    entries = [(e["name"], e["path"], e["backend"], e["identity"]) for e in plan]
+    doc["shard"]["plan_digest"] = plan_digest("run", tuple(PlanEntry(*e, 1.0, 1) for e in entries))
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError, match=r"shard\.plan holds the cell b/callgrind twice"):
+        results.load(path)
+
+
+def test_shards_missing_by_the_thousand_are_named_by_the_first_few(tmp_path: Path) -> None:
+    paths = _files(tmp_path, _shard(1, total=10000))
+    with pytest.raises(UsageError) as info:
+        _merge(paths)
+    text = str(info.value)
+    assert text.startswith("shards missing: 2/10000 (b/callgrind); 3/10000 (c/callgrind); ")
+    assert "7/10000 (no cells); ... and 9993 more; given: 1/10000 " in text
+    assert len(text) < 1000
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
