@@ -9,9 +9,12 @@ of those is one allocation the program asked for, not two or three.
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePosixPath
+
 import numpy as np
 
-from icount.callgrind.model import Profile
+from icount.callgrind.model import Function, Profile
 from icount.profiles import FunctionCost, WindowProfile
 from icount.session.options import PROFILE_TOP
 
@@ -46,6 +49,52 @@ FREEING = frozenset({
 })  # fmt: skip
 
 
+# Valgrind names each function below main `(below main)`: the program's `_start`, glibc's
+# `__libc_start_main` and (from 2.34) `__libc_start_call_main` alike. Pooled by name, the
+# chain _start -> __libc_start_main -> __libc_start_call_main -> main is a cycle counted
+# twice over; callgrind keeps them apart by file and object, and so are they named here.
+BELOW_MAIN = "(below main)"
+_BELOW_MAIN_FILES = (("libc-start.c", "__libc_start_main"),
+                     ("libc_start_call_main.h", "__libc_start_call_main"))  # fmt: skip
+# The dynamic loader's entry point has no symbol (Debian's ld.so keeps only .dynsym):
+# callgrind names it by address, but it is where the process starts.
+PROGRAM_ENTRY = "[program entry]"
+_LOADER = re.compile(r"ld-linux[^/]*\.so[^/]*|ld\.so[^/]*|ld-musl[^/]*\.so[^/]*|ld64\.so[^/]*")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _start_up_names(prof: Profile) -> list[str]:
+    """Each function's name, the start-up code's told apart (above): of several
+    `(below main)`, the one that calls `main` keeps the name, the others are named from
+    their file (`_start` where it says nothing); a symbol-less function of the loader
+    that no call enters is the program's entry."""
+    names = [f.name for f in prof.functions]
+    called = np.zeros(len(names), dtype=bool)
+    called[prof.call_callee] = True
+    below = [i for i, n in enumerate(names) if n == BELOW_MAIN]
+    if len({(prof.functions[i].file, prof.functions[i].object) for i in below}) > 1:
+        calls_main = {a for a, b in zip(prof.call_caller.tolist(), prof.call_callee.tolist(),
+                                        strict=True) if names[b] == "main"}  # fmt: skip
+        for i in below:
+            if i not in calls_main:
+                names[i] = _below_main_name(prof.functions[i])
+    for i, f in enumerate(prof.functions):
+        if (
+            not called[i]
+            and _ADDRESS.fullmatch(f.name)
+            and _LOADER.fullmatch(PurePosixPath(f.object).name)
+        ):
+            names[i] = PROGRAM_ENTRY
+    return names
+
+
+def _below_main_name(f: Function) -> str:
+    for file, name in _BELOW_MAIN_FILES:
+        if f.file.endswith(file):
+            return name
+    return "_start"
+
+
 def allocator_kind(name: str) -> int:
     """1 for an entry point that allocates, 2 for one that frees, 0 for any other."""
     base = name.split("(", 1)[0].strip()
@@ -67,17 +116,17 @@ def window_profile(prof: Profile, top: int = PROFILE_TOP) -> WindowProfile:
     n = len(prof.functions)
     caller, callee, count = prof.call_caller, prof.call_callee, prof.call_count
     calls = np.bincount(callee, weights=count, minlength=n) if len(callee) else np.zeros(n)
+    names = _start_up_names(prof)
     costs: dict[str, FunctionCost] = {}
-    for i, fn in enumerate(prof.functions):
+    for i, name in enumerate(names):
         c = FunctionCost(float(own[i]), float(incl[i]), int(calls[i]))
         if not (c.self_ir or c.inclusive or c.calls):
             continue
-        had = costs.get(fn.name)
-        costs[fn.name] = c if had is None else FunctionCost(
+        had = costs.get(name)
+        costs[name] = c if had is None else FunctionCost(
             had.self_ir + c.self_ir, had.inclusive + c.inclusive, had.calls + c.calls
         )  # fmt: skip
     edges: dict[tuple[str, str], float] = {}
-    names = [f.name for f in prof.functions]
     edge_cost = prof.call_cost[:, ir].tolist()
     for a, b, cost in zip(caller.tolist(), callee.tolist(), edge_cost, strict=True):
         if a != b and cost:

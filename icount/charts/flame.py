@@ -3,12 +3,14 @@ as its inclusive instructions per request (per run) under its caller.
 
 Callgrind records calls between functions, not whole stacks, so a function called from
 several places is split among them in proportion to the instructions of each call (the
-layers below it alike), and a cycle of calls (glibc's `(below main)` and
-`__libc_start_main` call each other) is drawn once, its share spread over the cycle: the
+layers below it alike); one called from one place is as wide as callgrind's inclusive
+figure for it. A cycle of calls is drawn once, its share spread over the cycle (the
+start-up code is none: callgrind/functions.py names its `(below main)`s apart). The
 figure in each mark's title says both that path's share and the function's whole
-inclusive cost as measured, which is exact. Only the calls the cell kept
-(results/profile.py: the costliest, by inclusive cost) are drawn, down to MIN_SHARE of
-the cell; no script, so the page stays self-contained.
+inclusive cost as measured. Only the calls the cell kept (results/profile.py: the
+costliest, by inclusive cost) are drawn, down to MIN_SHARE of the cell; no script, so
+the page stays self-contained. The differential graph colours each function by its
+whole change, base to new.
 """
 
 from __future__ import annotations
@@ -39,34 +41,63 @@ class Mark:
     path: tuple[str, ...]  # the callers down to it, itself last
 
 
-def _layers(p: FlameProfile) -> tuple[list[Mark], float]:
-    """The marks, and the figure the width stands for (the cell's, or the roots' when
-    they hold more)."""
+@dataclass(frozen=True)
+class _Graph:
+    """A profile's kept calls by caller (costliest first), and each function's whole
+    inclusive cost as far as they tell: what its callers' calls into it cost, or what it
+    makes (its own cost and its calls'), whichever is more."""
+
+    calls: dict[str, list[Edge]]
+    into: dict[str, float]
+    made: dict[str, float]
+    cell: float
+
+    def whole(self, name: str) -> float:
+        return max(self.into.get(name, 0.0), self.made.get(name, 0.0))
+
+
+def _graph(p: FlameProfile) -> _Graph:
     calls: dict[str, list[Edge]] = {}
     into: dict[str, float] = {}
     for e in p.edges:
         calls.setdefault(e.caller, []).append(e)
         into[e.callee] = into.get(e.callee, 0.0) + e.inclusive
+    for out in calls.values():
+        out.sort(key=lambda e: (-e.inclusive, e.callee))
     own = dict(p.own)
-    made = {name: sum(e.inclusive for e in out) + own.get(name, 0.0) for name, out in calls.items()}
-    # A root is what runs more than its callers account for: nobody's callee (a thread's
-    # start), or, where callgrind pools code without a symbol, the entry code whose pool
-    # the program's PLT stubs also call into.
-    roots = sorted(((w - into.get(name, 0.0), name) for name, w in made.items()
-                    if w > into.get(name, 0.0)), key=lambda r: (-r[0], r[1]))  # fmt: skip
-    cell = sum(own.values()) + p.others
-    total = max(cell, sum(w for w, _ in roots))
+    # A function's own cost holds its recursion levels' (`fib'2`, pooled with `fib`), and
+    # so does its call into them: that call is left out of what it makes.
+    made = {
+        name: own.get(name, 0.0) + sum(e.inclusive for e in out if not _level_of(e.callee, name))
+        for name, out in calls.items()
+    }
+    return _Graph(calls, into, made, sum(own.values()) + p.others)
+
+
+def _layers(g: _Graph) -> tuple[list[Mark], float]:
+    """The marks, and the figure the width stands for (the cell's, or the roots' when
+    they hold more)."""
+    into, made, calls = g.into, g.made, g.calls
+    # A root is what runs more than its callers account for: nobody's callee (the
+    # program's entry, what ran before a window opened), a thread's start (glibc's
+    # `clone` returns twice), or, in profiles that pooled the loader's entry with the
+    # code without a symbol, that pool. A caller's call left out of the kept ones makes
+    # a little more of its callee unaccounted for: not a root, unless it is a mark's worth.
+    least = g.cell * MIN_SHARE
+    roots = sorted(((w - into[name] if name in into else w, name) for name, w in made.items()
+                    if w > 0 and (name not in into or w - into[name] >= least)),
+                   key=lambda r: (-r[0], r[1]))  # fmt: skip
+    total = max(g.cell, sum(w for w, _ in roots))
     marks: list[Mark] = []
 
     def place(name: str, depth: int, start: float, value: float, path: tuple[str, ...]) -> None:
         if len(marks) >= MAX_MARKS or value < total * MIN_SHARE:
             return
         marks.append(Mark(name, depth, start, value, path))
-        whole = max(into.get(name, 0.0), made.get(name, 0.0)) or value
-        out = sorted(calls.get(name, ()), key=lambda e: (-e.inclusive, e.callee))
+        whole = g.whole(name) or value
         scale = value / whole if whole else 0.0
         x = start
-        for e in out:
+        for e in calls.get(name, ()):
             if e.callee in path or depth + 1 >= MAX_DEPTH:
                 continue
             w = min(e.inclusive * scale, start + value - x)  # never wider than its caller
@@ -80,6 +111,11 @@ def _layers(p: FlameProfile) -> tuple[list[Mark], float]:
     return marks, total
 
 
+def _level_of(callee: str, name: str) -> bool:
+    """Whether `callee` is one of `name`'s recursion levels (callgrind's `name'2`)."""
+    return callee.startswith(name + "'") and callee[len(name) + 1 :].isdigit()
+
+
 def flame_figure(
     profile: CellProfile | FlameProfile,
     label: str,
@@ -88,32 +124,38 @@ def flame_figure(
 ) -> Figure | None:
     """The icicle of a cell's profile; None where it kept no calls. With `base`, the
     differential one of a comparison: drawn as `profile` (the new side) is, each mark red where
-    its path grew since the base, green where it shrank, grey where it held."""
+    its function grew since the base (in all its calls), green where it shrank, grey where
+    it held."""
     p = _flame(profile)
     if not p.edges:
         return None
-    marks, total = _layers(p)
+    g = _graph(p)
+    marks, total = _layers(g)
     if not marks or total <= 0:
         return None
-    before = {m.path: m.value for m in _layers(_flame(base))[0]} if base is not None else None
-    whole = {e.callee: 0.0 for e in p.edges}
-    for e in p.edges:
-        whole[e.callee] += e.inclusive
+    was = None
+    if base is not None:
+        b = _graph(_flame(base))
+        was = (b, {m.path: m.value for m in _layers(b)[0]})
     unit = f"instructions per {p.per}"
     px = WIDTH / total
     parts = []
     for m in marks:
         x, w, y = m.start * px, max(m.value * px, 0.5), m.depth * ROW
         share = m.value / total * 100
+        whole = g.whole(m.name)
         title = f"{m.name}: {svg.exact(m.value)} {unit} on this path ({share:.3g}% of the cell)"
-        if m.depth and m.name in whole:  # a root has no caller to share it with
-            title += f"; {svg.exact(whole[m.name])} in all its calls"
         cls = f"c{zlib.crc32(m.name.encode()) % 10}"
-        if before is not None:
-            was = before.get(m.path, 0.0)
-            moved = m.value - was
-            title += f"; base {svg.exact(was)} on this path ({'+' if moved > 0 else ''}"
-            title += f"{svg.exact(moved)})"
+        if was is None:
+            if m.depth:  # a root has no caller to share it with
+                title += f"; {svg.exact(whole)} in all its calls"
+        else:
+            # coloured by the function's whole change, not its path's: a function
+            # called from several places changes as one, however it is split
+            before = was[0].whole(m.name)
+            moved = whole - before
+            title += (f", base {svg.exact(was[1].get(m.path, 0.0))}; in all its calls "
+                      f"{svg.exact(before)} -> {svg.exact(whole)} ({_signed(moved)})")  # fmt: skip
             held = abs(moved) < max(0.5, total * MIN_SHARE)  # rounding, not a change
             cls = "same" if held else "reg" if moved > 0 else "imp"
         parts.append(
@@ -130,6 +172,10 @@ def flame_figure(
         parts.append("</g>")
     depth = max(m.depth for m in marks) + 1
     return Figure("".join(parts), WIDTH, depth * ROW, label, prefix)
+
+
+def _signed(x: float) -> str:
+    return f"{'+' if x > 0 else ''}{svg.exact(x)}"
 
 
 def _flame(p: CellProfile | FlameProfile) -> FlameProfile:
@@ -171,6 +217,7 @@ def diff_sections(pairs: Sequence[Pair], sid: str) -> list[str]:
             chart = f'<div class="chart">{inline(fig)}</div>'
             out.append(f"<details><summary>{summary}</summary>{chart}</details>")
     if out:
-        out.insert(0, '<p class="muted">Drawn as the new build runs; red: a call path that '
-                   "costs more than in the base, green: less, grey: the same.</p>")  # fmt: skip
+        out.insert(0, '<p class="muted">Drawn as the new build runs; red: a function that '
+                   "costs more in all its calls than in the base, green: less, grey: the "
+                   "same.</p>")  # fmt: skip
     return out

@@ -95,6 +95,8 @@ def test_the_differential_flame_graph_colours_what_grew_and_what_shrank() -> Non
     classes = dict(re.findall(r'<title>([^:<]+): [^<]*</title><rect class="(\w+)"', body))
     assert classes == {"main": "reg", "handle": "reg", "parse": "reg", "log": "same"}
     assert "parse: 700 instructions per request on this path" in body
-    assert "base 400 on this path (+300)" in body
+    assert (
+        "on this path (53.8% of the cell), base 400; in all its calls 400 -&gt; 700 (+300)" in body
+    )
     html_parts = diff_sections([("srv/json", base.profile, new)], "s")
     assert "Flame graph of the change: srv/json" in "".join(html_parts)

@@ -69,7 +69,7 @@ def test_the_saved_comparison_draws_the_differential_flame_graph_of_report_compa
     moved = '<ul class="moved"><li><code>parse</code> 400 -&gt; 700 (+300, 100%)</li></ul>'
     assert moved in saved and moved in page  # and the functions that moved, both ways
     assert "parse: 700 instructions per request on this path" in drawn
-    assert "base 400 on this path (+300)" in drawn
+    assert "base 400; in all its calls 400 -&gt; 700 (+300)" in drawn
     classes = dict(re.findall(r"<title>([^:<]+): [^<]*</title><rect class=\"(\w+)\"", drawn))
     assert classes == {"main": "reg", "handle": "reg", "parse": "reg", "log": "same"}
     # without the key (comparisons written before it) the page is the rest, unchanged
@@ -79,8 +79,8 @@ def test_the_saved_comparison_draws_the_differential_flame_graph_of_report_compa
     bare.write_text(json.dumps(doc))
     plain = _report(tmp_path, "bare.html", str(bare))
     assert "Flame graph of the change" not in plain
-    muted = '<p class="muted">Drawn as the new build runs; red: a call path that costs more ' \
-        "than in the base, green: less, grey: the same.</p>"  # fmt: skip
+    muted = '<p class="muted">Drawn as the new build runs; red: a function that costs more ' \
+        "in all its calls than in the base, green: less, grey: the same.</p>"  # fmt: skip
     assert plain == saved.replace(drawn, "").replace(muted, "")
 
 
