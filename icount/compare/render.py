@@ -40,6 +40,7 @@ import dataclasses
 import math
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from icount import numfmt
@@ -50,6 +51,7 @@ from icount.results.runtime import RuntimeFigures
 from icount.sorting import Sort, by_name
 from icount.stats import Summary
 from icount.tables import Column, Table, render_markdown
+from icount.text import md_code, md_text, printable
 
 FORMAT = "icount-compare"
 VERSION = 2
@@ -174,19 +176,41 @@ def allowed_lines(c: Comparison) -> list[str]:
     return [line for line in (forced_line(c), changes_line(c.build_changes)) if line]
 
 
+def verdict_text(row: Row) -> str:
+    """The verdict as the tables show it: an unchanged cell that did move, by no more
+    than its threshold, reads "within threshold" (a change of zero stays "unchanged");
+    the gate and JSON keep the verdict "unchanged"."""
+    if row.verdict is Verdict.UNCHANGED and not row.why and row.delta:
+        return WITHIN
+    return row.verdict.value
+
+
+WITHIN = "within threshold"
+
+
 def note(row: Row) -> str:
     """Why the verdict, then (--history) why the threshold: one line."""
     return "; ".join(p for p in (row.why, row.basis) if p)
 
 
-def _median(s: Summary | None, unit: str) -> str:
-    return numfmt.figure(s.median, unit) if s is not None else "-"
+def _exact(s: Summary | None, unit: str) -> bool:
+    """Whether a side's runs repeat to the instruction (min == max, a whole count): the
+    Markdown for a PR then prints the count itself, as Gungraun does, not 2.107M."""
+    return s is not None and unit != numfmt.UNIT_BYTES and s.min == s.max and s.median.is_integer()
 
 
-def _delta(row: Row) -> str:
+def _median(s: Summary | None, unit: str, exact: bool = False) -> str:
+    if s is None:
+        return "-"
+    return numfmt.plain(s.median) if exact and _exact(s, unit) else numfmt.figure(s.median, unit)
+
+
+def _delta(row: Row, exact: bool = False) -> str:
     if row.delta is None:
         return ""
-    return ("+" if row.delta > 0 else "") + numfmt.figure(row.delta, row.unit)
+    whole = exact and _exact(row.base, row.unit) and _exact(row.new, row.unit)
+    shown = numfmt.plain(row.delta) if whole else numfmt.figure(row.delta, row.unit)
+    return ("+" if row.delta > 0 else "") + shown
 
 
 def _change(row: Row) -> str:
@@ -200,8 +224,11 @@ def _change(row: Row) -> str:
 # ---------------------------------------------------------------- table and Markdown
 
 
-def build_table(c: Comparison, with_verdict: bool = True) -> Table:
+def build_table(c: Comparison, with_verdict: bool = True, markdown: bool = False) -> Table:
+    """The comparison's table; `markdown`: for a PR's Markdown, every name from the
+    files escaped for it (text.md_text) and exact counts where a side's runs repeat."""
     rows = c.rows
+    esc = md_text if markdown else str
     multi_backend = len({r.backend for r in rows}) > 1
     multi_unit = len({r.unit for r in rows}) > 1
     columns = [Column("name", "left")]
@@ -224,30 +251,31 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
     ]
     units = sorted({r.unit for r in rows}) or ["instructions"]
     backends = sorted({r.backend for r in rows})
-    table = Table(columns=columns, title=f"{', '.join(units)} ({', '.join(backends)}): base vs new")
+    title = f"{', '.join(map(esc, units))} ({', '.join(map(esc, backends))}): base vs new"
+    table = Table(columns=columns, title=title)
     notes: list[str] = []
     # --history gives many cells one basis ("repeats to the instruction"): one note for all
     shared = Counter(r.basis for r in rows if r.basis and not r.why)
     numbered: dict[str, int] = {}
     for r in rows:
-        cells = [r.label]
+        cells = [esc(r.label)]
         if multi_backend:
-            cells.append(r.backend)
+            cells.append(esc(r.backend))
         if multi_unit:
-            cells.append(r.unit)
-        verdict = r.verdict.value
+            cells.append(esc(r.unit))
+        verdict = verdict_text(r)
         if shared.get(r.basis, 0) > 1 and not r.why:
             if r.basis not in numbered:
-                notes.append(f"[{len(notes) + 1}] {shared[r.basis]} cells: {r.basis}")
+                notes.append(f"[{len(notes) + 1}] {shared[r.basis]} cells: {esc(r.basis)}")
                 numbered[r.basis] = len(notes)
             verdict += f" [{numbered[r.basis]}]"
         elif note(r):
-            notes.append(f"[{len(notes) + 1}] {r.label}: {note(r)}")
+            notes.append(f"[{len(notes) + 1}] {esc(r.label)}: {esc(note(r))}")
             verdict += f" [{len(notes)}]"
         cells += [
-            _median(r.base, r.unit),
-            _median(r.new, r.unit),
-            _delta(r),
+            _median(r.base, r.unit, markdown),
+            _median(r.new, r.unit, markdown),
+            _delta(r, markdown),
             _change(r),
         ]
         if totals:
@@ -261,7 +289,7 @@ def build_table(c: Comparison, with_verdict: bool = True) -> Table:
         table.add_row(cells)
     table.notes += notes
     if totals:
-        table.notes += [total_line(r.label, r.total) for r in rows if r.total is not None]
+        table.notes += [total_line(r.label, r.total, esc) for r in rows if r.total is not None]
         table.notes.append(TOTALS_LEGEND)
     if with_verdict:  # Markdown names them under each changed cell's line instead
         table.notes += [explain.line(r.label, r.explained) for r in rows if r.explained]
@@ -301,12 +329,13 @@ def _total_text(f: RuntimeFigures | None, whole: float | None = None) -> str:
     return f"{mark}{numfmt.si(f.total)}{spread}"
 
 
-def total_line(label: str, t: TotalChange) -> str:
+def total_line(label: str, t: TotalChange, esc: Callable[[str], str] = str) -> str:
     """'node/json: total 55.64k ±109.4 -> 58.1k ±98.3 +4.42%: regressed, beyond ...'."""
-    return f"{label}: {_total_judged(t)}"
+    return f"{esc(label)}: {_total_judged(t)}"
 
 
 def _total_judged(t: TotalChange) -> str:
+    # every word of it is icount's own, the figures too: nothing from a file to escape
     change = f" {numfmt.signed_percent(t.delta_pct)}" if t.delta_pct is not None else ""
     verdict = f"{t.verdict.value}, " if t.verdict is not None else ""
     decides = " (decides the cell)" if t.decides else ""
@@ -372,10 +401,13 @@ def tables(c: Comparison) -> list[Table]:
 
 
 def render_md(c: Comparison) -> str:
-    lines = [verdict_line(c, icons=True), ""]
+    """The PR comment: every name, note and field from the files escaped (md_code for a
+    cell's name, md_text for the rest), so none can end its line, open a link or HTML,
+    or reach the reader's terminal or step summary as a control sequence."""
+    lines = [printable(verdict_line(c, icons=True)), ""]
     lines += [*_geomean_lines(c), ""] if _geomean_lines(c) else []
     for line in allowed_lines(c):
-        lines += [f"> **{line}**", ""]
+        lines += [f"> **{md_text(line)}**", ""]
     notable = [r for r in c.rows if r.verdict is not Verdict.UNCHANGED]
     for r in notable:
         change = _change(r)
@@ -389,7 +421,7 @@ def render_md(c: Comparison) -> str:
             detail += f": {note(r)}"
         elif r.basis:
             detail += f"; {r.basis}"
-        lines.append(f"- **{r.verdict.value}**: `{r.label}` {detail}".rstrip())
+        lines.append(f"- **{r.verdict.value}**: {md_code(r.label)} {md_text(detail)}".rstrip())
         lines += [f"  - {_total_judged(r.total)}"] if r.total is not None else []
         lines += explain.markdown(r.explained) if r.explained else []
     if notable:
@@ -397,7 +429,7 @@ def render_md(c: Comparison) -> str:
     lines += [
         f"<details><summary>{len(c.rows)} cell{'' if len(c.rows) == 1 else 's'} compared</summary>",
         "",
-        render_markdown(build_table(c, with_verdict=False)).rstrip("\n"),
+        render_markdown(build_table(c, with_verdict=False, markdown=True)).rstrip("\n"),
     ]
     for t in pairs_tables(c):
         lines += ["", render_markdown(t).rstrip("\n")]
