@@ -88,7 +88,7 @@ def test_a_refusal_names_a_few_files_then_counts_the_rest(repo: Path, cli: Cli) 
 
 
 def test_a_provenance_of_an_older_icount_is_refused_without_names(tmp_path: Path) -> None:
-    with pytest.raises(Exception, match=r"uncommitted changes \(abc-dirty\)"):
+    with pytest.raises(UsageError, match=r"uncommitted changes \(abc-dirty\)"):
         store.recorded_commit({"commit": "abc-dirty"}, "old.json")
 
 
