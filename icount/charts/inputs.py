@@ -6,7 +6,6 @@ a document that lacks what the charts need raises ParseError naming the file."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from icount.compare.explain import Move, moves_from_json
 from icount.compare.model import Verdict
 from icount.errors import ParseError
+from icount.labels import distinct_suffixes
 
 COMPARE_FORMAT = "icount-compare"
 COMPARE_VERSIONS = (1, 2)  # 2 adds geometric_mean, which the page does not read
@@ -287,7 +287,7 @@ class SizeDoc:
 
 def _image(r: _Reader, d: Mapping[str, Any], what: str, rows: tuple[SizeRow, ...]) -> SizeImage:
     return SizeImage(
-        name=os.path.basename(r.text(d, "file", what)) or r.text(d, "file", what),
+        name=r.text(d, "file", what),  # the path: named apart from the others by _by_path
         arch=r.text(d, "arch", what, ""),
         fmt=r.text(d, "format", what, ""),
         kind=r.text(d, "kind", what, ""),
@@ -319,22 +319,30 @@ def sizes_from_json(doc: Any, src: str) -> SizeDoc:
     view = r.text(d, "view", "the size document")
     images: list[SizeImage] = []
     if "diff" in d:
+        sides: list[SizeImage] = []
         for i, raw in enumerate(r.items(d, "diff", "the size diff"), 1):
             e = r.obj(raw, f"diff {i}")
             rows = r.items(e, "rows", f"diff {i}")
-            pair = []
             for side in ("old", "new"):
                 what = f"diff {i} {side}"
-                pair.append(
+                sides.append(
                     _image(r, r.obj(e.get(side), what), what, _rows(r, rows, what, f"{side}_"))
                 )
-            images += diff_pair(pair[0], pair[1])
+        sides = _by_path(sides)
+        for k in range(0, len(sides), 2):
+            images += diff_pair(sides[k], sides[k + 1])
         return SizeDoc(view, tuple(images), True)
     for i, raw in enumerate(r.items(d, "images", "the size document"), 1):
         what = f"image {i}"
         img = r.obj(raw, what)
         images.append(_image(r, img, what, _rows(r, r.items(img, "rows", what), what)))
-    return SizeDoc(view, tuple(distinct_names(images)), False)
+    return SizeDoc(view, tuple(distinct_names(_by_path(images))), False)
+
+
+def _by_path(images: list[SizeImage]) -> list[SizeImage]:
+    """Images named by the shortest part of their paths that tells them apart."""
+    names = distinct_suffixes([i.name for i in images])
+    return [_renamed(i, n) for i, n in zip(images, names, strict=True)]
 
 
 def distinct_names(images: list[SizeImage]) -> list[SizeImage]:

@@ -6,7 +6,6 @@ a command's output and the report of its JSON file draw the same marks."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 
 from icount.charts.inputs import (
@@ -23,6 +22,7 @@ from icount.charts.inputs import (
 )
 from icount.compare.model import VERDICT_ORDER, Comparison, Row, TotalChange
 from icount.compare.render import verdict_line
+from icount.labels import distinct_suffixes
 from icount.results.runtime import RuntimeFigures
 from icount.size.model import Breakdown
 from icount.size.render import diff_rows
@@ -86,16 +86,20 @@ def comparison_doc(c: Comparison) -> ComparisonDoc:
     )
 
 
-def _image(b: Breakdown, rows: tuple[SizeRow, ...]) -> SizeImage:
-    """As inputs.py names an image: the file's base name (the totals are the
-    breakdown's own, which the JSON's file_bytes and vm_bytes are)."""
-    name = os.path.basename(b.path) or b.path
+def _image(b: Breakdown, name: str, rows: tuple[SizeRow, ...]) -> SizeImage:
+    """As inputs.py names an image: by the shortest part of its path that tells it from
+    the others (labels.distinct_suffixes; the totals are the breakdown's own, which the
+    JSON's file_bytes and vm_bytes are)."""
     return SizeImage(name, b.arch, b.fmt, b.kind, b.file_total, b.vm_total, rows)
 
 
 def size_doc(items: Sequence[Breakdown], view: str) -> SizeDoc:
     """What `icount size --format json` prints, for its chart."""
-    images = [_image(b, tuple(SizeRow(r.label, r.file, r.vm) for r in b.rows)) for b in items]
+    names = distinct_suffixes([b.path for b in items])
+    images = [
+        _image(b, name, tuple(SizeRow(r.label, r.file, r.vm) for r in b.rows))
+        for b, name in zip(items, names, strict=True)
+    ]
     return SizeDoc(view, tuple(distinct_names(images)), False)
 
 
@@ -103,10 +107,11 @@ def size_diff_doc(pairs: Sequence[tuple[Breakdown, Breakdown]], view: str) -> Si
     """What `icount size --diff --format json` prints: each side with every row of the
     diff (0 where that side lacks the row), old and new named apart."""
     images: list[SizeImage] = []
+    names = iter(distinct_suffixes([b.path for pair in pairs for b in pair]))
     for old, new in pairs:
         rows = diff_rows(old, new)
         images += diff_pair(
-            _image(old, tuple(SizeRow(d.label, d.old_file, d.old_vm) for d in rows)),
-            _image(new, tuple(SizeRow(d.label, d.new_file, d.new_vm) for d in rows)),
+            _image(old, next(names), tuple(SizeRow(d.label, d.old_file, d.old_vm) for d in rows)),
+            _image(new, next(names), tuple(SizeRow(d.label, d.new_file, d.new_vm) for d in rows)),
         )
     return SizeDoc(view, tuple(images), True)

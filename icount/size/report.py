@@ -10,11 +10,11 @@ bytes and the VM bytes, plus the totals and the gzip size, in unit "bytes".
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icount.labels import distinct_suffixes
 from icount.size.model import Breakdown, Row
 
 if TYPE_CHECKING:
@@ -69,16 +69,10 @@ def ranked(items: Sequence[Breakdown]) -> list[str]:
 
 
 def short_names(items: Sequence[Breakdown]) -> list[str]:
-    """Column names: base names (plus arch for fat slices), full paths only when they clash."""
-
-    def short(b: Breakdown, full: bool) -> str:
-        base = b.path if full else os.path.basename(b.path) or b.path
-        return f"{base} [{b.arch}]" if b.fat else base
-
-    names = [short(b, False) for b in items]
-    if len(set(names)) < len(names):
-        names = [short(b, True) for b in items]
-    return names
+    """Column names: the shortest part of each path that tells it from the others
+    (labels.distinct_suffixes: `O2/lzbench`, `O3/lzbench`), plus arch for fat slices."""
+    names = distinct_suffixes([b.path for b in items])
+    return [f"{n} [{b.arch}]" if b.fat else n for n, b in zip(names, items, strict=True)]
 
 
 def shown_labels(items: Sequence[Breakdown], top: int) -> tuple[list[str], list[str]]:

@@ -461,7 +461,8 @@ def test_a_diff_without_changes_says_so() -> None:
         "diff": [{"old": img, "new": {**img, "file": "b/srv"}, "rows": rows}],
     }
     size = charts.sizes_from_json(doc, "d.json")
-    assert [i.name for i in size.images] == ["old srv", "new srv"]
+    # named by the part of their paths that tells them apart, not both "srv"
+    assert [i.name for i in size.images] == ["a/srv", "b/srv"]
     page = charts.report_html([charts.SizesInput("d.json", size)])
-    assert "old srv to new srv: no sections changed in file bytes." in page
+    assert "a/srv to b/srv: no sections changed in file bytes." in page
     assert "file bytes +" not in page and "file bytes -" not in page  # no diff chart
