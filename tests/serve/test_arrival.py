@@ -201,3 +201,47 @@ def test_every_cell_records_its_arrival_and_old_cells_compare_as_closed() -> Non
     old = {k: v for k, v in params.items() if k != "arrival"}  # a file from before
     assert plan_mod._comparable(old) == plan_mod._comparable(params)
     assert plan_mod._comparable(old) != plan_mod._comparable(plan_mod.cell_params(path, idle))
+
+
+# /proc lines read from a program under callgrind (valgrind 3.19, real soft limit 20000):
+# the main thread in epoll_wait, a thread in pthread_cond_wait, and a runnable one waiting
+# for valgrind's lock (read() on descriptor 0x4e18 = 19992, a pipe of valgrind's own)
+_STAT = "{tid} (t) {state} 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 3 0 100"
+_EPOLL = "232 0x5 0x1fff000620 0x4 0xffffffff 0x0 0x5a2b6c0 0x1002c8dcf0 0x580c3315"
+_FUTEX = "202 0x10c0a8 0x189 0x0 0x0 0x0 0xffffffff 0x1004888ce0 0x580c3315"
+_LOCK = "0 0x4e18 0x1002ffec9f 0x1 0x0 0x0 0x0 0x1002ffec60 0x58031d79"
+_GUEST_READ = "0 0x3 0x1ffefffc40 0x1000 0x0 0x0 0x0 0x1ffefffbd0 0x580c3315"
+
+
+@pytest.mark.parametrize(
+    ("threads", "floor", "running"),
+    [
+        ([("S", _EPOLL), ("S", _FUTEX)], 19988, None),
+        ([("S", _EPOLL), ("S", _FUTEX), ("S", _LOCK)], 19988, "state S, system call 0"),
+        ([("S", _EPOLL), ("R", "running")], 19988, "running"),
+        ([("S", _EPOLL), ("S", "running")], 19988, "running"),  # woke between the reads
+        ([("D", "-1 0x7ffd 0x0")], None, "state D"),
+        ([("S", _GUEST_READ)], 19988, None),  # the guest's own read() waits
+        ([("S", _LOCK)], None, None),  # not under valgrind: a read like any other
+        ([("t", _EPOLL), ("Z", "")], 19988, None),
+    ],
+)
+def test_a_thread_waiting_for_valgrinds_lock_reads_running(
+    monkeypatch: pytest.MonkeyPatch,
+    threads: list[tuple[str, str]],
+    floor: int | None,
+    running: str | None,
+) -> None:
+    files = {"/proc/7/task/children": ""}
+    for i, (state, syscall) in enumerate(threads):
+        files[f"/proc/7/task/{7 + i}/stat"] = _STAT.format(tid=7 + i, state=state)
+        files[f"/proc/7/task/{7 + i}/syscall"] = syscall
+    monkeypatch.setattr(arrival, "_read", files.get)
+    monkeypatch.setattr("os.listdir", lambda p: [str(7 + i) for i in range(len(threads))])
+    watch = arrival.Watch(7)
+    watch._floors[7] = floor
+    found = watch.running()
+    if running is None:
+        assert found is None
+    else:
+        assert found is not None and f"({running}" in found.describe(), found
