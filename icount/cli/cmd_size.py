@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 HELP = """Break down the size of ELF, Mach-O and WebAssembly files.
 
 Executables, shared libraries, object files, fat files (one breakdown per
-architecture) and Wasm modules. Each row shows its bytes in the file and in memory
+architecture), Wasm modules and static libraries (.a: the members summed,
+--by segments lists each). Each row shows its bytes in the file and in memory
 (VM); headers and padding are rows of their own, so the file column sums to the
 file size. Several files print side by side; --diff OLD NEW prints the rows that
 changed, largest change first ([NEW], [DEL]; --all adds the rest); -o FILE writes

@@ -1,4 +1,5 @@
-"""Binary-size breakdowns of ELF, Mach-O and WebAssembly files (`icount size`).
+"""Binary-size breakdowns of ELF, Mach-O and WebAssembly files and `ar` archives of
+them (`icount size`).
 
 `load(path)` gives one Image per file (one per architecture for fat Mach-O files);
 `views` turns an Image into rows, `render` prints them. `summarize(path)` is the small
@@ -43,7 +44,7 @@ def _read_dwarf(blob: Blob, images: list[Image], files: bool) -> None:
     for image in images:
         if not image.fmt.startswith("ELF"):
             image.notes.append(f"no DWARF read: icount reads DWARF in ELF files, not {image.fmt}")
-        elif image.kind == "object file":
+        elif image.kind in ("object file", "archive"):
             image.notes.append(
                 "no DWARF read: an object file's DWARF addresses are relocated at link time"
             )
@@ -82,6 +83,10 @@ def load_blob(blob: Blob, symbols: bool = True) -> list[Image]:
 
     if wasm.is_wasm(head):
         return [wasm.read_wasm(blob, symbols)]
+    from icount.size import archive
+
+    if archive.is_archive(head):
+        return [archive.read_archive(blob, symbols)]
     if head.startswith(b"\xca\xfe\xba\xbe"):
         raise blob.fail(f"{NOT_BINARY} (0xcafebabe but not a fat header: a Java class file?)")
     raise blob.fail(NOT_BINARY)

@@ -19,7 +19,7 @@ from typing import Any
 from icount.errors import ParseError
 
 Buffer = bytes | mmap.mmap
-NOT_BINARY = "not an ELF or Mach-O file, nor a WebAssembly module"
+NOT_BINARY = "not an ELF or Mach-O file, nor a WebAssembly module or an ar archive"
 
 
 class Blob:
