@@ -26,7 +26,7 @@ def _doc() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _largest(cell: dict[str, Any]) -> float:
     return max(
-        float(r["instructions"]) / r["requests"]
+        float(r["instructions"]) / int(r["requests"])
         for run in cell["runs"]
         for r in run["detail"]["reps"]
     )
