@@ -114,7 +114,9 @@ FILE.md: the date, the commits of both sides, the geometric mean and each
 cell that moved (before -> after); --rejected marks a change not kept.
 
 \b
-Exit codes: 0 no regression; 3 a cell regressed; 5 with --fail-on-invalid,
+Exit codes: 0 no regression; 3 a cell regressed; 5 no cell of BASE matches
+one of NEW (a renamed benchmark: the names on each side are given; pass
+--allow-no-match to allow it), with --fail-on-invalid,
 a cell is invalid or missing on either side (and none regressed), and with
 --interleave a run failed (the control's too); 2 usage or refused environments; 4 a tool or
 command cannot be launched; 6 a results file is unreadable or not icount's.
@@ -166,6 +168,11 @@ def compare_command(
     ),
     fail_on_invalid: bool = typer.Option(
         False, "--fail-on-invalid", help="Exit 5 when a cell is invalid or missing."
+    ),
+    allow_no_match: bool = typer.Option(
+        False,
+        "--allow-no-match",
+        help="Pass when no cell of BASE matches one of NEW [exit 5: nothing compared].",
     ),
     force: bool = typer.Option(
         False,
@@ -338,14 +345,6 @@ def compare_command(
                 "(no match, or an earlier glob matched first)",
                 err=True,
             )
-    missing = {model.Verdict.MISSING_IN_BASE, model.Verdict.MISSING_IN_NEW}
-    if comparison.rows and all(r.verdict in missing for r in comparison.rows):
-        typer.echo(
-            "icount: warning: no cell of the base matches a cell of the new file; cells "
-            "match by name, path and backend (give both runs the same names with "
-            "--name or --cmd NAME=...)",
-            err=True,
-        )
     from icount.compare.render import in_order
 
     comparison = in_order(comparison, sort)
@@ -355,7 +354,12 @@ def compare_command(
     if ledger is not None and note is not None:  # a regression is worth its entry too
         _write_ledger(ledger, comparison, files, note, rejected)
     # A failed measurement fails --interleave always, as it fails `icount run`.
-    failure = model.gate(comparison, fail_on_invalid or interleave) or _control_failed(comparison)
+    nothing = model.unmatched(comparison)
+    if nothing is not None and allow_no_match:
+        typer.echo(f"icount: warning: {nothing}", err=True)
+    failure: Exception | None = model.gate(comparison, fail_on_invalid or interleave,
+                                           allow_no_match)  # fmt: skip
+    failure = failure or _control_failed(comparison)
     if failure is not None:
         raise failure
 

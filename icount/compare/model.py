@@ -44,6 +44,7 @@ from icount.numfmt import plain, plural, si, signed_percent
 from icount.results import Cell, Results, Run
 from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary, summarize
+from icount.text import printable
 
 if TYPE_CHECKING:
     from icount.history.noise import Noise
@@ -485,9 +486,37 @@ def pair_from_runs(base: Run, new: Run) -> Pair:
 # ---------------------------------------------------------------- the gate
 
 
-def gate(comparison: Comparison, fail_on_invalid: bool) -> GateFailed | None:
+MISSING = frozenset({Verdict.MISSING_IN_BASE, Verdict.MISSING_IN_NEW})
+NO_MATCH_ADVICE = (
+    "cells match by name, path and backend: give both runs the same names (--name, --cmd "
+    "NAME=...), or pass --allow-no-match"
+)
+
+
+def unmatched(comparison: Comparison) -> str | None:
+    """Why the comparison compared nothing, naming the cells each side holds alone (at
+    most 5 a side), or None when a cell of the base matched one of the new file."""
+    if any(r.verdict not in MISSING for r in comparison.rows):
+        return None
+    if not comparison.rows:
+        return f"neither side holds a cell: nothing was compared ({NO_MATCH_ADVICE})"
+    sides = []
+    for verdict, side in ((Verdict.MISSING_IN_NEW, "base"), (Verdict.MISSING_IN_BASE, "new")):
+        labels = [printable(r.label) for r in comparison.rows if r.verdict is verdict]
+        more = f" and {len(labels) - 5} more" if len(labels) > 5 else ""
+        sides.append(f"only in {side}: {', '.join(labels[:5]) or 'none'}{more}")
+    return f"no cell of the base matches a cell of the new file ({'; '.join(sides)}; " + (
+        f"{NO_MATCH_ADVICE})"
+    )
+
+
+def gate(
+    comparison: Comparison, fail_on_invalid: bool, allow_no_match: bool = False
+) -> GateFailed | None:
     """What the gate refuses: regressions (exit 3) first; with `fail_on_invalid`,
-    invalid or missing cells (exit 5). None when the comparison passes."""
+    invalid or missing cells (exit 5); a comparison in which no cell matched (exit 5: a
+    gate that compared nothing must not pass, e.g. after a benchmark was renamed) unless
+    `allow_no_match`. None when the comparison passes."""
     regressed = comparison.count(Verdict.REGRESSED)
     if regressed:
         return GateFailed(
@@ -503,4 +532,7 @@ def gate(comparison: Comparison, fail_on_invalid: bool) -> GateFailed | None:
             f"(--fail-on-invalid); first: {bad[0].label}: {bad[0].verdict}",
             ExitCode.INVALID,
         )
+    nothing = unmatched(comparison)
+    if nothing is not None and not allow_no_match:
+        return GateFailed(nothing, ExitCode.INVALID)
     return None

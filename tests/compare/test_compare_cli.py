@@ -274,11 +274,14 @@ def test_fingerprint_fixture_matches_conftest_fields() -> None:
     assert set(COUNT_MOVING_FIELDS) <= set(FP)
 
 
-def test_files_with_no_common_cell_get_a_hint(cli: Cli, write: Write) -> None:
+def test_files_with_no_common_cell_fail_with_a_hint(cli: Cli, write: Write) -> None:
     # `icount run -- ./fa` and `-- ./fb` name their cells fa and fb: nothing matches.
     base = write("a.json", res(cell("fa", [100, 100, 100])))
     new = write("b.json", res(cell("fb", [100, 100, 100])))
     done = cli("compare", base, new)
-    assert done.code == 0
+    assert done.code == 5
     assert "no cell of the base matches a cell of the new file" in done.err
     assert "--name" in done.err
+    allowed = cli("compare", base, new, "--allow-no-match")
+    assert allowed.code == 0
+    assert allowed.err.startswith("icount: warning: no cell of the base matches")
