@@ -199,3 +199,17 @@ def test_shards_from_hosts_of_other_cpu_models_merge_when_valgrind_presents_one_
         )
         with pytest.raises(UsageError, match=f"another environment .*: {field}"):
             _merge(paths)
+
+
+def test_a_file_written_before_the_guest_fingerprint_resumes_on_the_same_host() -> None:
+    from icount import results
+    from icount.errors import UsageError
+    from icount.session.resume import check_environment
+
+    old = results.load(REAL)
+    today = {**old.fingerprint, **GUEST, **MACHINE}
+    check_environment(old, today)  # the new fields are not asked of the old file
+    with pytest.raises(UsageError, match="differs in cpu_vendor, cpu_model, cpu_flags"):
+        check_environment(old, {**today, **OTHER_HOST})
+    newer = results.Results({**today, **OTHER_HOST}, old.cells)
+    check_environment(newer, today)  # both hold the guest: the hosts may differ
