@@ -283,7 +283,7 @@ def unavailable() -> str | None:
     """Why the probe cannot run on this machine, or None."""
     arch = platform.machine()
     if arch not in ("x86_64", "AMD64"):
-        return f"the CPUID probe is an x86-64 program and this machine is {arch}"
+        return f"the CPU probe is not available on {arch} (it runs CPUID, an x86-64 instruction)"
     return None
 
 

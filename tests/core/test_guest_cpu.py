@@ -86,7 +86,7 @@ def test_other_architectures_say_the_probe_is_not_available(
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     found = guest_cpu.probe("/usr/bin/valgrind")
     assert found == guest_cpu.Unknown(
-        "the CPUID probe is an x86-64 program and this machine is aarch64"
+        "the CPU probe is not available on aarch64 (it runs CPUID, an x86-64 instruction)"
     )
     assert found.fingerprint() == {"guest_cpu": f"unknown: {found.why}"}
 
@@ -137,7 +137,9 @@ def test_doctor_shows_the_cpu_valgrind_presents(monkeypatch: pytest.MonkeyPatch)
         "(the host's: programs run on it under perf; under callgrind "
         "they see the CPU valgrind presents)"
     )
-    unknown = guest_cpu.Unknown("the CPUID probe is an x86-64 program and this machine is aarch64")
+    unknown = guest_cpu.Unknown(
+        "the CPU probe is not available on aarch64 (it runs CPUID, an x86-64 instruction)"
+    )
     monkeypatch.setattr(guest_cpu, "probe", lambda valgrind: unknown)
     shown = {c.name: c.detail for c in doctor.checks()}
     assert shown["CPU valgrind presents"] == f"unknown: {unknown.why}"
