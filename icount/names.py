@@ -4,6 +4,8 @@ and each mark's title keep the whole name."""
 
 from __future__ import annotations
 
+import re
+
 ANON = "(anonymous namespace)"
 _HIDDEN = "\x00"  # stands in for ANON through the stripping, restored after
 _QUALIFIERS = ("const", "volatile", "&", "&&", "noexcept")
@@ -70,3 +72,21 @@ def function_name(name: str) -> str:
     if len(words) > 1 and (words[-2] == "operator" or words[-2].endswith("::operator")):
         last = f"{words[-2]} {last}"
     return last.replace(_HIDDEN, ANON) or short
+
+
+# The suffixes gcc (and clang's LTO) give a function's copies: a copy specialised on
+# constant arguments, with its arguments rewritten, a part split off (the hot or cold
+# rest), a function-local alias, an LTO-private rename; several may follow each other
+# (`foo.isra.0.cold`, `foo.constprop.0.isra.0`).
+_CLONE = re.compile(r"(?:\.(?:constprop|isra|part|lto_priv|cold|localalias)(?:\.\d+)?)+$")
+_LEVEL = re.compile(r"'\d+$")  # callgrind's recursion level, after the clone's suffix
+
+
+def clone_base(name: str) -> str:
+    """The function a compiler's copy was made from: `LZ4_compress_fast.constprop.0`,
+    `foo.isra.0`, `foo.part.0`, `foo.cold`, `foo.lto_priv.0` are `LZ4_compress_fast` and
+    `foo`; any other name is returned as it is."""
+    level = _LEVEL.search(name)
+    head = name[: level.start()] if level else name
+    base = _CLONE.sub("", head)
+    return name if not base else base + (level.group() if level else "")

@@ -4,7 +4,9 @@ cell's change each explains.
 
 Functions are matched by their short name (`names.display_name`: templates, parameter
 lists and hashes left out), so that a C++ function whose template arguments changed
-spelling, or a Rust function whose hash changed with the build, is still the same row.
+spelling, or a Rust function whose hash changed with the build, is still the same row;
+a compiler's copies of a function (`.constprop.0`, `.isra.0`, `.part.0`, `.cold`,
+`.lto_priv.0`: `names.clone_base`) are that function's row, each side's spellings said.
 Self costs add up to a cell's figure, so the shares of the functions named (and of the
 rest) add up to its change. A function outside one side's kept top is not known there
 to the instruction: it shows as `-` and its move is taken from 0 (`approx`). Where that
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount import numfmt
-from icount.names import display_name
+from icount.names import clone_base, display_name
 from icount.results.profile import CellProfile, FlameProfile, flame_pair_json
 from icount.text import printable
 
@@ -57,6 +59,20 @@ class Elsewhere:
 
 
 @dataclass(frozen=True)
+class Net:
+    """A caller's move net of the functions the compiler inlined into it in one build
+    (and that build's profile therefore lacks): their self cost counted with the
+    caller's on the side that still has them out of line."""
+
+    absorbed: tuple[str, ...]  # the functions inlined into it, by name
+    base: float
+    new: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"absorbed": list(self.absorbed), "base": self.base, "new": self.new}
+
+
+@dataclass(frozen=True)
 class Move:
     name: str  # the short name both sides are matched by
     base: float | None  # self instructions per request (per run); None: not in base's top
@@ -66,6 +82,9 @@ class Move:
     approx: bool  # one side is outside that side's kept top: the move is a bound
     # what became of it in the build whose profile lacks it, where its DWARF was read
     elsewhere: Elsewhere | None = None
+    # the compiler's copies each side's profile names it by, where not by `name` alone
+    clones: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    net: Net | None = None  # with what was inlined into it, where that is known
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +96,12 @@ class Move:
             "approx": self.approx,
             # only where it was read, so that other comparisons keep their bytes
             **({"other_build": self.elsewhere.to_json()} if self.elsewhere else {}),
+            **(
+                {"clones": {"base": list(self.clones[0]), "new": list(self.clones[1])}}
+                if any(self.clones)
+                else {}
+            ),
+            **({"net": self.net.to_json()} if self.net else {}),
         }
 
 
@@ -100,12 +125,17 @@ class Explanation:
         }
 
 
-def _by_short_name(p: CellProfile) -> dict[str, float]:
+def _by_short_name(p: CellProfile) -> tuple[dict[str, float], dict[str, set[str]]]:
+    """Self costs by the name both sides are matched by, and the names of the compiler's
+    copies summed into each."""
     out: dict[str, float] = {}
+    spelled: dict[str, set[str]] = {}
     for f in p.functions:
-        key = display_name(f.name)
+        short = display_name(f.name)
+        key = clone_base(short)
         out[key] = out.get(key, 0.0) + f.self_ir
-    return out
+        spelled.setdefault(key, set()).add(short)
+    return out, spelled
 
 
 def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> Explanation | None:
@@ -113,7 +143,7 @@ def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> 
     (files written before profiles, or --profile-top 0)."""
     if base is None or new is None or base.per != new.per:
         return None
-    b, n = _by_short_name(base), _by_short_name(new)
+    (b, b_names), (n, n_names) = _by_short_name(base), _by_short_name(new)
     b_whole, n_whole = base.others.functions == 0, new.others.functions == 0
     moves = []
     for name in set(b) | set(n):
@@ -121,32 +151,82 @@ def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> 
         d = round((nv or 0.0) - (bv or 0.0), 3)
         approx = (bv is None and not b_whole) or (nv is None and not n_whole)
         share = round(d / delta, 4) if delta else None
-        moves.append(Move(name, bv, nv, d, share, approx))
+        sides = (b_names.get(name, set()), n_names.get(name, set()))
+        clones = (
+            tuple(sorted(sides[0])) if sides[0] - {name} else (),
+            tuple(sorted(sides[1])) if sides[1] - {name} else (),
+        )
+        moves.append(Move(name, bv, nv, d, share, approx, clones=clones))
     moves.sort(key=lambda m: (-abs(m.delta), m.name))
     allocations = (base.allocations, new.allocations)
     flame = (base.flame(), new.flame()) if base.edges and new.edges else None
     return Explanation(base.per, tuple(m for m in moves[:TOP] if m.delta), allocations, flame)
 
 
+def number(x: float) -> str:
+    """A figure of an explanation: 2903423 -> '2,903,423', 13240.25 -> '13,240.25'."""
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.3f}".rstrip("0").rstrip(".")
+
+
+def relative(base: float, new: float) -> str:
+    """How a figure moved against its base, said one way throughout: as a signed
+    percentage up to doubling ('+42.1%', '-30.0%'), as a ratio from there ('x2.92')."""
+    if base <= 0 or new < 0:
+        return ""
+    ratio = new / base
+    if ratio >= 2:
+        return f"x{ratio:,.2f}"
+    return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def _change(base: float | None, new: float | None, delta: float, approx: bool,
+            share: float | None) -> str:  # fmt: skip
+    bound = ("at most " if delta < 0 else "at least ") if approx else ""
+    parts = [f"{bound}{'+' if delta > 0 else ''}{number(delta)}"]
+    rel = relative(base, new) if base is not None and new is not None else ""
+    if rel:
+        parts.append(rel)
+    moved = ", ".join(parts)
+    if share is not None:
+        moved += f"; {share * 100:,.1f}% of the cell's change"
+    return moved
+
+
 def _side(x: float | None) -> str:
-    return "-" if x is None else numfmt.plain(x)
+    return "-" if x is None else number(x)
 
 
 def move_text(m: Move) -> str:
-    """'1200 -> 3200 (+2000, 100%)': base -> new, the move and its share of the change."""
-    sign = "+" if m.delta > 0 else ""
-    share = "" if m.share is None else f", {m.share * 100:.3g}%"
-    bound = ("at most " if m.delta < 0 else "at least ") if m.approx else ""
-    moved = f"{bound}{sign}{numfmt.plain(m.delta)}{share}"
-    where = f"; {m.elsewhere.text()}" if m.elsewhere else ""
-    return f"{_side(m.base)} -> {_side(m.new)} ({moved}{where})"
+    """'1,200 -> 3,200 (+2,000, x2.67; 100.0% of the cell's change)': base -> new, the move,
+    against its base, and its share of the cell's change; then the compiler's copies it
+    is named by, what became of it in the other build, and its move net of what was
+    inlined into it."""
+    text = (
+        f"{_side(m.base)} -> {_side(m.new)} ({_change(m.base, m.new, m.delta, m.approx, m.share)}"
+    )
+    named = [f"{side} as {', '.join(printable(c) for c in clones)}"
+             for side, clones in zip(("base", "new"), m.clones, strict=True) if clones]  # fmt: skip
+    if named:
+        text += "; " + ", ".join(named)
+    if m.elsewhere:
+        text += f"; {m.elsewhere.text()}"
+    if m.net:
+        n = m.net
+        d = round(n.new - n.base, 3)
+        share = None if m.share is None or not m.delta else round(m.share * d / m.delta, 4)
+        absorbed = ", ".join(printable(a) for a in n.absorbed)
+        text += (f"; with {absorbed} inlined into it: {number(n.base)} -> {number(n.new)} "
+                 f"({_change(n.base, n.new, d, False, share)})")  # fmt: skip
+    return text + ")"
 
 
 def _alloc_text(e: Explanation) -> str:
     if e.allocations is None or e.allocations[0] == e.allocations[1]:
         return ""
     b, n = e.allocations
-    return f"allocations per {e.per} {numfmt.plain(b)} -> {numfmt.plain(n)}"
+    return f"allocations per {e.per} {number(b)} -> {number(n)}"
 
 
 def line(label: str, e: Explanation) -> str:
@@ -189,8 +269,39 @@ def moves_from_json(doc: Any) -> tuple[Move, ...]:
         delta = number("delta", optional=False)
         assert delta is not None
         moves.append(Move(m["function"], number("base"), number("new"), delta, number("share"),
-                          m.get("approx") is True, _elsewhere(m.get("other_build"))))  # fmt: skip
+                          m.get("approx") is True, _elsewhere(m.get("other_build")),
+                          _clones(m.get("clones")), _net(m.get("net"))))  # fmt: skip
     return tuple(moves)
+
+
+def _names(doc: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(doc, list) or not all(isinstance(n, str) for n in doc):
+        raise ValueError(f"{what} is not a list of names")
+    return tuple(doc)
+
+
+def _clones(doc: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if doc is None:
+        return ((), ())
+    what = "explained.functions[].clones"
+    if not isinstance(doc, dict):
+        raise ValueError(f"{what} is not an object with base and new")
+    return (_names(doc.get("base"), f"{what}.base"), _names(doc.get("new"), f"{what}.new"))
+
+
+def _net(doc: Any) -> Net | None:
+    if doc is None:
+        return None
+    what = "explained.functions[].net"
+    if not isinstance(doc, dict):
+        raise ValueError(f"{what} is not an object")
+    figures = []
+    for key in ("base", "new"):
+        v = doc.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ValueError(f"{what}.{key} is not a number")
+        figures.append(float(v))
+    return Net(_names(doc.get("absorbed"), f"{what}.absorbed"), figures[0], figures[1])
 
 
 def _elsewhere(doc: Any) -> Elsewhere | None:

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icount.compare.explain import Elsewhere, Move
+from icount.compare.explain import Elsewhere, Move, Net
 from icount.compare.model import Comparison, Row
-from icount.names import display_name
+from icount.names import clone_base, display_name
 from icount.results import Cell, Results
 
 MAX_DEBUG_INFO = 4 << 20  # bytes of .debug_info read: 0.8 MB took 1.8 s of CPU (loaded machine)
@@ -62,7 +62,7 @@ def short(name: str) -> str:
     """A name as explain.py matches it, from a symbol's or a DWARF entry's spelling."""
     from icount.inline.align import normalise_name
 
-    return display_name(normalise_name(name))
+    return clone_base(display_name(normalise_name(name)))
 
 
 def read_build(path: Path) -> Build | None:
@@ -177,6 +177,34 @@ def binary_of(cell: Cell, sources: Sequence[Path]) -> Path | None:
     return None
 
 
+def netted(moves: tuple[Move, ...]) -> tuple[Move, ...]:
+    """`moves` with each caller that one build inlined others of them into (and into it
+    alone) netted of them: their self cost counted with the caller's on the side where
+    they are still out of line, so that the caller's move is what its code, theirs
+    included, did."""
+    names = {m.name for m in moves}
+    into: dict[str, list[Move]] = {}
+    for m in moves:
+        where = m.elsewhere
+        if where is not None and len(where.into) == 1:
+            holder = clone_base(where.into[0][0])
+            if holder in names and holder != m.name:
+                into.setdefault(holder, []).append(m)
+    out = []
+    for m in moves:
+        absorbed = into.get(m.name)
+        if not absorbed or m.base is None or m.new is None:
+            out.append(m)
+            continue
+        base, new = m.base, m.new
+        for a in absorbed:
+            base += a.base or 0.0  # a side lacks it: its figure is the other's
+            new += a.new or 0.0
+        net = Net(tuple(sorted(a.name for a in absorbed)), round(base, 3), round(new, 3))
+        out.append(dataclasses.replace(m, net=net))
+    return tuple(out)
+
+
 def _files(given: Path) -> list[Path]:
     from icount.results.merge import input_files
 
@@ -225,7 +253,7 @@ def annotate(
     for r in c.rows:
         e = r.explained
         if e is not None and any((m.base is None) != (m.new is None) for m in e.moves):
-            moves = tuple(move(r, m) for m in e.moves)
+            moves = netted(tuple(move(r, m) for m in e.moves))
             r = dataclasses.replace(r, explained=dataclasses.replace(e, moves=moves))
         rows.append(r)
     return dataclasses.replace(c, rows=tuple(rows))

@@ -135,10 +135,19 @@ def test_the_inlined_function_is_said_inlined_into_its_caller_with_readelfs_coun
     assert moves["extra_work"].elsewhere == explain.Elsewhere("base", ())  # no code for it in A
     assert moves["handle"].elsewhere is None  # in both profiles
     text = "\n".join(render.build_table(c).notes)
-    assert "cost - -> 18031 (+18031, 138%; base: inlined into handle (2 sites))" in text
-    assert "extra_work - -> 1003 (+1003, 7.7%; base: absent from its binary)" in text
+    assert "cost - -> 18,031 (+18,031; 138.5% of the cell's change; base: inlined into " \
+        "handle (2 sites))" in text  # fmt: skip
+    assert "extra_work - -> 1,003 (+1,003; 7.7% of the cell's change; base: absent from " \
+        "its binary)" in text  # fmt: skip
+    # handle's move net of cost, which A inlined into it: 6,032 -> 20 + 18,031
+    assert (
+        "handle 6,032 -> 20 (-6,012, -99.7%; -46.2% of the cell's change; with cost "
+        "inlined into it: 6,032 -> 18,051 (+12,019, x2.99; 92.3% of the cell's change))" in text
+    )
+    assert moves["handle"].net == explain.Net(("cost",), 6032.0, 18051.0)
     md = render.render_md(c)
-    assert "  - `cost` - -> 18031 (+18031, 138%; base: inlined into handle (2 sites))\n" in md
+    assert "  - `cost` - -> 18,031 (+18,031; 138.5% of the cell's change; base: inlined into " \
+        "handle (2 sites))\n" in md  # fmt: skip
     doc = render.to_json(c)["cells"][0]["explained"]["functions"]
     assert {m["function"]: m.get("other_build") for m in doc} == {
         "cost": {"side": "base", "state": "inlined", "into": [{"function": "handle", "sites": 2}]},
@@ -205,7 +214,8 @@ def test_a_serve_cells_binary_is_found_from_its_provenance(tmp_path: Path) -> No
     page = tmp_path / "cmp.html"
     done = run_icount_here(["report", str(tmp_path / "cmp.json"), "-o", str(page), "-q"])
     assert done.returncode == 0, done.stderr
-    said = "<code>cost</code> - -&gt; 18031 (+18031, 138%; base: inlined into handle (2 sites))"
+    said = "<code>cost</code> - -&gt; 18,031 (+18,031; 138.5% of the cell&#x27;s change; base: " \
+        "inlined into handle (2 sites))"  # fmt: skip
     assert said in page.read_text()
     args = ["--compare", str(tmp_path / "base.json"), str(tmp_path / "new.json")]
     done = run_icount_here(["report", *args, "-o", str(page), "-q"])

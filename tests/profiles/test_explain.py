@@ -47,9 +47,12 @@ def test_the_function_that_moved_is_named_first_with_its_exact_delta_and_share()
 
     table = "\n".join(t for t in render.build_table(c).notes)
     assert "srv/json: moved most (self instructions per request): std::vector::push_back " \
-        "300 -> 800 (+500, 100%); allocations per request 2 -> 3" in table  # fmt: skip
+        "300 -> 800 (+500, x2.67; 100.0% of the cell's change); allocations per request " \
+        "2 -> 3" in table  # fmt: skip
     md = render.render_md(c)
-    assert "  - `std::vector::push_back` 300 -> 800 (+500, 100%)\n" in md
+    assert (
+        "  - `std::vector::push_back` 300 -> 800 (+500, x2.67; 100.0% of the cell's change)\n" in md
+    )
     doc = render.to_json(c)["cells"][0]["explained"]
     assert doc["functions"][0] == {"function": "std::vector::push_back", "base": 300.0,
                                    "new": 800.0, "delta": 500.0, "share": 1.0,
@@ -66,7 +69,10 @@ def test_a_function_outside_a_sides_top_is_a_bound() -> None:
         700.0,
         True,
     )
-    assert "fresh - -> 700 (at least +700, 100%)" in render.build_table(c).notes[0]
+    assert (
+        "fresh - -> 700 (at least +700; 100.0% of the cell's change)"
+        in render.build_table(c).notes[0]
+    )
 
 
 def test_cells_without_profiles_compare_as_before() -> None:
@@ -93,7 +99,7 @@ def test_the_report_lists_the_moves_under_the_changed_cell() -> None:
     assert row.moves == c.rows[0].explained.moves  # type: ignore[union-attr]
     html = comparison_section(ComparisonInput("c.json", doc), "s1")
     assert '<ul class="moved"><li><code>std::vector::push_back</code> 300 -&gt; 800 ' \
-        "(+500, 100%)</li></ul>" in html  # fmt: skip
+        "(+500, x2.67; 100.0% of the cell&#x27;s change)</li></ul>" in html  # fmt: skip
 
 
 def test_a_damaged_explanation_is_refused_naming_the_cell() -> None:

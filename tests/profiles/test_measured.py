@@ -73,6 +73,11 @@ def test_compare_names_the_function_that_changed_with_its_exact_delta(
     assert moves[0]["share"] == 1.0
     assert len(moves) == 1  # the rest of the profile is unchanged to the instruction
     text = icount("compare", str(tmp_path / "base.json"), str(tmp_path / "new.json")).stdout
-    assert "moved most (self instructions per run): extra " in text and "(+4000, 100%)" in text
+    assert (
+        "moved most (self instructions per run): extra " in text
+        and "(+4,000, x3.00; 100.0% of the cell's change)" in text
+    )
     md = icount("compare", str(tmp_path / "base.json"), str(tmp_path / "new.json"), "-f", "md")
-    assert "  - `extra` " in md.stdout and "(+4000, 100%)" in md.stdout
+    assert (
+        "  - `extra` " in md.stdout and "(+4,000, x3.00; 100.0% of the cell's change)" in md.stdout
+    )

@@ -66,7 +66,8 @@ def test_the_saved_comparison_draws_the_differential_flame_graph_of_report_compa
     page = _report(tmp_path, "direct.html", "--compare", str(base), str(new))
     (direct,) = DIFF.findall(page)
     assert drawn == direct  # the graph of the results files themselves, to the byte
-    moved = '<ul class="moved"><li><code>parse</code> 400 -&gt; 700 (+300, 100%)</li></ul>'
+    moved = '<ul class="moved"><li><code>parse</code> 400 -&gt; 700 (+300, +75.0%; 100.0% of ' \
+        "the cell&#x27;s change)</li></ul>"  # fmt: skip
     assert moved in saved and moved in page  # and the functions that moved, both ways
     assert "parse: 700 instructions per request on this path" in drawn
     assert "base 400; in all its calls 400 -&gt; 700 (+300)" in drawn
