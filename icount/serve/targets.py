@@ -260,9 +260,12 @@ def _own_answers(cmd: CmdServer) -> dict[str, dict[str, Any]]:
 def binary_sizes(target: Target) -> dict[str, Any]:
     """The target binary's sizes for the table: `icount size`'s figures for an ELF or
     Mach-O file (file bytes and executable bytes), the file's size for anything else
-    (a script)."""
+    (a script). A launcher linked to its interpreter's library (a shared-libpython
+    Python) counts that library too: `binary` names both files, `binary_library` is
+    the library's path (size/loader.py)."""
     from icount.errors import IcountError
     from icount.size import summarize
+    from icount.size.loader import runtime_library
 
     p = adapter_mod.binary_path(target.adapter, target.build_dir)
     if p is None:
@@ -274,4 +277,14 @@ def binary_sizes(target: Target) -> dict[str, Any]:
         return extra  # not an executable image: the file size is all there is
     extra["binary_bytes"] = sizes["file_bytes"]
     extra["binary_text_bytes"] = sizes["text_bytes"]
+    lib = runtime_library(p)
+    if lib is not None:
+        try:
+            more = summarize(lib)
+        except IcountError:
+            return extra
+        extra["binary"] = f"{p.name} + {lib.name}"
+        extra["binary_library"] = str(lib)
+        extra["binary_bytes"] += more["file_bytes"]
+        extra["binary_text_bytes"] += more["text_bytes"]
     return extra

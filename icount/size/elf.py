@@ -36,6 +36,7 @@ PT_LOAD = 1
 PT_DYNAMIC = 2
 PT_TLS = 7
 DT_FLAGS_1 = 0x6FFFFFFB
+DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_RPATH, DT_RUNPATH = 1, 5, 10, 15, 29
 DF_1_PIE = 0x08000000
 SHN_LORESERVE = 0xFF00
 SHN_XINDEX = 0xFFFF
@@ -379,19 +380,72 @@ def _compression(blob: Blob, s: Shdr, bits: int, end: str) -> tuple[str, int] | 
 
 def _is_pie(blob: Blob, phdrs: list[Phdr], bits: int, end: str) -> bool:
     """Whether the dynamic segment's DT_FLAGS_1 has DF_1_PIE (what readelf -h looks at)."""
+    flags = [value for tag, value in _dynamic(blob, phdrs, bits, end) if tag == DT_FLAGS_1]
+    return bool(flags and flags[0] & DF_1_PIE)
+
+
+def _dynamic(blob: Blob, phdrs: list[Phdr], bits: int, end: str) -> list[tuple[int, int]]:
+    """The dynamic segment's (tag, value) entries, up to DT_NULL."""
     dyn = next((p for p in phdrs if p.type == PT_DYNAMIC), None)
     if dyn is None:
-        return False
+        return []
     entry = struct.Struct(end + ("qQ" if bits == 64 else "iI"))
+    out = []
     # a hostile segment may claim more than the file holds: read only what is there
     stop = min(dyn.offset + dyn.filesz, blob.size)
     for at in range(dyn.offset, stop - entry.size + 1, entry.size):
         tag, value = entry.unpack_from(blob.data, at)
         if tag == 0:  # DT_NULL
             break
-        if tag == DT_FLAGS_1:
-            return bool(value & DF_1_PIE)
-    return False
+        out.append((tag, value))
+    return out
+
+
+class Needs(NamedTuple):
+    """What the dynamic loader reads to find a file's libraries."""
+
+    needed: list[str]  # DT_NEEDED, in order
+    rpath: list[str]  # DT_RPATH's directories (used only without a DT_RUNPATH)
+    runpath: list[str]  # DT_RUNPATH's
+
+
+def needs(blob: Blob) -> Needs:
+    """The libraries an ELF file names (DT_NEEDED) and where it says to look for them;
+    empty for a static file. The strings are in DT_STRTAB, found through the PT_LOAD
+    that maps its address, as the loader finds it (a stripped file may have no
+    section headers)."""
+    h = _header(blob)
+    bits, end = h["bits"], "<" if h["little"] else ">"
+    phdrs: list[Phdr] = _entries(
+        blob,
+        h["e_phoff"],
+        h["e_phnum"],
+        h["e_phentsize"],
+        _PHDR[bits],
+        end,
+        Phdr,
+        "program header table",
+    )
+    entries = _dynamic(blob, phdrs, bits, end)
+    strtab = next((v for t, v in entries if t == DT_STRTAB), None)
+    size = next((v for t, v in entries if t == DT_STRSZ), 0)
+    load = [p for p in phdrs if p.type == PT_LOAD and p.vaddr <= (strtab or 0) < p.vaddr + p.filesz]
+    if strtab is None or not load:
+        return Needs([], [], [])
+    start = load[0].offset + strtab - load[0].vaddr
+    table = blob.read(start, min(size, load[0].vaddr + load[0].filesz - strtab), "DT_STRTAB")
+
+    def text(offset: int) -> str:
+        stop = table.find(b"\0", offset)
+        return table[offset : stop if stop >= 0 else len(table)].decode("utf-8", "replace")
+
+    def strings(tag: int) -> list[str]:
+        return [text(v) for t, v in entries if t == tag and v < len(table)]
+
+    def dirs(tag: int) -> list[str]:
+        return [d for s in strings(tag) for d in s.split(":") if d]
+
+    return Needs(strings(DT_NEEDED), dirs(DT_RPATH), dirs(DT_RUNPATH))
 
 
 def _type_number(t: Any) -> int:
