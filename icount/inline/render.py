@@ -107,6 +107,10 @@ def _only_tables(report: dict[str, Any]) -> list[Table]:
             into = r["inlined_into_other"]
             # "?": the other build's DWARF was not read; "-": read, no inlined copy.
             holders = "?" if into is None else ", ".join(f"{fn} ({n})" for fn, n in into.items())
+            # the same function there under a compiler's copy's name, or the one it copies
+            copies = ", ".join(r.get("copies_in_other", ()))
+            if copies:
+                holders = f"{holders}; as {copies}" if holders else f"as {copies}"
             t.add_row(
                 [
                     r["name"],
@@ -116,6 +120,11 @@ def _only_tables(report: dict[str, Any]) -> list[Table]:
                     _bytes(r["size"]),
                     holders or "-",
                 ]
+            )
+        if any(r.get("copies_in_other") for r in rows):
+            t.notes.append(
+                f"as NAME: {other} has the same function as a compiler's copy "
+                "(.constprop, .isra, .part, .cold, .lto_priv), or the function this one copies"
             )
         _omitted(t, report["omitted"][key], "function")
         if rows:

@@ -7,19 +7,21 @@ what it holds, so the three formats always agree. Deltas are B - A.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from icount.inline.align import Alignment, FunctionDelta
 from icount.inline.binary import BinaryInfo
 from icount.inline.dwarf import InlineSites
+from icount.names import clone_base
 
 FORMAT = "icount-inline"
 # Version history: 1 - first version. 2 - rows below `min_share` of A's total are
 # left out of `functions` and `call_changes` (counted in `negligible`); function rows
-# carry self and inclusive cost per call.
-VERSION = 2
+# carry self and inclusive cost per call. 3 - rows of functions only in one build name
+# their compiler's copies in the other (`copies_in_other`).
+VERSION = 3
 # Changes below this share of A's total are noise on any real program (the dynamic
 # loader moves by tens to hundreds of instructions between two builds).
 DEFAULT_MIN_SHARE = 0.001
@@ -49,7 +51,17 @@ def _holders(inlines: InlineSites | None, callee: str) -> dict[str, int] | None:
     return None if inlines is None else inlines.holders(callee)
 
 
-def _only_row(d: FunctionDelta, side: str, facts: BuildFacts, other: BuildFacts) -> dict[str, Any]:
+def _copies(names: Iterable[str]) -> dict[str, list[str]]:
+    """Names by the function they are a compiler's copy of (`names.clone_base`)."""
+    out: dict[str, list[str]] = {}
+    for n in sorted(names):
+        out.setdefault(clone_base(n), []).append(n)
+    return out
+
+
+def _only_row(
+    d: FunctionDelta, side: str, facts: BuildFacts, other: BuildFacts, copies: dict[str, list[str]]
+) -> dict[str, Any]:
     stats = d.a if side == "a" else d.b
     assert stats is not None
     return {
@@ -60,6 +72,9 @@ def _only_row(d: FunctionDelta, side: str, facts: BuildFacts, other: BuildFacts)
         "size": _size(facts.binary, d.name),
         # Where the other build's compiler put this function's code instead.
         "inlined_into_other": _holders(other.inlines, d.name),
+        # The same function under another name there: a compiler's copy of it
+        # (`foo.constprop.0`), or the function this one is a copy of.
+        "copies_in_other": [n for n in copies.get(clone_base(d.name), []) if n != d.name],
     }
 
 
@@ -135,8 +150,9 @@ def build_report(
         }
         for e in cut(weighty)
     ]
-    only_a = [_only_row(d, "a", a, b) for d in cut(alignment.only_a)]
-    only_b = [_only_row(d, "b", b, a) for d in cut(alignment.only_b)]
+    in_a, in_b = _copies(alignment.a.functions), _copies(alignment.b.functions)
+    only_a = [_only_row(d, "a", a, b, in_b) for d in cut(alignment.only_a)]
+    only_b = [_only_row(d, "b", b, a, in_a) for d in cut(alignment.only_b)]
     return {
         "format": FORMAT,
         "version": VERSION,

@@ -18,7 +18,7 @@ from .common import DATA, fixture_report
 
 def test_report_names_the_inlined_helper_its_calls_and_sites() -> None:
     data = fixture_report(top=0, min_share=0.0)
-    assert data["format"] == "icount-inline" and data["version"] == 2
+    assert data["format"] == "icount-inline" and data["version"] == 3
     only_b = {r["name"]: r for r in data["only_in_b"]}
     # main calls mix 1000 times (the loop in inline.c) in B; A inlined it.
     assert only_b["mix"]["calls"] == 1000
