@@ -204,6 +204,9 @@ def _load(path: Path, name: str, with_provenance: bool, sort: str) -> Input:
         return charts.ResultsInput(name, res, provenance, sort)
     if kind == charts.COMPARE_FORMAT:
         comparison = charts.comparison_from_json(doc, str(path))
+        from icount.compare import saved
+
+        saved.check(doc, comparison, str(path))  # drawn only where it agrees with itself
         if sort == sorting.Sort.NAME:  # else the file's order: the order compare gave
             rows = tuple(sorting.by_name(comparison.rows, lambda r: r.label))
             comparison = dataclasses.replace(comparison, rows=rows)

@@ -122,7 +122,7 @@ def pct_text(fraction: float) -> str:
     return f"{fraction * 100:.6g}%"
 
 
-def _count_text(verdict: Verdict, n: int) -> str:
+def count_text(verdict: Verdict, n: int) -> str:
     if verdict is Verdict.REGRESSED:
         return f"{n} regression" + ("s" if n != 1 else "")
     return f"{n} {verdict.value}"
@@ -131,7 +131,7 @@ def _count_text(verdict: Verdict, n: int) -> str:
 def verdict_line(c: Comparison, icons: bool = False) -> str:
     """'1 regression, 2 improved, 5 unchanged (threshold 1%, min delta 10)'."""
     counts = [(v, c.count(v)) for v in VERDICT_ORDER]
-    parts = [_count_text(v, n) for v, n in counts if n]
+    parts = [count_text(v, n) for v, n in counts if n]
     t = c.thresholds
     limits = f"threshold {pct_text(t.default)}"
     if t.overrides:
