@@ -134,31 +134,26 @@ def check(doc: Mapping[str, Any], parsed: ComparisonDoc, src: str) -> None:
         own = interleaved or (isinstance(raw, dict) and raw.get("rounds") is not None)
         why = _contradiction(row, raw, own, min_delta)
         if why is not None:
-            raise ParseError(
-                f"cell {i} ({printable(row.label)}): {why}; the saved comparison contradicts "
-                "itself and is not drawn",
-                source=src,
-                hint="compare the results files again",
-            )
+            raise _refused(f"cell {i} ({printable(row.label)}): {why}", src)
     counts = {v.value: sum(1 for r in parsed.rows if r.verdict == v.value) for v in VERDICT_ORDER}
     summary = doc.get("summary")
     if isinstance(summary, dict):
         for verdict, n in counts.items():
             claimed = summary.get(verdict, 0)
             if claimed != n:
-                raise ParseError(
-                    f"its summary counts {printable(repr(claimed))} {verdict} where its cells "
-                    f"hold {n}; the saved comparison contradicts itself and is not drawn",
-                    source=src,
-                    hint="compare the results files again",
-                )
+                what = f"its summary counts {printable(repr(claimed))} {verdict}"
+                raise _refused(f"{what} where its cells hold {n}", src)
     parts = [count_text(v, counts[v.value]) for v in VERDICT_ORDER if counts[v.value]]
     expected = ", ".join(parts) or "no cells"
     line = parsed.verdict_line
     if line != expected and not line.startswith(f"{expected} ("):
-        raise ParseError(
-            f"its verdict line {printable(line[:80])!r} does not count its cells ({expected}); "
-            "the saved comparison contradicts itself and is not drawn",
-            source=src,
-            hint="compare the results files again",
-        )
+        shown = printable(line[:80])
+        raise _refused(f"its verdict line {shown!r} does not count its cells ({expected})", src)
+
+
+def _refused(what: str, src: str) -> ParseError:
+    return ParseError(
+        f"{what}; the saved comparison contradicts itself and is not drawn",
+        source=src,
+        hint="compare the results files again",
+    )
