@@ -27,7 +27,7 @@ from typing import Any
 from icount import numfmt
 from icount.names import clone_base, display_name
 from icount.results.profile import CellProfile, FlameProfile, flame_pair_json
-from icount.text import printable
+from icount.text import md_code, md_text, printable
 
 TOP = 5  # functions named per changed cell
 HOLDERS = 3  # functions named that a function was inlined into
@@ -241,7 +241,8 @@ def line(label: str, e: Explanation) -> str:
 
 def markdown(e: Explanation) -> list[str]:
     """The PR comment's lines under a changed cell's bullet."""
-    out = [f"  - `{printable(m.name)}` {move_text(m)}" for m in e.moves]
+    # names from the profiles, escaped for Markdown: a backtick in one let a link through
+    out = [f"  - {md_code(m.name)} {md_text(move_text(m))}" for m in e.moves]
     alloc = _alloc_text(e)
     return [*out, f"  - {alloc}"] if alloc else out
 

@@ -72,3 +72,19 @@ def test_the_terminal_table_shows_names_escaped() -> None:
     out = export.render_comparison(_comparison(), "table", 200)
     assert "nl\\n## 2099-01-01 · kept · forged/p4\\x1b[2J" in out
     assert "bidi\\u202egnp.exe" in out
+
+
+def test_function_names_under_a_changed_cell_render_no_link() -> None:
+    import dataclasses
+
+    from icount.compare.explain import Explanation, Move
+
+    evil = "f`[x](http://e)`<img src=x>"
+    move = Move(evil, 100.0, 300.0, 200.0, 1.0, False, clones=((), (evil + ".cold",)))
+    c = model.compare(res(cell("fib", [1000] * 3)), res(cell("fib", [1200] * 3)),
+                      parse_thresholds([], 10))  # fmt: skip
+    row = dataclasses.replace(c.rows[0], explained=Explanation("run", (move,), None))
+    text = export.render_comparison(dataclasses.replace(c, rows=(row,)), "md")
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "<a " not in html and "<img" not in html
+    assert "  - ``f`[x](http://e)`<img src=x>`` 100 -> 300" in text
