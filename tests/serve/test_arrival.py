@@ -25,6 +25,7 @@ from icount.serve.http_client import KeepAliveClient
 from icount.serve.loadgen import make_load_generator
 from icount.serve.runs import CellOptions
 from icount.session.options import Arrival
+from tests.support.cli import run_icount_here
 
 from .conftest import HOST, StartServer, free_port
 
@@ -245,3 +246,21 @@ def test_a_thread_waiting_for_valgrinds_lock_reads_running(
         assert found is None
     else:
         assert found is not None and f"({running}" in found.describe(), found
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--load", "h2load", "--arrival", "idle"],
+         "icount: error: --arrival idle needs the built-in client: h2load sends its requests "
+         "itself (use --load builtin, or --arrival closed)"),
+        (["--arrival", "open"], "icount: error: --arrival takes idle or closed, got 'open'"),
+    ],
+)  # fmt: skip
+def test_an_arrival_that_cannot_be_is_refused_before_any_server_starts(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = run_icount_here(["serve", "c-epoll", *args, "-o", str(tmp_path / "r.json")], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == message
+    assert not (tmp_path / "r.json").exists()
