@@ -223,6 +223,7 @@ def _load(path: Path, name: str, with_provenance: bool, sort: str) -> Input:
 def _provenance(path: Path) -> dict[str, Any] | None:
     from icount.errors import ParseError
     from icount.results import provenance_path, read_json
+    from icount.text import printable
 
     prov = provenance_path(path)
     if not prov.exists():
@@ -230,14 +231,17 @@ def _provenance(path: Path) -> dict[str, Any] | None:
     try:
         doc = read_json(prov, "provenance file")
     except ParseError as e:
-        why = str(e).removeprefix(f"{prov}: ")
+        why = printable(str(e).removeprefix(f"{prov}: "))
         typer.echo(
-            f"icount: warning: {prov}: unreadable ({why}); the report leaves it out", err=True
+            f"icount: warning: {printable(str(prov))}: unreadable ({why}); the report leaves it "
+            "out",
+            err=True,
         )
         return None
     if not isinstance(doc, dict):
         typer.echo(
-            f"icount: warning: {prov}: not a JSON object; the report leaves it out", err=True
+            f"icount: warning: {printable(str(prov))}: not a JSON object; the report leaves it out",
+            err=True,
         )
         return None
     return doc
