@@ -307,15 +307,17 @@ def probe(valgrind: str | None) -> GuestCpu | Unknown:
 
 @functools.cache
 def _probe(valgrind: str | None, _stamp: object) -> GuestCpu | Unknown:
-    with tempfile.TemporaryDirectory(prefix="icount-cpuid-") as tmp:
-        exe = Path(tmp) / "cpuid"
-        exe.write_bytes(program())
-        exe.chmod(0o700)
-        argv = [str(exe)] if valgrind is None else [valgrind, "--tool=none", "-q", str(exe)]
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="icount-cpuid-") as tmp:
+            exe = Path(tmp) / "cpuid"
+            exe.write_bytes(program())
+            exe.chmod(0o700)
+            argv = [str(exe)] if valgrind is None else [valgrind, "--tool=none", "-q", str(exe)]
             done = procs.run(argv, timeout=PROBE_TIMEOUT_S, env={"PATH": "/usr/bin:/bin"})
-        except LaunchError as e:
-            return Unknown(f"the CPUID probe could not start: {e}")
+    except LaunchError as e:
+        return Unknown(f"the CPUID probe could not start: {e}")
+    except OSError as e:  # no temporary folder to write it in
+        return Unknown(f"the CPUID probe could not be written: {e}")
     if not done.ok:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         how = "timed out" if done.timed_out else procs.describe_exit(done.returncode)

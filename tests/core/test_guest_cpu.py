@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import platform
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,16 @@ def test_doctor_shows_the_cpu_valgrind_presents(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(guest_cpu, "probe", lambda valgrind: unknown)
     shown = {c.name: c.detail for c in doctor.checks()}
     assert shown["CPU valgrind presents"] == f"unknown: {unknown.why}"
+
+
+def test_no_folder_to_write_the_probe_in_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if guest_cpu.unavailable():
+        pytest.skip(guest_cpu.unavailable() or "")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "absent"))
+    guest_cpu._probe.cache_clear()
+    found = guest_cpu.probe(None)
+    guest_cpu._probe.cache_clear()
+    assert isinstance(found, guest_cpu.Unknown)
+    assert found.why.startswith("the CPUID probe could not be written: ")
