@@ -20,7 +20,7 @@ from icount.errors import ExitCode, IcountError
 
 # name -> (module, one-line help). `icount --help` prints these lines without importing
 # any command module: building every command's options costs more than importing typer.
-# tests/foundation/test_cli.py checks that each line is its command's own first line.
+# tests/cli/test_cli.py checks that each line is its command's own first line.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("icount.cli.cmd_run", "Count the user-space instructions of whole commands."),
     "serve": ("icount.cli.cmd_serve", "Count the server's user-space instructions per request."),
