@@ -77,7 +77,11 @@ def _contradiction(row: CompareRow, raw: Mapping[str, Any], interleaved: bool,
         if change is None:
             return None  # a total that decided with no change to read: its rule's word
         relative = basis != "the medians" or pct is not None
-        if change * direction <= 0 or (relative and abs(change) <= threshold):
+        # a change the file gives as a float (a total's, an interleave's median ratio) was
+        # judged on exact figures: at the threshold itself either verdict can be right
+        loose = interleaved or basis == "its total"
+        at = loose and math.isclose(abs(change), threshold, rel_tol=1e-9, abs_tol=1e-12)
+        if change * direction <= 0 or (relative and abs(change) <= threshold and not at):
             shown = _pct(float(change)) if relative else plain(float(change))
             return f"it is {verdict} but {basis} changed {shown} (threshold {_pct(row.threshold)})"
         if basis == "the medians" and not interleaved and raw.get("threshold_basis") is None:
@@ -88,6 +92,7 @@ def _contradiction(row: CompareRow, raw: Mapping[str, Any], interleaved: bool,
     elif (
         verdict == Verdict.UNCHANGED.value and not row.why and basis == "the medians"
         and change is not None and pct is not None and abs(change) > threshold
+        and not (interleaved and math.isclose(abs(change), threshold, rel_tol=1e-9))
     ):  # fmt: skip
         return (
             f"it is unchanged, with no note, but changed {_pct(float(change))} "

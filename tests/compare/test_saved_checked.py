@@ -123,3 +123,18 @@ def test_report_refuses_a_forged_comparison(cli: Cli, tmp_path: Path) -> None:
     assert not (tmp_path / "r.html").exists()
     path.write_text(json.dumps(_regressed()))
     assert cli("report", path, "-o", tmp_path / "r.html", "-q").code == ExitCode.OK
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 3000), st.integers(0, 3000)), min_size=1, max_size=6),
+    st.sampled_from(["1%", "0.7%", "10%", "0.001%"]),
+)
+def test_whatever_an_interleave_writes_loads(pairs: list[tuple[int, int]], threshold: str) -> None:
+    from icount.compare.rounds import Pair
+
+    # around 1000 by ones, a ratio at 1% or 0.7% exactly is often the median
+    done = [Pair(float(b), float(n)) for b, n in pairs]
+    c = model.compare_pairs("cmd", "callgrind", "instructions", done, None,
+                            parse_thresholds([threshold], 0))  # fmt: skip
+    _check(_saved(c))
