@@ -138,3 +138,24 @@ def test_whatever_an_interleave_writes_loads(pairs: list[tuple[int, int]], thres
     c = model.compare_pairs("cmd", "callgrind", "instructions", done, None,
                             parse_thresholds([threshold], 0))  # fmt: skip
     _check(_saved(c))
+
+
+@pytest.mark.parametrize("rerun", [1_000_100, 1_050_000])
+def test_a_confirmed_or_unconfirmed_rerun_loads(rerun: int) -> None:
+    import dataclasses
+
+    from icount.compare.confirm import _confirmed
+
+    limits = parse_thresholds([], 10)
+    base, first = cell("fib", [1_000_000] * 3), cell("fib", [1_030_000] * 3)
+    c = model.compare(res(base), res(first), limits)
+    again = model.judge(base, cell("fib", [rerun] * 2), limits)
+    row = _confirmed(c.rows[0], again, 2)
+    doc = _saved(dataclasses.replace(c, rows=(row,)))
+    assert doc["cells"][0]["verdict"] == ("unchanged" if rerun < 1_010_000 else "regressed")
+    _check(doc)
+    doc["cells"][0]["verdict"] = "improved"  # against its rerun too
+    doc["summary"] = {"improved": 1}
+    doc["verdict_line"] = "1 improved (threshold 1%, min delta 10)"
+    with pytest.raises(ParseError, match="it is improved but its rerun changed"):
+        _check(doc)
