@@ -79,6 +79,23 @@ def obj(v: Any, what: str) -> dict[str, Any]:
     return v
 
 
+def free_form(v: Any, what: str) -> dict[str, Any]:
+    """An object of any shape (a fingerprint, a cell's params or extra, a plan's
+    identity) whose every number, however deep, is still one `num` takes: tables,
+    compare and the charts read figures out of them too."""
+    d = obj(v, what)
+    stack: list[Any] = [d]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            num(item, f"a number in {what}")
+    return d
+
+
 def list_(v: Any, what: str) -> list[Any]:
     if not isinstance(v, list):
         raise TypeError(f"{what} is not a list")

@@ -26,6 +26,7 @@ from icount.results.fields import (
     check_extra,
     count,
     count_int,
+    free_form,
     in_cell,
     in_run,
     int_,
@@ -45,7 +46,7 @@ _PARAM_NAMES = {"method": "http_method", "target": "request_target"}
 
 
 def from_json(doc: dict[str, Any]) -> Results:
-    fingerprint = obj(doc["fingerprint"], "fingerprint")
+    fingerprint = free_form(doc["fingerprint"], "fingerprint")
     cells = list_(doc["cells"], "cells")
     return Results(fingerprint, tuple(in_cell(c, i, _cell) for i, c in enumerate(cells)))
 
@@ -114,7 +115,9 @@ def _run(doc: Any, per_request: bool, requests_per_window: int | None) -> Run:
 def _cell(doc: Any) -> Cell:
     d = obj(doc, "cell")
     unit = str_(d["unit"], "cell.unit")
-    params = {_PARAM_NAMES.get(k, k): v for k, v in obj(d.get("params", {}), "params").items()}
+    params = {
+        _PARAM_NAMES.get(k, k): v for k, v in free_form(d.get("params", {}), "params").items()
+    }
     requests = params.get("requests")
     per_window = requests if isinstance(requests, int) and not isinstance(requests, bool) else None
     cell = Cell(
@@ -129,7 +132,7 @@ def _cell(doc: Any) -> Cell:
         params=params,
         runs_wanted=positive_int(d["runs_wanted"], "cell.runs_wanted"),
         max_spread=spread_limit(d["max_spread"], "cell.max_spread"),
-        extra=check_extra(obj(d.get("extra", {}), "cell.extra")),
+        extra=check_extra(free_form(d.get("extra", {}), "cell.extra")),
         setup_error=opt_str(d.get("invalid_reason"), "cell.invalid_reason"),
     )
     check_stored_statistics(cell, d)

@@ -8,6 +8,7 @@ from icount.results.details import Detail, ServeDetail, detail_from_json
 from icount.results.fields import (
     bool_,
     check_extra,
+    free_form,
     in_cell,
     in_run,
     int_,
@@ -26,7 +27,7 @@ from icount.text import printable
 
 
 def from_json(doc: dict[str, Any]) -> Results:
-    fingerprint = obj(doc["fingerprint"], "fingerprint")
+    fingerprint = free_form(doc["fingerprint"], "fingerprint")
     shard = doc.get("shard")
     cells = list_(doc["cells"], "cells")
     return Results(
@@ -60,10 +61,10 @@ def _cell(doc: Any) -> Cell:
         backend=str_(d["backend"], "cell.backend"),
         unit=unit,
         runs=tuple(in_run(r, i, _run) for i, r in enumerate(list_(d["runs"], "cell.runs"))),
-        params=obj(d.get("params", {}), "cell.params"),
+        params=free_form(d.get("params", {}), "cell.params"),
         runs_wanted=positive_int(d["runs_wanted"], "cell.runs_wanted"),
         max_spread=spread_limit(d["max_spread"], "cell.max_spread"),
-        extra=check_extra(obj(d.get("extra", {}), "cell.extra")),
+        extra=check_extra(free_form(d.get("extra", {}), "cell.extra")),
         setup_error=opt_str(d.get("setup_error"), "cell.setup_error"),
         order=int_(d.get("order", 0), "cell.order"),
         profile=profile_from_json(d.get("profile")),

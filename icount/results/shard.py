@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount.jsonout import dumps
-from icount.results.fields import count, int_, list_, obj, positive_int, str_
+from icount.results.fields import count, free_form, int_, list_, obj, positive_int, str_
 from icount.text import printable
 
 MAX_SHARDS = 10000  # --shard I/N takes N up to this; a file claiming more is no shard's
@@ -120,7 +120,7 @@ def shard_from_json(doc: Any) -> ShardRecord:
                 name=str_(e["name"], "shard.plan.name"),
                 path=str_(e["path"], "shard.plan.path"),
                 backend=str_(e["backend"], "shard.plan.backend"),
-                identity=obj(e["identity"], "shard.plan.identity"),
+                identity=free_form(e["identity"], "shard.plan.identity"),
                 cost=count(e["cost"], "shard.plan.cost"),
                 shard=shard,
             )
