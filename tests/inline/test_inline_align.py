@@ -70,3 +70,45 @@ def test_align_reports_the_inlined_helper() -> None:
     main = next(d for d in al.functions if d.name == "main")
     assert main.self_delta == 50 and main.inclusive_delta == 0
     assert [d.name for d in al.functions] == ["helper", "main"]  # ties: by name
+
+
+def test_a_name_shared_by_functions_counts_those_no_other_of_them_reaches() -> None:
+    # three static `leaf`s (three files): leaf(a) calls hub, which calls leaf(c);
+    # leaf(b) reaches only itself (through loop). leaf(c)'s cost is inside leaf(a)'s.
+    text = """events: Ir
+fl=a.c
+fn=leaf
+1 10
+cfl=h.c
+cfn=hub
+calls=1 1
+1 25
+fl=b.c
+fn=leaf
+1 7
+cfl=l.c
+cfn=loop
+calls=1 1
+1 9
+fl=h.c
+fn=hub
+1 5
+cfl=c.c
+cfn=leaf
+calls=1 1
+1 20
+fl=c.c
+fn=leaf
+1 20
+fl=l.c
+fn=loop
+1 1
+cfl=b.c
+cfn=leaf
+calls=1 1
+1 8
+"""
+    side = side_of([parse_bytes(text.encode(), "leaf")], "Ir")
+    leaf = side.functions["leaf"]
+    assert leaf.self_cost == 10 + 7 + 20
+    assert leaf.inclusive == (10 + 25) + (7 + 9)  # leaf(a) and leaf(b), not leaf(c) again
