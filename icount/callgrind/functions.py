@@ -67,24 +67,41 @@ def _start_up_names(prof: Profile) -> list[str]:
     """Each function's name, the start-up code's told apart (above): of several
     `(below main)`, the one that calls `main` keeps the name, the others are named from
     their file (`_start` where it says nothing); a symbol-less function of the loader
-    that no call enters is the program's entry."""
+    that no call enters is the program's entry. In a stripped program (no `main`), the
+    symbol-less code the entry calls in another object is its `_start`, and the costliest
+    that a `(below main)` calls in another object its `main`: pooled with the rest of
+    the code without a symbol, they would make the start-up code a cycle again."""
     names = [f.name for f in prof.functions]
+    funcs = prof.functions
     called = np.zeros(len(names), dtype=bool)
     called[prof.call_callee] = True
+    edges = list(zip(prof.call_caller.tolist(), prof.call_callee.tolist(), strict=True))
     below = [i for i, n in enumerate(names) if n == BELOW_MAIN]
-    if len({(prof.functions[i].file, prof.functions[i].object) for i in below}) > 1:
-        calls_main = {a for a, b in zip(prof.call_caller.tolist(), prof.call_callee.tolist(),
-                                        strict=True) if names[b] == "main"}  # fmt: skip
+    if len({(funcs[i].file, funcs[i].object) for i in below}) > 1:
+        calls_main = {a for a, b in edges if names[b] == "main"}
         for i in below:
             if i not in calls_main:
-                names[i] = _below_main_name(prof.functions[i])
-    for i, f in enumerate(prof.functions):
+                names[i] = _below_main_name(funcs[i])
+    for i, f in enumerate(funcs):
         if (
             not called[i]
             and _ADDRESS.fullmatch(f.name)
             and _LOADER.fullmatch(PurePosixPath(f.object).name)
         ):
             names[i] = PROGRAM_ENTRY
+    if "main" in names:
+        return names
+    cost = prof.call_cost.sum(axis=1).tolist() if len(edges) else []
+    main: dict[int, tuple[float, int]] = {}  # (below main) -> its costliest such callee
+    for k, (a, b) in enumerate(edges):
+        if not _ADDRESS.fullmatch(names[b]) or funcs[a].object == funcs[b].object:
+            continue
+        if names[a] == PROGRAM_ENTRY:
+            names[b] = "_start"
+        elif names[a] == BELOW_MAIN and (cost[k], -b) > main.get(a, (-1.0, 0)):
+            main[a] = (cost[k], -b)
+    for _, b in main.values():
+        names[-b] = "main"
     return names
 
 

@@ -81,11 +81,11 @@ def _layers(g: _Graph) -> tuple[list[Mark], float]:
     # A root is what runs more than its callers account for: nobody's callee (the
     # program's entry, what ran before a window opened), a thread's start (glibc's
     # `clone` returns twice), or, in profiles that pooled the loader's entry with the
-    # code without a symbol, that pool. A caller's call left out of the kept ones makes
-    # a little more of its callee unaccounted for: not a root, unless it is a mark's worth.
+    # code without a symbol, that pool: most of what it makes. A caller's call left out
+    # of the kept ones leaves a part of its callee unaccounted for: not a root.
     least = g.cell * MIN_SHARE
-    roots = sorted(((w - into[name] if name in into else w, name) for name, w in made.items()
-                    if w > 0 and (name not in into or w - into[name] >= least)),
+    roots = sorted(((w - into.get(name, 0.0), name) for name, w in made.items()
+                    if w > 0 and (name not in into or w - into[name] >= max(least, w / 2))),
                    key=lambda r: (-r[0], r[1]))  # fmt: skip
     total = max(g.cell, sum(w for w, _ in roots))
     marks: list[Mark] = []

@@ -131,3 +131,33 @@ def test_flame_graphs_of_two_gcc_builds_hold_callgrind_annotates_figures(tmp_pat
     grew = _annotate_inclusive(profiles["new"])["main"][0]
     grew -= _annotate_inclusive(profiles["base"])["main"][0]
     assert f"(+{grew:,})" in body  # main's whole change, said in its title
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("gcc", "valgrind")), reason="needs gcc and valgrind"
+)
+def test_a_stripped_program_keeps_its_start_up_chain(tmp_path: Path) -> None:
+    """Without symbols callgrind names the program's `_start` and `main` by address;
+    pooled with the rest of the code without a symbol they made the chain a cycle, and
+    the program's work vanished under `(below main)`."""
+    source = tmp_path / "prog.c"
+    source.write_text(PROGRAM)
+    exe = tmp_path / "stripped"
+    subprocess.run(["gcc", "-O2", "-s", "-o", str(exe), str(source)], check=True)
+    out = tmp_path / "stripped.callgrind"
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe)],
+                   check=True, capture_output=True)  # fmt: skip
+    prof = parse_file(out)
+    assert "main" not in {f.name for f in prof.functions}  # no symbol: named by address
+    marks, total = _marks(_profile(out))
+    chain = _chain(marks)
+    assert [m.name for m in chain] == START_UP
+    assert total == prof.totals["Ir"]
+    # main's box: the call from glibc's (below main) into the program, as callgrind counted it
+    below = {i for i, f in enumerate(prof.functions) if f.name == "(below main)"}
+    into_main = max(int(prof.call_cost[k, 0]) for k in range(len(prof.call_cost))
+                    if int(prof.call_caller[k]) in below
+                    and prof.functions[int(prof.call_callee[k])].object == str(exe))  # fmt: skip
+    assert chain[-1].value == into_main
+    assert chain[-1].value > 0.5 * total  # the program's own loop, under main
