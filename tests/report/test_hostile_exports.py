@@ -259,3 +259,30 @@ def test_two_cells_of_one_label_are_refused_in_a_keyed_format(
             export.render_results(new, fmt, 100)
     for other in ("csv", "json", "table"):  # formats that keep name and path apart
         export.render_comparison(c, other, 100)
+
+
+def test_icount_table_writes_each_format_as_utf_8_and_refuses_a_surrogate(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The bytes `icount table -f FORMAT` writes: UTF-8 with no raw control character; a
+    lone surrogate in a name was an internal error in csv, json, bmf and svg."""
+    for fmt in ("csv", "json", "bmf", "svg"):  # the formats a surrogate broke
+        done = subprocess.run(
+            [sys.executable, "-m", "icount", "table", str(files[0]), "-f", fmt],
+            capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        _clean(done.stdout.decode("utf-8"), fmt)
+    doc = json.loads(files[0].read_text())
+    doc["cells"][0]["path"] = "\udc80"  # what surrogateescape makes of a byte 0x80
+    bad = tmp_path / "surrogate.json"
+    bad.write_text(json.dumps(doc))
+    refused = subprocess.run(
+        [sys.executable, "-m", "icount", "table", str(bad), "-f", "csv"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (refused.returncode, refused.stdout) == (6, "")
+    assert refused.stderr == (
+        f"icount: error: {bad}: holds text that is not Unicode (a lone surrogate in \\udc80); "
+        "not an icount results file\n"
+    )
