@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from icount.charts import svg
 from icount.charts.figure import Figure, inline
+from icount.names import clone_base
 from icount.results import Cell
 from icount.results.profile import CellProfile, Edge, FlameProfile
 
@@ -51,6 +52,7 @@ class _Graph:
     into: dict[str, float]
     made: dict[str, float]
     cell: float
+    names: frozenset[str]  # every function of the kept calls
 
     def whole(self, name: str) -> float:
         return max(self.into.get(name, 0.0), self.made.get(name, 0.0))
@@ -71,7 +73,7 @@ def _graph(p: FlameProfile) -> _Graph:
         name: own.get(name, 0.0) + sum(e.inclusive for e in out if not _level_of(e.callee, name))
         for name, out in calls.items()
     }
-    return _Graph(calls, into, made, sum(own.values()) + p.others)
+    return _Graph(calls, into, made, sum(own.values()) + p.others, frozenset(into) | set(made))
 
 
 def _layers(g: _Graph) -> tuple[list[Mark], float]:
@@ -152,10 +154,13 @@ def flame_figure(
         else:
             # coloured by the function's whole change, not its path's: a function
             # called from several places changes as one, however it is split
-            before = was[0].whole(m.name)
+            twins = _twins(m.name, g, was[0])
+            before = sum(was[0].whole(t) for t in twins)
             moved = whole - before
             title += (f", base {svg.exact(was[1].get(m.path, 0.0))}; in all its calls "
                       f"{svg.exact(before)} -> {svg.exact(whole)} ({_signed(moved)})")  # fmt: skip
+            if twins != (m.name,):
+                title += f"; in the base as {', '.join(twins)}"
             held = abs(moved) < max(0.5, total * MIN_SHARE)  # rounding, not a change
             cls = "same" if held else "reg" if moved > 0 else "imp"
         parts.append(
@@ -172,6 +177,17 @@ def flame_figure(
         parts.append("</g>")
     depth = max(m.depth for m in marks) + 1
     return Figure("".join(parts), WIDTH, depth * ROW, label, prefix)
+
+
+def _twins(name: str, new: _Graph, base: _Graph) -> tuple[str, ...]:
+    """What `name` was in the base: itself, or, where only the new side has it, the
+    functions only the base has of which it is a compiler's copy or they are its copies
+    (`f.constprop.0` for `f`, or the other way round)."""
+    if name in base.names:
+        return (name,)
+    key = clone_base(name)
+    found = sorted(n for n in base.names - new.names if clone_base(n) == key)
+    return tuple(found) or (name,)
 
 
 def _signed(x: float) -> str:

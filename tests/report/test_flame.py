@@ -100,3 +100,19 @@ def test_the_differential_flame_graph_colours_what_grew_and_what_shrank() -> Non
     )
     html_parts = diff_sections([("srv/json", base.profile, new)], "s")
     assert "Flame graph of the change: srv/json" in "".join(html_parts)
+
+
+def test_a_compilers_copy_is_coloured_against_its_source_in_the_base() -> None:
+    def cell(edges: dict[tuple[str, str], float]) -> Any:
+        costs = {"main": (100, 100 + sum(edges.values()), 1)} | {
+            b: (v, v, 1) for (_, b), v in edges.items()
+        }
+        w = WindowProfile({k: FunctionCost(*v) for k, v in costs.items()}, top=10, edges=edges)
+        return cell_profile([(w, 1)])
+
+    base = cell({("main", "compress"): 600.0, ("main", "log"): 300.0})
+    new = cell({("main", "compress.constprop.0"): 500.0, ("main", "log"): 300.0})
+    body = inline(flame_figure(new, "x", "d", base))  # type: ignore[arg-type]
+    classes = dict(re.findall(r'<title>([^:<]+): [^<]*</title><rect class="(\w+)"', body))
+    assert classes["compress.constprop.0"] == "imp"  # 600 -> 500: it shrank, not appeared
+    assert "in all its calls 600 -&gt; 500 (-100); in the base as compress" in body
