@@ -29,6 +29,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from icount import shortening
+
 MIN_LABEL = 24
 MIN_PROSE = 20  # a wrapped column narrower than this reads one word a line
 GAP = 3  # one cell of padding, one blank box edge, one cell of padding
@@ -98,26 +100,11 @@ def wrap(text: str, width: int) -> list[str]:
     return [text[a:b].rstrip() for a, b in itertools.pairwise(bounds)]
 
 
-def _take(chars: Sequence[str], room: int) -> str:
-    out, used = "", 0
-    for ch in chars:
-        w = cell_len(ch)
-        if used + w > room:
-            break
-        out += ch
-        used += w
-    return out
-
-
 def shorten(text: str, room: int) -> str:
-    """`text` in at most `room` cells, its middle replaced by `…`: names that share a
-    prefix (`server/sections/.dynsym`, `.../.dynstr`) or a suffix stay apart."""
-    if cell_len(text) <= room:
-        return text
-    keep = max(0, room - 1)
-    head = _take(text, keep - keep // 2)
-    tail = _take(text[::-1], keep - cell_len(head))[::-1]
-    return head + "…" + tail
+    """`text` in at most `room` cells, its middle replaced by `…` between words (never
+    inside a number): names that share a prefix (`server/sections/.dynsym`,
+    `.../.dynstr`) or a suffix stay apart."""
+    return shortening.shorten(text, room, shortening.BOTH, cell_len)
 
 
 def _pad(text: str, width: int, left: bool) -> str:
@@ -275,14 +262,15 @@ def _block(
             head += " " * GAP + _pad(grid.groups[g].name, w, left=False)
         out.append(head)
 
-    def draw(cells: Sequence[str]) -> str:
+    def draw(cells: Sequence[str], name: str) -> str:
         parts = []
         for i, c in enumerate(columns):
-            text = cells[c] if c else shorten(cells[0], label)
-            parts.append(_pad(text, widths[i], grid.left[c]))
+            parts.append(_pad(cells[c] if c else name, widths[i], grid.left[c]))
         return (" " * GAP).join(parts)
 
-    out.append(draw(titles))
+    out.append(draw(titles, shorten(titles[0], label)))
     out.append(RULE * total)
-    out += [draw(r) for r in grid.rows]
+    # shortened together: a name that would read as another's shows where they differ
+    names = shortening.distinct([r[0] for r in grid.rows], label, shortening.BOTH, cell_len)
+    out += [draw(r, name) for r, name in zip(grid.rows, names, strict=True)]
     return out

@@ -245,7 +245,7 @@ def vertical_grid(
             anchor, left = "end", x - width
         elif left < scale.x0 - 8:  # into the text columns left of the plot
             anchor, left = "start", x
-        # CHAR_EM over-estimates digits and signs: a gap of 3 estimated pixels is one
+        # svg.text_px rounds each character up: a gap of 3 estimated pixels is one
         # drawn, and a wider one dropped the -2.5% beside a -5.0% at the left edge.
         if left < last_right + 3:
             continue

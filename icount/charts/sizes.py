@@ -161,7 +161,7 @@ def _segment(x: float, mid: float, w: float, cls: str, tip: str, name: str, num:
     out = [svg.rect(x, mid - BAR_H / 2, w, BAR_H, f"{cls} seg", tip)]
     # Inside the segment: its label where it fits, else its legend number.
     for text in (name, num):
-        if svg.text_px(text) + 8 <= w:
+        if svg.text_px(text, bold=True) + 8 <= w:
             out.append(svg.text(x + w / 2, mid + 4, text, "in", "middle"))
             break
     return out
@@ -263,9 +263,11 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
         if h >= 16 and room >= svg.text_px("abcde"):
             name = r.label if merged else function_name(r.label)
             tail = "::" in name  # a qualified name ends with the function's own
-            out.append(svg.text(x + 4, y + 14, svg.clip(name, room, tail=tail), "in"))
+            short = svg.clip(name, room, tail=tail, bold=True, words=True)
+            if short:  # no piece of a word: the tile's title names it
+                out.append(svg.text(x + 4, y + 14, short, "in"))
             size = numfmt.human_bytes(r.file_bytes)
-            if h >= 32 and svg.text_px(size) <= room:
+            if h >= 32 and svg.text_px(size, bold=True) <= room:
                 out.append(svg.text(x + 4, y + 28, size, "in"))
     total = len(symbols) + sum(_merged(r) for r in rows)
     label = f"{heading} ({len(shown)} largest of {numfmt.plural(total, 'row')})"

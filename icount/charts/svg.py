@@ -11,12 +11,30 @@ from __future__ import annotations
 
 import math
 
+from icount import shortening
 from icount.escapes import xml_text
 
-# Average advance of a character of the sans-serif fonts browsers fall back to, in em:
-# labels are shortened with this estimate because an SVG cannot measure its text.
-CHAR_EM = 0.62
+# Advance widths of DejaVu Sans (what Chromium on Linux falls back to, and wider than
+# the system fonts of macOS and Windows), in em, rounded up to 0.05, regular and bold:
+# labels are shortened with these because an SVG cannot measure its text. A character
+# not listed (an ellipsis, a letter of another script) takes 1 em.
 FONT_PX = 12
+# fmt: off
+_REGULAR = (
+    (0.3, "'IJijl"), (0.35, " ,./:;\\f|"), (0.4, "()-[]rt"), (0.45, "!"), (0.5, '"*_`'),
+    (0.55, "?csz"), (0.6, "FLTkvxy"), (0.65, "$0123456789EPSYabdeghnopqu{}"),
+    (0.7, "BCKRVXZ"), (0.75, "ANU"), (0.8, "&DGHOQ"), (0.85, "#+<=>^w~"), (0.9, "M"),
+)
+_BOLD = (
+    (0.35, " 'ijl"), (0.4, ",./:;IJ\\|"), (0.45, "-f"), (0.5, "!()[]_`rt"), (0.55, '"*'),
+    (0.6, "?csz"), (0.65, "Lx"), (0.7, "$0123456789EFSaekovy"), (0.75, "CPTYZbdghnpqu{}"),
+    (0.8, "ABKRVX"), (0.85, "#+<=>DGHNU^~"), (0.9, "&OQ"), (0.95, "w"), (1.05, "%m"),
+    (1.15, "W"),
+)
+# fmt: on
+EM = {ch: em for em, chars in _REGULAR for ch in chars}
+EM_BOLD = {ch: em for em, chars in _BOLD for ch in chars}
+
 
 STYLE = """\
 .ic{--fg:#1f2328;--muted:#59636e;--grid:#d1d9e0;--bar:#3b6fd4;--bar2:#9fbaf0;--dot:#0b2a66;\
@@ -87,35 +105,44 @@ def exact(value: float) -> str:
     return f"{value:,.3f}".rstrip("0").rstrip(".")
 
 
-def text_px(text: str, size: float = FONT_PX) -> float:
-    return len(text) * size * CHAR_EM
+def char_px(ch: str, size: float = FONT_PX, bold: bool = False) -> float:
+    return (EM_BOLD if bold else EM).get(ch, 1.0) * size
+
+
+def text_px(text: str, size: float = FONT_PX, bold: bool = False) -> float:
+    return sum(char_px(ch, size, bold) for ch in text)
 
 
 def clip(
-    text: str, width_px: float, size: float = FONT_PX, middle: bool = False, tail: bool = False
+    text: str,
+    width_px: float,
+    size: float = FONT_PX,
+    middle: bool = False,
+    tail: bool = False,
+    bold: bool = False,
+    words: bool = False,
 ) -> str:
-    """`text` shortened with an ellipsis to fit about `width_px` (the whole text goes in
-    the mark's title); `middle` keeps both ends, where names differ at the end (C++
-    symbols, section names); `tail` keeps the end (a function's own name ends a
-    qualified one)."""
-    room = max(1, int(width_px / (size * CHAR_EM)))
-    if len(text) <= room:
-        return text
-    if tail:
-        return "…" + text[len(text) - room + 1 :] if room > 1 else "…"
-    if middle and room >= 8:
-        end = (room - 1) // 2
-        return text[: room - 1 - end] + "…" + text[len(text) - end :]
-    return text[: max(0, room - 1)] + "…"
+    """`text` shortened with an ellipsis to fit `width_px`, cut between words and never
+    inside a number (shortening.shorten; the whole text goes in the mark's title);
+    `middle` keeps both ends, where names differ at the end (C++ symbols, section
+    names); `tail` keeps the end (a function's own name ends a qualified one); `words`:
+    "" rather than a cut inside a word (a treemap tile's label)."""
+    keep = shortening.END if tail else shortening.BOTH if middle else shortening.START
+    width = lambda ch: char_px(ch, size, bold)  # noqa: E731
+    return shortening.shorten(text, width_px, keep, width, words)
+
+
+def is_bold(cls: str) -> bool:
+    """Whether the style sheet draws text of these classes bold."""
+    return bool({"b", "t", "in"} & set(cls.split()))
 
 
 def clip_path(text: str, width_px: float, size: float = FONT_PX) -> str:
     """A `/`-separated name shortened by whole parts from the middle: its first part
     and at least two of its last where they fit (`server/…/.dynstr/vm`), else as many
-    of its last as fit (`…/.data.rel.ro/file`); a character middle ellipsis where whole
-    parts would keep less than half the room."""
-    room = max(1, int(width_px / (size * CHAR_EM)))
-    if len(text) <= room:
+    of its last as fit (`…/.data.rel.ro/file`); cut between words in the middle where
+    whole parts would keep less than half the room."""
+    if text_px(text, size) <= width_px:
         return text
     parts = text.split("/")
     best: tuple[int, int, str] | None = None
@@ -124,49 +151,23 @@ def clip_path(text: str, width_px: float, size: float = FONT_PX) -> str:
             tail = parts[len(parts) - k :]
             short = "/".join([*head, "…", *tail])
             rank = (len(head) if k >= 2 else 0, k)
-            fits = len(short) <= room and 2 * len("/".join(tail)) >= room
+            kept = text_px("/".join(tail), size)
+            fits = text_px(short, size) <= width_px and 2 * kept >= width_px
             if fits and (best is None or rank > best[:2]):
                 best = (*rank, short)
     return best[2] if best else clip(text, width_px, size, middle=True)
 
 
-def distinct_clips(texts: list[str], width_px: float) -> list[str]:
-    """Each of `texts` shortened to `width_px` (clip_path). Texts that would be
-    shortened alike (`.rela.data.rel.ro.local._ZTVN3geo6SquareE` and
-    `.rela.data.rel.ro._ZTIN3geo6SquareE`, both `.rela.data…o6SquareE`) keep their
-    start and show where they differ: `.rela.…local._ZTVN…`, `.rela.…_ZTIN3geo6S…`."""
-    out = [clip_path(t, width_px) for t in texts]
-    groups: dict[str, set[str]] = {}
-    for t, short in zip(texts, out, strict=True):
-        groups.setdefault(short, set()).add(t)
-    room = max(1, int(width_px / (FONT_PX * CHAR_EM)))
-    for k, t in enumerate(texts):
-        alike = groups[out[k]]
-        if len(alike) > 1:
-            out[k] = _from_difference(t, _shared_start(alike), room, width_px)
-    return out
-
-
-def _shared_start(texts: set[str]) -> int:
-    """How many leading characters all of `texts` share."""
-    first, last = min(texts), max(texts)  # the two that differ soonest
-    n = 0
-    while n < min(len(first), len(last)) and first[n] == last[n]:
-        n += 1
-    return n
-
-
-HEAD = 6  # characters of a name's start kept before the part where names differ
-
-
-def _from_difference(text: str, shared: int, room: int, width_px: float) -> str:
-    if shared <= HEAD + 2 or room < HEAD + 8:  # a middle ellipsis keeps the difference
-        return clip(text, width_px, middle=True)
-    rest = text[shared - 1 :]  # one shared character, for context
-    budget = room - HEAD - 1
-    if len(rest) > budget:
-        rest = rest[: budget - 1] + "…"
-    return text[:HEAD] + "…" + rest
+def distinct_clips(texts: list[str], width_px: float, size: float = FONT_PX) -> list[str]:
+    """Each of `texts` shortened to `width_px` (clip_path); one that could then be
+    read as another (`[section .debug_str (compressed)]` and `…debug_info…`, both
+    `[section…(compressed)]`) shows where it differs instead (shortening.distinct)."""
+    return shortening.distinct(
+        texts,
+        width_px,
+        width=lambda ch: char_px(ch, size),
+        short=lambda t: clip_path(t, width_px, size),
+    )
 
 
 def title(text: str) -> str:
@@ -196,7 +197,7 @@ def label(
     x: float, y: float, content: str, width_px: float, cls: str = "", middle: bool = False
 ) -> str:
     """A text shortened to `width_px`; only a shortened one carries the whole as title."""
-    short = clip(content, width_px, middle=middle)
+    short = clip(content, width_px, middle=middle, bold=is_bold(cls))
     return text(x, y, short, cls, tip=content if short != content else None)
 
 

@@ -228,7 +228,7 @@ def _function_table(report: dict[str, Any]) -> Table:
 def _sites_table(report: dict[str, Any]) -> Table:
     ba, bb = report["builds"]["a"], report["builds"]["b"]
     sites = Table(
-        [Column("inlined callees (DWARF)", "left")],
+        [Column("inlined callees (DWARF)", "left", wrap=True)],  # prose: wrapped, not cut
         title="Inlining decisions that differ",
     )
     differ = [r for r in report["inline_sites"] if not r["same"]]

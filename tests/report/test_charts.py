@@ -316,8 +316,8 @@ def test_exact_and_coordinates_are_fixed_format() -> None:
     assert svg.exact(13240.25) == "13,240.25"
     assert svg.exact(851.135) == "851.135"
     assert svg.n(-0.04) == "0" and svg.n(12.0) == "12" and svg.n(3.14159) == "3.1"
-    assert svg.clip("abcdefghijklmnopqrstuvwxyz", 60) == "abcdefg…"
-    assert svg.clip("geo::Square::~Square()", 80, middle=True) == "geo::…re()"
+    assert svg.clip("abcdefghijklmnopqrstuvwxyz", 60) == "abcdef…"
+    assert svg.clip("geo::Square::~Square()", 80, middle=True) == "…~Square()"
     assert svg.esc('<a href="x">&') == "&lt;a href=&quot;x&quot;&gt;&amp;"
 
 

@@ -131,8 +131,8 @@ def test_long_labels_are_shortened_before_columns_wrap() -> None:
     long = "std::__1::basic_string<char, std::__1::char_traits<char>>::append(char const*)"
     b = _b("libfoo.so", [(long, 100_000, 100_000), ("x", 10, 10)])
     out = render_terminal(render.table([b], "symbols"), 70)
-    # shortened in the middle: the start and the end of the name are both there
-    assert "std::__1::basi" in out and "(char const*)" in out and "…" in out
+    # shortened in the middle, between words: the start and the end are both there
+    assert "std::__1::basic…char const*)" in out
     assert long not in out
     assert out.count("TOTAL") == 1  # one block: shortening the label sufficed
     assert max(len(line) for line in out.splitlines()) <= 70

@@ -1,0 +1,254 @@
+"""Labels shortened to a width with `…`, cut only between words: at a space, a path's
+`/`, a `.`, `_`, `-`, `::`, a bracket or another separator, never inside a number
+(`1,234.5`, `1234567890`) and never between the two colons of `::`. Only where whole
+words would keep less than half the room are camelCase and letter-digit changes cut,
+and only where those keep less than a quarter any character outside a number (a
+number that does not fit is left out whole).
+
+Widths are given per character (a terminal's cells: wide characters take two; a
+chart's estimate: one each), so one algorithm serves the terminal and the SVG charts.
+`distinct` shortens labels that would read alike (`[section .debug_str (compressed)]`
+and `[section .debug_info (compressed)]` both `[section…(compressed)]`) to the part
+where they differ.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from collections.abc import Callable, Sequence
+
+ELLIPSIS = "…"
+START, END, BOTH = "start", "end", "both"  # what a shortened label keeps
+_SEP = frozenset(" \t/\\._-:()[]{}<>,;=*&+|@#!?'\"`~$%^")
+_NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+MIN_BOTH = 8  # narrower than this many letters, a label keeps its start
+
+Width = Callable[[str], float]
+
+
+def _one(ch: str) -> float:
+    return 1.0
+
+
+def _inside_numbers(text: str) -> set[int]:
+    """Positions that would cut a number in two (between its first and last digit)."""
+    return {i for m in _NUMBER.finditer(text) for i in range(m.start() + 1, m.end())}
+
+
+def _levels(text: str) -> list[list[int]]:
+    """Where `text` may be cut, best first: between words; also at camelCase and
+    letter-digit changes; at any character outside a number."""
+    n = len(text)
+    banned = _inside_numbers(text)
+    words, fine, chars = [], [], []
+    for i in range(1, n):
+        if i in banned:
+            continue
+        a, b = text[i - 1], text[i]
+        chars.append(i)
+        if a == ":" and b == ":":
+            continue
+        if a in _SEP or b in _SEP:
+            words.append(i)
+            fine.append(i)
+        elif (a.islower() and b.isupper()) or (a.isdigit() != b.isdigit()):
+            fine.append(i)
+    return [words, fine, chars]
+
+
+class _Text:
+    """`text` with the width of each of its slices (heads and tails kept, as the
+    searches below ask for the same ones many times)."""
+
+    def __init__(self, text: str, width: Width) -> None:
+        self.text = text
+        self.sums = [0.0, *itertools.accumulate(width(ch) for ch in text)]
+        self._heads: dict[int, str] = {}
+        self._tails: dict[int, str] = {}
+
+    def head(self, i: int) -> str:
+        """The first `i` characters, kept where they hold a letter or a digit."""
+        if i not in self._heads:
+            head = self.text[:i].rstrip()
+            self._heads[i] = head if any(ch.isalnum() for ch in head) else ""
+        return self._heads[i]
+
+    def tail(self, i: int) -> str:
+        if i not in self._tails:
+            tail = self.text[i:].lstrip()
+            self._tails[i] = tail if any(ch.isalnum() for ch in tail) else ""
+        return self._tails[i]
+
+    def w(self, a: int, b: int) -> float:
+        return self.sums[b] - self.sums[a]
+
+    def w_head(self, i: int) -> float:
+        return self.w(0, len(self.head(i)))
+
+    def w_tail(self, i: int) -> float:
+        n = len(self.text)
+        return self.w(n - len(self.tail(i)), n)
+
+    def mid(self, a: int, b: int) -> tuple[str, float]:
+        """text[a:b] without the blanks beside an ellipsis, and its width."""
+        n = len(self.text)
+        while a and a < b and self.text[a].isspace():
+            a += 1
+        while b < n and b > a and self.text[b - 1].isspace():
+            b -= 1
+        return self.text[a:b], self.w(a, b)
+
+
+def shorten(
+    text: str, room: float, keep: str = START, width: Width = _one, words: bool = False
+) -> str:
+    """`text` in at most `room` (measured by `width` per character), cut between words
+    where that keeps at least half the room: its start (START), its end (END: a
+    function's own name ends a qualified one) or both (BOTH: names that share a start
+    and differ at the end). `words`: never inside a word; "" where no cut between
+    words fits (a small mark goes without a label rather than with a piece of one)."""
+    t = _Text(text, width)
+    n = len(text)
+    if t.w(0, n) <= room:
+        return text
+    el = width(ELLIPSIS)
+    if room < el:
+        return ""
+    budget = room - el
+    if keep == BOTH and room < MIN_BOTH * width("a"):
+        keep = START
+    between, fine, chars = _levels(text)
+    found = [got for cuts in (between, fine) if (got := _best(t, cuts, budget, keep))]
+    for got in found:  # between words where that keeps half the room
+        if got[0] * 2 >= budget:
+            return got[1]
+    for got in sorted(found, reverse=True):  # else camelCase too, where it keeps a quarter
+        if got[0] * 4 >= budget:
+            return got[1]
+    if words:
+        return found[0][1] if found else ""
+    got = _best(t, chars, budget, keep)  # else inside a word, never inside a number
+    return got[1] if got else ELLIPSIS
+
+
+def _best(t: _Text, cuts: Sequence[int], budget: float, keep: str) -> tuple[float, str] | None:
+    """(width kept, shortened text) of the longest cut of `cuts` within `budget`."""
+    if keep == START:
+        fit = [i for i in cuts if t.w_head(i) <= budget and t.head(i)]
+        return (t.w_head(fit[-1]), t.head(fit[-1]) + ELLIPSIS) if fit else None
+    if keep == END:
+        fit = [i for i in cuts if t.w_tail(i) <= budget and t.tail(i)]
+        return (t.w_tail(fit[0]), ELLIPSIS + t.tail(fit[0])) if fit else None
+    n = len(t.text)
+    tails = [*cuts, n]
+    tail_w = [t.w_tail(i) for i in tails]  # falling as the cut moves right
+    best: tuple[float, float, str] | None = None
+    for h in [0, *cuts]:
+        left = budget - t.w_head(h)
+        if left < 0:
+            break
+        # the first tail cut at or after h whose tail fits in what the head leaves
+        j = bisect.bisect_left(tails, h)
+        while j < len(tails) and tail_w[j] > left:
+            j += 1
+        if j == len(tails):
+            continue
+        kept = t.w_head(h) + tail_w[j]
+        if kept == 0:
+            continue
+        rank = (kept, -abs(t.w_head(h) - tail_w[j]))
+        if best is None or rank > best[:2]:
+            best = (*rank, t.head(h) + ELLIPSIS + t.tail(tails[j]))
+    return (best[0], best[2]) if best else None
+
+
+def distinct(
+    texts: Sequence[str],
+    room: float,
+    keep: str = BOTH,
+    width: Width = _one,
+    short: Callable[[str], str] | None = None,
+) -> list[str]:
+    """Each of `texts` shortened (`short`, else shorten with `keep`); texts that would
+    read alike are shown where they differ instead: their start where it fits, then
+    the part that differs with as much of its words around it as fits
+    (`[section…debug_str (compressed)]`, `…debug_info (compressed)]`)."""
+    make = short or (lambda x: shorten(x, room, keep, width))
+    out = [make(x) for x in texts]
+    index = _Index(texts)
+    for k, x in enumerate(texts):
+        if out[k] != x and index.ambiguous(out[k], x):
+            out[k] = _apart(x, index, room, width) or out[k]
+    return out
+
+
+class _Index:
+    """Texts by their starts and their ends, to find those a label could be quickly."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.starts = sorted(set(texts))
+        self.ends = sorted(x[::-1] for x in self.starts)
+
+    @staticmethod
+    def _with(keys: list[str], start: str) -> list[str]:
+        lo = bisect.bisect_left(keys, start)
+        hi = bisect.bisect_left(keys, start + "\U0010ffff")
+        return keys[lo:hi]
+
+    def ambiguous(self, short: str, own: str) -> bool:
+        """`short` could be another text than `own`."""
+        pieces = short.split(ELLIPSIS)
+        if pieces[0] or not pieces[-1]:
+            texts = self._with(self.starts, pieces[0])
+        else:
+            texts = [x[::-1] for x in self._with(self.ends, pieces[-1][::-1])]
+        return any(x != own and could_be(short, x) for x in texts)
+
+
+def could_be(short: str, text: str) -> bool:
+    """`short` could be `text` shortened: its pieces between `…` are in `text` in
+    order, the first at its start and the last at its end unless `…` stands there."""
+    pieces = short.split(ELLIPSIS)
+    if not text.startswith(pieces[0]) or not text.endswith(pieces[-1]):
+        return False
+    at = len(pieces[0])
+    for piece in pieces[1:-1]:
+        at = text.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return at <= len(text) - len(pieces[-1])
+
+
+def _apart(text: str, index: _Index, room: float, width: Width) -> str | None:
+    """`text` shortened to read as none of the other texts of `index`: `head…middle…`
+    (either part may be left out) with as much kept as fits, cut between words where
+    that can tell it apart."""
+    t = _Text(text, width)
+    n = len(text)
+    el = width(ELLIPSIS)
+    for cuts in _levels(text):
+        found: list[tuple[float, int, int, str]] = []
+        heads = [(h, t.head(h), t.w_head(h)) for h in cuts]
+        heads = [(h, head, w) for h, head, w in heads if head]
+        starts = [h for h, _, _ in heads]
+        for a in [0, *cuts]:
+            for b in [*(i for i in cuts if i > a), n]:
+                mid, used = t.mid(a, b)
+                used += (el if a else 0.0) + (el if b < n else 0.0)
+                if used > room:
+                    break  # longer ones neither
+                if not any(ch.isalnum() for ch in mid):
+                    continue
+                tail = ELLIPSIS if b < n else ""
+                found.append((used, b, 0, (ELLIPSIS if a else "") + mid + tail))
+                if a:  # the start too, where it fits before the part kept
+                    fit = [(head, w) for h, head, w in heads[: bisect.bisect_left(starts, a)]]
+                    for head, w in [x for x in fit if x[1] + used <= room][-3:]:
+                        found.append((used + w, b, len(head), head + ELLIPSIS + mid + tail))
+        for *_, short in sorted(found, reverse=True):
+            if not index.ambiguous(short, text):
+                return short
+    return None
