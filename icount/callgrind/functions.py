@@ -63,7 +63,7 @@ _LOADER = re.compile(r"ld-linux[^/]*\.so[^/]*|ld\.so[^/]*|ld-musl[^/]*\.so[^/]*|
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
-def _start_up_names(prof: Profile) -> list[str]:
+def _start_up_names(prof: Profile, ir: int) -> list[str]:
     """Each function's name, the start-up code's told apart (above): of several
     `(below main)`, the one that calls `main` keeps the name, the others are named from
     their file (`_start` where it says nothing); a symbol-less function of the loader
@@ -75,10 +75,10 @@ def _start_up_names(prof: Profile) -> list[str]:
     funcs = prof.functions
     called = np.zeros(len(names), dtype=bool)
     called[prof.call_callee] = True
-    edges = list(zip(prof.call_caller.tolist(), prof.call_callee.tolist(), strict=True))
+    caller, callee = prof.call_caller.tolist(), prof.call_callee.tolist()
     below = [i for i, n in enumerate(names) if n == BELOW_MAIN]
     if len({(funcs[i].file, funcs[i].object) for i in below}) > 1:
-        calls_main = {a for a, b in edges if names[b] == "main"}
+        calls_main = {a for a, b in zip(caller, callee, strict=True) if names[b] == "main"}
         for i in below:
             if i not in calls_main:
                 names[i] = _below_main_name(funcs[i])
@@ -91,9 +91,9 @@ def _start_up_names(prof: Profile) -> list[str]:
             names[i] = PROGRAM_ENTRY
     if "main" in names:
         return names
-    cost = prof.call_cost.sum(axis=1).tolist() if len(edges) else []
+    cost = prof.call_cost[:, ir].tolist()
     main: dict[int, tuple[float, int]] = {}  # (below main) -> its costliest such callee
-    for k, (a, b) in enumerate(edges):
+    for k, (a, b) in enumerate(zip(caller, callee, strict=True)):
         if not _ADDRESS.fullmatch(names[b]) or funcs[a].object == funcs[b].object:
             continue
         if names[a] == PROGRAM_ENTRY:
@@ -133,7 +133,7 @@ def window_profile(prof: Profile, top: int = PROFILE_TOP) -> WindowProfile:
     n = len(prof.functions)
     caller, callee, count = prof.call_caller, prof.call_callee, prof.call_count
     calls = np.bincount(callee, weights=count, minlength=n) if len(callee) else np.zeros(n)
-    names = _start_up_names(prof)
+    names = _start_up_names(prof, ir)
     costs: dict[str, FunctionCost] = {}
     for i, name in enumerate(names):
         c = FunctionCost(float(own[i]), float(incl[i]), int(calls[i]))
