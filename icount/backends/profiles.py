@@ -1,5 +1,6 @@
 """Callgrind's profile files read for a cell's profile (results/profile.py): each file
-parsed once, for its total, its functions and a runtime's own work alike."""
+parsed once, for its total, its functions and a runtime's own work alike; the code of a
+stripped Go binary named from its function table first (callgrind/stripped.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ def read_window(
     from icount.backends.valgrind import functions_of
     from icount.callgrind.functions import window_profile
     from icount.callgrind.parser import parse_file
+    from icount.callgrind.stripped import name_go_functions
     from icount.runtimes import runtime_work
 
-    prof = parse_file(path)
+    prof = name_go_functions(parse_file(path))
     total, _ = functions_of(prof)  # checks that the file counts Ir
     return total, window_profile(prof, top), runtime_work(prof, extra)
 
@@ -29,10 +31,11 @@ def read_command(paths: Sequence[Path], top: int) -> tuple[int, WindowProfile]:
     from icount.backends.valgrind import functions_of
     from icount.callgrind.functions import window_profile
     from icount.callgrind.parser import parse_file
+    from icount.callgrind.stripped import name_go_functions
 
     total, parts = 0, []
     for p in paths:
-        prof = parse_file(p)
+        prof = name_go_functions(parse_file(p))
         total += functions_of(prof)[0]
         parts.append(window_profile(prof, top))
     profile = sum_windows(parts)
