@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from icount.export import documents as d
-from icount.tables import Table, render_markdown
+from icount.tables import Column, Table, render_markdown
+from icount.text import md_text
 
 
 def _join(tables: list[Table]) -> str:
     return "\n".join(render_markdown(t) for t in tables)
+
+
+def _names_escaped(t: Table) -> Table:
+    """The results table with the names from the file (the first column, the paths'
+    column titles, the title and heading) escaped for Markdown (`text.md_text`): a cell
+    named `[x](https://...)` or `<img src=...>` was a link or HTML in a PR comment. The
+    figures, footnote marks (`[1]`) and notes are icount's own and keep their bytes."""
+    return dataclasses.replace(
+        t,
+        columns=[Column(md_text(c.title), c.align, c.wrap) for c in t.columns],
+        rows=[[md_text(r[0]), *r[1:]] if r else r for r in t.rows],
+        title=None if t.title is None else md_text(t.title),
+        heading=[md_text(h) for h in t.heading],
+    )
 
 
 def render(doc: d.Document, width: int) -> str:
@@ -15,7 +32,7 @@ def render(doc: d.Document, width: int) -> str:
     if isinstance(doc, d.ResultsDoc):
         from icount import report
 
-        return render_markdown(report.build_table(doc.results, doc.extra, doc.sort))
+        return render_markdown(_names_escaped(report.build_table(doc.results, doc.extra, doc.sort)))
     if isinstance(doc, d.ComparisonDoc):
         from icount.compare import render as compare
 

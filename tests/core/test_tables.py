@@ -106,10 +106,12 @@ def test_prose_columns_wrap_to_the_width() -> None:
 def test_names_from_input_files_are_escaped_in_every_cell() -> None:
     evil = "fib\n\x1b[31mred\u202e"
     res = Results(FP, (_cell(evil, [10, 10], path="p\x07"),))
-    for fmt in ("table", "md"):
+    # Markdown escapes its Markdown too (text.md_text, as a comparison's): \ as \\, [ as \[
+    md = "fib\\\\n\\\\x1b\\[31mred\\\\u202e"
+    for fmt, shown in (("table", "fib\\n\\x1b[31mred\\u202e"), ("md", md)):
         text = export.render_results(res, fmt, 120)
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
-        assert "fib\\n\\x1b[31mred\\u202e" in text
+        assert shown in text
     c = model.compare(res, res, parse_thresholds([], 10))
     # a comparison's Markdown escapes its Markdown too (text.md_text): the [ as \[
     for fmt, shown in (("table", "fib\\n\\x1b[31mred"), ("md", "fib\\\\n\\\\x1b\\[31mred")):

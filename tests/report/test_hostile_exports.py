@@ -27,7 +27,7 @@ from icount.results import Cell, Results, Run
 from icount.results import files as files_mod
 from icount.results.details import CommandDetail
 from icount.results.profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
-from icount.text import printable
+from icount.text import md_text, printable
 
 HOSTILE = [
     "esc\x1b]8;;http://x\x07osc\x1b\\",  # an OSC 8 hyperlink, ESC and BEL
@@ -41,6 +41,7 @@ HOSTILE = [
     "del\x7f nul\x00",
     "sep\u2028\u2029 nbsp\u00a0",
     "tag\U000e0041 plane16\U00100000",
+    "[link](https://x.example/)",  # a link in a PR comment
     "back\\x1b slash",  # the four characters, beside the ESC of the first
 ]
 BAD = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]} - {"\n"}
@@ -115,7 +116,7 @@ def _names_in(text: str, fmt: str) -> None:
             assert any(n.startswith(name) for n in names), (fmt, name)
         return
     for name in HOSTILE[:-1]:
-        shown = printable(name)
+        shown = md_text(name) if fmt == "md" else printable(name)
         if fmt in ("svg", "junit"):
             shown = shown.replace("&", "&amp;").replace("<", "&lt;")
         key = shown[:4]  # enough to find it however the format shortens it
@@ -148,6 +149,8 @@ def test_every_results_format_escapes_hostile_names(files: tuple[Path, Path], fm
         assert len(set(names)) == len(names) == len(HOSTILE) + 1
     else:
         _names_in(text, fmt)
+    if fmt == "md":  # no name is a link or HTML in a PR comment
+        assert "[link](" not in text and "<&" not in text
 
 
 def _comparison(files: tuple[Path, Path]) -> model.Comparison:
