@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 #                   PATH; Debian's OpenJDK 17 here)
 APT_PACKAGES=(valgrind linux-perf gcc g++ binutils clang lld llvm nginx-light nodejs
               nghttp2-client apache2-utils wrk util-linux procps time chromium
-              lighttpd apache2-bin php-cli)
+              lighttpd apache2-bin php-cli caddy)
 
 command -v rustc >/dev/null || APT_PACKAGES+=(rustc)
 command -v go >/dev/null || APT_PACKAGES+=(golang-go)
