@@ -190,7 +190,7 @@ def save(
     try:
         write_atomic(path, results_json(results), overwrite=overwrite)
         if provenance is not None:
-            write_atomic(provenance_path(path), dumps(dict(provenance)), overwrite=True)
+            write_atomic(provenance_path(path), json_text(dumps(dict(provenance))), overwrite=True)
     except OutputError as e:
         kept = _save_elsewhere(path, results, provenance)
         raise OutputError(f"{e.message}; {kept}", path=e.path, hint=e.hint) from None
@@ -205,7 +205,7 @@ def _save_elsewhere(path: Path, results: Results, provenance: Mapping[str, Any] 
         spare = Path(name)
         write_atomic(spare, results_json(results), overwrite=True)
         if provenance is not None:
-            write_atomic(provenance_path(spare), dumps(dict(provenance)), overwrite=True)
+            write_atomic(provenance_path(spare), json_text(dumps(dict(provenance))), overwrite=True)
     except (OSError, OutputError) as e:
         return f"{what} could not be saved elsewhere either ({e})"
     return f"{what} {'are' if n != 1 else 'is'} in {spare}"

@@ -137,3 +137,24 @@ def test_results_and_provenance_files_are_told_from_other_files(tmp_path: Path) 
     assert not results.holds_measurements(tmp_path / "cmp.md")
     assert not results.holds_measurements(tmp_path / "missing.json")
     assert not results.holds_measurements(_fifo(tmp_path))  # refused unread, never blocks
+
+
+def test_an_argument_that_is_not_utf_8_is_saved_and_then_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """`icount run -- echo $'\\xff'`: Python holds the byte as the lone surrogate \\udcff.
+    Writing the results and provenance was an internal error after the measurement (the
+    cells lost); both are written (ASCII escapes), and loading them is one line."""
+    import dataclasses
+    import json
+
+    from icount.errors import ResultsFileError
+
+    cell = dataclasses.replace(_cell("echo"), params={"argv": ["echo", "\udcff"]})
+    path = tmp_path / "r.json"
+    results.save(path, Results(FP, (cell,)), {"argv": ["icount", "\udcff"]}, overwrite=True)
+    for written in (path, results.provenance_path(path)):
+        text = written.read_bytes().decode("utf-8")
+        assert "\\udcff" in text and json.loads(text)
+    with pytest.raises(ResultsFileError, match=r"a lone surrogate in \\udcff\)"):
+        results.load(path)
