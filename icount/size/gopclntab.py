@@ -148,20 +148,50 @@ def read_table(blob: Blob, start: int, size: int, text_addr: int) -> GoFunctions
 
 
 def read_elf_table(blob: Blob) -> GoFunctions | None:
-    """The function table of an ELF file, None when it has no `.gopclntab` section of a
-    known format (`.data.rel.ro.gopclntab` in a position-independent executable, whose
-    table the loader relocates)."""
+    """The function table of an ELF file, None when it has none of a known format: the
+    `.gopclntab` section (`.data.rel.ro.gopclntab` in a position-independent executable
+    Go linked itself), else found by its header inside `.data.rel.ro` (where an external
+    linker merges it) or, in a file without section headers, anywhere in the file."""
     from icount.size.elf import read_elf
 
     if bytes(blob.data[:4]) != b"\x7fELF":
         return None
     image = read_elf(blob, symbols=False)
     found = {r.label: r for r in image.sections}
-    table = found.get(SECTION) or found.get(".data.rel.ro" + SECTION)
-    if table is None or not table.length:
-        return None
     text = found.get(".text")
-    return read_table(blob, table.start, table.length, (text.sym_addr or 0) if text else 0)
+    text_addr = (text.sym_addr or 0) if text else 0
+    table = found.get(SECTION) or found.get(".data.rel.ro" + SECTION)
+    if table is not None and table.length:
+        return read_table(blob, table.start, table.length, text_addr)
+    within = found.get(".data.rel.ro")
+    if within is not None and within.length:
+        return _search(blob, within.start, within.length, text_addr)
+    if not any(r.length for r in image.sections if r.label.startswith(".")):
+        return _search(blob, 0, blob.size, text_addr)
+    return None
+
+
+_MAX_CANDIDATES = 64  # places that start like a header but are not one, tried at most
+
+
+def _search(blob: Blob, start: int, size: int, text_addr: int) -> GoFunctions | None:
+    """The first table of a known format in [start, start+size): a place that starts
+    with a magic and reads as a whole table (the functions' entries in order)."""
+    heads = [struct.pack(end + "I", magic) + b"\0\0" for magic in FORMATS for end in "<>"]
+    stop = start + size
+    tried = 0
+    for head in heads:
+        at = blob.data.find(head, start, stop)
+        while at >= 0 and tried < _MAX_CANDIDATES:
+            tried += 1
+            try:
+                got = read_table(blob, at, stop - at, text_addr)
+            except ParseError:
+                got = None
+            if got is not None and len(got):
+                return got
+            at = blob.data.find(head, at + 1, stop)
+    return None
 
 
 @lru_cache(maxsize=16)

@@ -11,7 +11,7 @@ from icount.callgrind.functions import window_profile
 from icount.callgrind.parser import parse_bytes
 from icount.errors import ParseError
 from icount.runtimes import runtime_work
-from icount.size.gopclntab import GoFunctions, read_table
+from icount.size.gopclntab import GoFunctions, _search, read_table
 from icount.size.source import Blob
 from tests.callgrind.gopclntab_tables import table
 
@@ -98,6 +98,19 @@ def test_a_name_outside_the_table_is_refused_when_asked_for() -> None:
     assert t.name(1) == "runtime.mallocgc"
     with pytest.raises(ParseError, match=r"function 0.s name at \d+ lies outside the table"):
         t.name(0)
+
+
+def test_a_table_merged_into_another_section_is_found_by_its_header() -> None:
+    """An external linker merges the table into .data.rel.ro: found by its magic, past a
+    place that starts like a header (the 1.20 magic, then pad bytes) but is not one."""
+    real = table("1.18", FUNCS, END)
+    decoy = (0xFFFFFFF1).to_bytes(4, "little") + b"\0\0\x01\x08" + b"\xff" * 56
+    data = b"\x11" * 40 + decoy + real + b"\x22" * 24
+    got = _search(Blob("prog", data), 0, len(data), 0)
+    assert got is not None
+    assert got.fmt == "1.18"
+    assert [got.name(i) for i in range(len(got))] == [n for _, n in FUNCS]
+    assert _search(Blob("prog", decoy + b"\x22" * 24), 0, 88, 0) is None
 
 
 PROFILE = b"""\
