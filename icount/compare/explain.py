@@ -113,6 +113,8 @@ class Explanation:
     allocations: tuple[float, float] | None
     # base's and new's flame graph figures, where both kept their calls
     flame: tuple[FlameProfile, FlameProfile] | None = None
+    # the cell's change past the functions named, and its share of it (None: not known)
+    rest: tuple[float, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -122,6 +124,7 @@ class Explanation:
             if self.allocations is None
             else {"base": self.allocations[0], "new": self.allocations[1]},
             **({"flame": flame_pair_json(*self.flame)} if self.flame else {}),
+            **({"rest": {"delta": self.rest[0], "share": self.rest[1]}} if self.rest else {}),
         }
 
 
@@ -160,7 +163,11 @@ def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> 
     moves.sort(key=lambda m: (-abs(m.delta), m.name))
     allocations = (base.allocations, new.allocations)
     flame = (base.flame(), new.flame()) if base.edges and new.edges else None
-    return Explanation(base.per, tuple(m for m in moves[:TOP] if m.delta), allocations, flame)
+    named = tuple(m for m in moves[:TOP] if m.delta)
+    rest = round(delta - sum(m.delta for m in named), 3)
+    # the shares named and the rest's add up to the cell's change
+    past = (rest, round(rest / delta, 4)) if delta and abs(rest) >= 0.5 else None
+    return Explanation(base.per, named, allocations, flame, past)
 
 
 def number(x: float) -> str:
@@ -222,6 +229,13 @@ def move_text(m: Move) -> str:
     return text + ")"
 
 
+def rest_text(rest: tuple[float, float]) -> str:
+    """'the rest +120 (2.3% of the cell's change)': what the functions named leave."""
+    delta, share = rest
+    sign = "+" if delta > 0 else ""
+    return f"the rest {sign}{number(delta)} ({share * 100:,.1f}% of the cell's change)"
+
+
 def _alloc_text(e: Explanation) -> str:
     if e.allocations is None or e.allocations[0] == e.allocations[1]:
         return ""
@@ -232,6 +246,8 @@ def _alloc_text(e: Explanation) -> str:
 def line(label: str, e: Explanation) -> str:
     """One note of the terminal table: the functions that moved most, largest first."""
     moved = "; ".join(f"{printable(m.name)} {move_text(m)}" for m in e.moves)
+    if e.rest and moved:
+        moved += f"; {rest_text(e.rest)}"
     alloc = _alloc_text(e)
     return (
         f"{printable(label)}: moved most (self instructions per {e.per}): "
@@ -243,6 +259,7 @@ def markdown(e: Explanation) -> list[str]:
     """The PR comment's lines under a changed cell's bullet."""
     # names from the profiles, escaped for Markdown: a backtick in one let a link through
     out = [f"  - {md_code(m.name)} {md_text(move_text(m))}" for m in e.moves]
+    out += [f"  - {rest_text(e.rest)}"] if e.rest and out else []
     alloc = _alloc_text(e)
     return [*out, f"  - {alloc}"] if alloc else out
 

@@ -105,3 +105,21 @@ def test_clones_and_nets_go_through_the_comparisons_json() -> None:
     c = compare(Results({}, (_cell(BASE),)), Results({}, (_cell(NEW),)), T)
     md = render.render_md(c)
     assert "`LZ4_compress_generic` 500,000 -> 489,000 (-11,000, -2.2%;" in md
+
+
+def test_the_rest_of_the_change_is_said_so_that_the_shares_add_up() -> None:
+    base = {f"f{k}": 1000.0 for k in range(8)}
+    new = {f"f{k}": 1000.0 + 100 * (8 - k) for k in range(8)}  # f0 +800 ... f7 +100
+    c = compare(Results({}, (_cell(base),)), Results({}, (_cell(new),)), T)
+    e = c.rows[0].explained
+    assert e is not None and [m.name for m in e.moves] == ["f0", "f1", "f2", "f3", "f4"]
+    # f5, f6 and f7: 600 of the cell's 3,600
+    assert e.rest == (600.0, round(600 / 3600, 4))
+    assert "; the rest +600 (16.7% of the cell's change)" in render.build_table(c).notes[0]
+    assert "  - the rest +600 (16.7% of the cell's change)\n" in render.render_md(c)
+    shares = [m.share or 0.0 for m in e.moves] + [e.rest[1]]
+    assert sum(shares) == pytest.approx(1.0, abs=1e-3)
+    assert render.to_json(c)["cells"][0]["explained"]["rest"] == {"delta": 600.0, "share": 0.1667}
+    assert _moves(BASE, NEW) and "rest" not in json.dumps(
+        render.to_json(compare(Results({}, (_cell(BASE),)), Results({}, (_cell(NEW),)), T))
+    )  # every function of the change named: no rest
