@@ -219,6 +219,15 @@ def _function_table(report: dict[str, Any]) -> Table:
                 _bytes(f["size_b"]),
             ]
         )
+    for f in report["functions"]:
+        net = f.get("net")
+        if net:
+            fns.notes.append(
+                f"{f['name']} with {', '.join(net['absorbed'])} (inlined into it in "
+                f"{' and '.join(side.upper() for side in net['inlined_in'])}): "
+                f"self {numfmt.si(net['self_a'])} -> {numfmt.si(net['self_b'])} "
+                f"({_signed(net['self_delta'])}, {_pct(net['self_delta'], net['self_a'])})"
+            )
     _omitted(fns, report["omitted"]["functions"], "function")
     _negligible(fns, report, "functions", "function", "whose self and incl changed by")
     fns.notes.append(numfmt.LEGEND)

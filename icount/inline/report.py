@@ -20,7 +20,8 @@ FORMAT = "icount-inline"
 # Version history: 1 - first version. 2 - rows below `min_share` of A's total are
 # left out of `functions` and `call_changes` (counted in `negligible`); function rows
 # carry self and inclusive cost per call. 3 - rows of functions only in one build name
-# their compiler's copies in the other (`copies_in_other`).
+# their compiler's copies in the other (`copies_in_other`), and a function row whose
+# function took others in by inlining in one build carries its self cost with theirs (`net`).
 VERSION = 3
 # Changes below this share of A's total are noise on any real program (the dynamic
 # loader moves by tens to hundreds of instructions between two builds).
@@ -76,6 +77,32 @@ def _only_row(
         # (`foo.constprop.0`), or the function this one is a copy of.
         "copies_in_other": [n for n in copies.get(clone_base(d.name), []) if n != d.name],
     }
+
+
+def _net(
+    functions: list[dict[str, Any]], alignment: Alignment, a: BuildFacts, b: BuildFacts
+) -> None:
+    """Each function row whose function one build inlined others into (them alone: a
+    callee inlined into several is not split among them) gains `net`: its self cost with
+    theirs in the build that kept them out of line, and the change of that."""
+    into: dict[str, list[tuple[str, str, int]]] = {}  # holder -> (callee, build, self)
+    for rows, side, other in ((alignment.only_a, "a", b), (alignment.only_b, "b", a)):
+        for d in rows:
+            holders = _holders(other.inlines, d.name)
+            stats = d.a if side == "a" else d.b
+            if holders and len(holders) == 1 and stats is not None:
+                into.setdefault(next(iter(holders)), []).append((d.name, side, stats.self_cost))
+    for row in functions:
+        absorbed = into.get(row["name"])
+        if not absorbed or not (row["in_a"] and row["in_b"]):
+            continue
+        self_a = row["self_a"] + sum(c for _, side, c in absorbed if side == "a")
+        self_b = row["self_b"] + sum(c for _, side, c in absorbed if side == "b")
+        # inlined in the build that lacks them out of line
+        inlined_in = sorted({"b" if side == "a" else "a" for _, side, _ in absorbed})
+        names = sorted(n for n, _, _ in absorbed)
+        row["net"] = {"absorbed": names, "inlined_in": inlined_in, "self_a": self_a,
+                      "self_b": self_b, "self_delta": self_b - self_a}  # fmt: skip
 
 
 def _per_call(cost: int, calls: int) -> float | None:
@@ -140,6 +167,7 @@ def build_report(
         e for e in alignment.edges if max(e.a.cost if e.a else 0, e.b.cost if e.b else 0) >= floor
     ]
     functions = [_function_row(d, a, b) for d in cut(changed)]
+    _net(functions, alignment, a, b)
     edges = [
         {
             "caller": e.caller,

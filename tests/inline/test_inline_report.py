@@ -39,6 +39,12 @@ def test_report_names_the_inlined_helper_its_calls_and_sites() -> None:
     assert sites[("fib", "fib")]["copies_a"] > 0 and sites[("fib", "fib")]["copies_b"] == 0
     # Self-cost deltas add up to the change of the total.
     assert sum(f["self_delta"] for f in data["functions"]) == data["total_delta"]
+    # main netted of what A inlined into it: its self with mix's and atol's in B
+    main = {f["name"]: f for f in data["functions"]}["main"]
+    absorbed = [r for r in data["only_in_b"] if r["inlined_into_other"] == {"main": 1}]
+    assert main["net"]["absorbed"] == sorted(r["name"] for r in absorbed) == ["atol", "mix"]
+    assert main["net"]["self_b"] == main["self_b"] + sum(r["self"] for r in absorbed)
+    assert main["net"]["self_a"] == main["self_a"] and main["net"]["inlined_in"] == ["a"]
 
 
 def annotate_calls(path: Path, names: set[str]) -> int:
