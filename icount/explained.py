@@ -10,12 +10,16 @@ from typing import Any
 
 from icount import numfmt
 from icount.names import display_name
+from icount.text import printable
 
 # A collected runtime's explanation (serve/spread.py writes these, the notes read them):
 # `figure` is the mutator, and `functions_of` says whose functions it names: the
 # mutator's (the runtime's taken out by name) or the whole windows' (the runtime's among)
 MUTATOR = "mutator"
 OF_WINDOW = "window"
+# what icount serve found of a cell that its figure does not say (serve/connections.py:
+# how the server used its connections): lines of text, each for the table's notes
+NOTES = "notes"
 
 
 def describe(explained: Mapping[str, Any], max_spread: float, *, windows: bool = True) -> str:
@@ -68,3 +72,12 @@ def _mutator_line(explained: Mapping[str, Any], between: str, parts: str) -> str
         f"runtime's own work counted apart among them (a window's functions do not tell "
         f"it apart): {parts}"
     )
+
+
+def cell_notes(extra: Mapping[str, Any]) -> list[str]:
+    """The lines a cell's `extra.notes` holds, escaped; what is not text is left out (a
+    file icount did not write still reads)."""
+    lines = extra.get(NOTES)
+    if not isinstance(lines, list):
+        return []
+    return [printable(line) for line in lines if isinstance(line, str)]

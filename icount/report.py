@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from icount import allocations, build_label, cache_sim, memory, numfmt, sorting, startup_floor
-from icount.explained import describe
+from icount.explained import cell_notes, describe
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
 from icount.results.model import sort_key
@@ -225,6 +225,7 @@ def explaining_notes(cells: Sequence[Cell]) -> list[str]:
         clock = _clock_note(cell)
         if clock:
             notes.append(f"{cell.key_text}: {clock}")
+        notes += [f"{cell.key_text}: {line}" for line in cell_notes(cell.extra)]
         if cell.runtime is not None:  # a collected runtime's three figures
             notes.append(f"{cell.key_text}: {runtime_note(cell.runtime)}")
     return notes

@@ -88,6 +88,9 @@ _MEASURE: dict[str, tuple[Any, tuple[str, ...], str, dict[str, Any]]] = {
     "arrival": (None, ("--arrival",), "idle: send each request when every thread of the "
                 "server waits in the kernel; closed: as soon as the last answer is in "
                 "[idle with the built-in client].", {}),
+    "connection": ("auto", ("--connection",), "keep-alive, or close: each request on its "
+                   "own connection, counted with it [auto: close where the server closes "
+                   "after every answer].", {}),
     "max_spread": (o.MAX_SPREAD_TEXT, ("--max-spread",), "Spread limit for a valid cell.", {}),
     "max_load": (None, ("--max-load",), "Refuse to start above this load1.", {}),
     "thread": (None, ("--thread",), "callgrind: count only this valgrind thread of the "
@@ -140,6 +143,7 @@ def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
         "load": p["load"],
         # compare --interleave takes serve's options but this one: its default there
         "arrival": o.Arrival.parse(p["arrival"]) if p.get("arrival") else None,
+        "connection": o.parse_connection(p.get("connection") or "auto"),
         "max_spread": o.parse_spread(p["max_spread"]),
         "max_load": p["max_load"],
         "thread": p["thread"],
@@ -199,6 +203,7 @@ def serve_command(
     backend: str = typer.Option("auto", "--backend", help=BACKEND_HELP),
     load: str = measure_option("load"),
     arrival: str = measure_option("arrival"),
+    connection: str = measure_option("connection"),
     max_spread: str = measure_option("max_spread"),
     max_load: float = measure_option("max_load"),
     thread: int = measure_option("thread"),

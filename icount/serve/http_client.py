@@ -11,10 +11,19 @@ A response whose bytes equal a response already parsed and found correct is corr
 too, so the common case costs one set lookup instead of a parse; anything else (a new
 Date header, a wrong answer) goes through the full parser and check.
 
-Framing is by Content-Length only. Chunked responses, responses without a length and
-bytes nobody asked for are errors that end the connection's use; so is a server that
-closes a connection (or says `Connection: close`): the lost connection is reported and
-the client sends no new requests, since reconnecting would put accept costs in the window.
+Framing is by Content-Length, or, for a response without one, the end of the connection
+(HTTP/1.1's rule for a response the server closes). Chunked responses and bytes nobody
+asked for are errors that end the connection's use.
+
+A server that closes connections is measured, not refused. One that closes after every
+response (`Connection: close`, an HTTP/1.0 answer without keep-alive: PHP's `php -S`) is
+sent each request on a fresh connection, opened when the request is sent, so that each
+request's connection (connect, accept, close) is part of its work, in every window
+alike; `connection="close"` does so with any server. One that closes a connection after
+some responses (a keep-alive limit: lighttpd's, Apache's, nginx's) gets a fresh
+connection when it closes one, and `fresh()` before a window replaces every connection
+and sends each one request, so that the window starts on connections the server has
+accepted, each with the most requests left; `per_connection` is the limit found.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from icount.errors import RunFailedError
 from icount.serve.adapter import PathSpec, check_response
 
 MAX_HEAD_BYTES = 64 * 1024
+CONNECTIONS = ("auto", "keep-alive", "close")  # how connections are used (--connection)
 MAX_BODY_BYTES = 64 * 1024 * 1024
 RECV_BYTES = 65536
 _KNOWN_GOOD_MAX = 64  # distinct correct responses remembered (Date changes once a second)
@@ -41,6 +51,8 @@ class LoadResult:
     failed: int  # requested - completed: wrong answers, lost, timed out or never sent
     first_error: str | None
     wall_s: float
+    # connections opened during the run: the server's accepts and closes it caused
+    connections: int = 0
 
     @property
     def rps(self) -> float:
@@ -78,8 +90,12 @@ def _decimal(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def parse_response(data: bytes, *, head_only: bool = False) -> tuple[int, Response] | None:
-    """(bytes used, response) for the response at the start of `data`; None if incomplete."""
+def parse_response(
+    data: bytes, *, head_only: bool = False, eof: bool = False
+) -> tuple[int, Response] | None:
+    """(bytes used, response) for the response at the start of `data`; None if incomplete.
+    `eof`: the server closed the connection after `data`, which ends a body without a
+    Content-Length."""
     end = data.find(b"\r\n\r\n")
     if end < 0:
         if len(data) > MAX_HEAD_BYTES:
@@ -104,9 +120,17 @@ def parse_response(data: bytes, *, head_only: bool = False) -> tuple[int, Respon
             "(the server must send Content-Length)"
         )
     length_text = headers.get("content-length")
+    to_close = False  # the body runs to the end of the connection
     if head_only or status in (204, 304) or 100 <= status < 200:
         length = 0
-    elif length_text is None or not _decimal(length_text):
+    elif length_text is None:
+        if len(data) - end - 4 > MAX_BODY_BYTES:
+            raise FramingError(f"response without a length is over {MAX_BODY_BYTES} bytes")
+        if not eof:
+            return None
+        to_close = True
+        length = len(data) - end - 4
+    elif not _decimal(length_text):
         raise FramingError(f"response without a valid Content-Length ({length_text!r})")
     else:
         length = int(length_text)
@@ -117,6 +141,7 @@ def parse_response(data: bytes, *, head_only: bool = False) -> tuple[int, Respon
         return None
     conn = headers.get("connection", "").lower()
     keep_alive = "close" not in conn if parts[0] == "HTTP/1.1" else "keep-alive" in conn
+    keep_alive = keep_alive and not to_close
     return total, Response(status, headers, data[end + 4 : total], keep_alive)
 
 
@@ -131,7 +156,7 @@ def fetch(host: str, port: int, path: PathSpec, timeout_s: float) -> Response:
             if chunk:
                 data += chunk
             try:
-                parsed = parse_response(data, head_only=path.http_method == "HEAD")
+                parsed = parse_response(data, head_only=path.http_method == "HEAD", eof=not chunk)
             except FramingError as e:
                 raise RunFailedError(f"{host}:{port}{path.request_target}: {e}") from e
             if parsed is not None:
@@ -144,7 +169,8 @@ def fetch(host: str, port: int, path: PathSpec, timeout_s: float) -> Response:
 
 
 class KeepAliveClient:
-    """`concurrency` keep-alive connections, exactly n validated requests per `run`."""
+    """`concurrency` keep-alive connections, exactly n validated requests per `run`.
+    `connection`: CONNECTIONS (the module's docstring)."""
 
     name = "builtin"
 
@@ -174,6 +200,12 @@ class KeepAliveClient:
         self._known_good: set[bytes] = set()
         self._answered = [0] * concurrency  # responses per connection, for messages
         self._broken: str | None = None  # why the connections cannot be used any more
+        self._index: dict[int, int] = {}  # an open connection's fd: its place in _socks
+        self.connection = "auto"
+        # the fewest responses the server gave a connection before closing it; None: none
+        # closed. 1: it closes after every response
+        self.per_connection: int | None = None
+        self.server_software: str | None = None  # its Server header, which names its settings
 
     def __enter__(self) -> KeepAliveClient:
         self.open()
@@ -189,12 +221,10 @@ class KeepAliveClient:
         self._broken = None
         ep = select.epoll()
         try:
-            for _ in range(self.concurrency):
+            for i in range(self.concurrency):
                 sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
                 self._socks.append(sock)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                sock.setblocking(False)
-                ep.register(sock.fileno(), select.EPOLLIN)
+                self._register(ep, i, sock)
         except OSError as e:
             ep.close()
             self._close_sockets()
@@ -214,13 +244,71 @@ class KeepAliveClient:
         for sock in self._socks:
             sock.close()
         self._socks = []
+        self._index = {}
+
+    def _register(self, ep: select.epoll, i: int, sock: socket.socket) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        ep.register(sock.fileno(), select.EPOLLIN)
+        self._index[sock.fileno()] = i
+
+    def _connect(self, i: int) -> str | None:
+        """A new connection in place i (whose last one was closed); why not, or None."""
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+        except OSError as e:
+            return f"cannot open a new connection: {e.strerror or e}"
+        assert self._ep is not None
+        self._socks[i] = sock
+        self._register(self._ep, i, sock)
+        self._answered[i] = 0
+        return None
+
+    def _drop(self, i: int) -> None:
+        """Close connection i, to be opened again when its next request is sent."""
+        sock = self._socks[i]
+        if sock.fileno() >= 0:
+            self._index.pop(sock.fileno(), None)
+            if self._ep is not None:
+                self._ep.unregister(sock.fileno())
+            sock.close()
+
+    def _server_closed(self, i: int, how: str) -> str | None:
+        """The server closed connection i (`how`) after its answers on it: the limit it
+        keeps to is noted, and why the client cannot go on, if it cannot."""
+        k = self._answered[i]
+        self._drop(i)
+        if self.connection != "close":  # else the client closes them itself
+            self.per_connection = k if self.per_connection is None else min(self.per_connection, k)
+        if k == 1 and self.connection == "keep-alive":
+            return (
+                f"{self._lost(i, how)}: --connection keep-alive needs a server that keeps "
+                "connections open; --connection close counts each request's connection as "
+                "its work"
+            )
+        return None
+
+    @property
+    def mode(self) -> str:
+        """'close' where each request has its own connection, else 'keep-alive'."""
+        if self.connection == "close" or self.per_connection == 1:
+            return "close"
+        return "keep-alive"
+
+    def fresh(self) -> LoadResult | None:
+        """Before a window, where the server closes connections at a limit: every
+        connection replaced and sent one request, outside the window, so that the window
+        starts on connections the server has accepted (an accept inside it would be its
+        work) with the most requests left. None where nothing was done."""
+        if self.mode == "close" or self.per_connection is None or self._broken is not None:
+            return None
+        for i in range(len(self._socks)):
+            self._drop(i)
+        return self.run(self.concurrency)
 
     def _lost(self, i: int, why: str) -> str:
         """Retire connection i; the message names it and how far it got."""
-        sock = self._socks[i]
-        if self._ep is not None and sock.fileno() >= 0:
-            self._ep.unregister(sock.fileno())
-        sock.close()
+        self._drop(i)
         msg = f"connection {i + 1} {why} after {self._answered[i]} responses on it"
         self._broken = self._broken or msg
         return msg
@@ -234,7 +322,14 @@ class KeepAliveClient:
             return LoadResult(n, 0, n, f"earlier: {self._broken}", 0.0)
         ep = self._ep
         socks = self._socks
-        index = {sock.fileno(): i for i, sock in enumerate(socks)}
+        index = self._index
+        close_each = self.connection == "close"  # the client closes after every answer
+        # Under a keep-alive limit, each connection sends a fixed share of the n: which
+        # one reaches the limit, and so where new connections open, is then the same in
+        # every window, not left to which answers came first.
+        limited = self.per_connection is not None and self.mode == "keep-alive"
+        c = len(socks)
+        quota = [n // c + (i < n % c) for i in range(c)] if limited else None
         req = self.request_bytes
         req_len = len(req)
         good = self._known_good
@@ -244,15 +339,23 @@ class KeepAliveClient:
         bufs: list[bytes] = [b""] * len(socks)
         busy = [False] * len(socks)  # a request is in flight on this connection
         first_error: str | None = None
-        sent = completed = inflight = received = 0
+        sent = completed = inflight = received = opened = 0
         stopping = False
 
         def send(i: int) -> str | None:
+            nonlocal opened
+            if socks[i].fileno() < 0:  # closed after its last answer: a new one
+                why = self._connect(i)
+                if why is not None:
+                    return why
+                opened += 1
             try:
                 if socks[i].send(req) != req_len:
                     return "request only partly sent (socket buffer full)"
             except OSError as e:
                 return f"send failed: {e.strerror or e}"
+            if quota is not None:
+                quota[i] -= 1
             return None
 
         pace = self.pace
@@ -282,7 +385,10 @@ class KeepAliveClient:
                 self._broken = self._broken or first_error
                 break
             for fd, _ in events:
-                i = index[fd]
+                i = index.get(fd, -1)
+                if i < 0:  # closed by an earlier event of this batch
+                    continue
+                at_eof = False
                 try:
                     data = socks[i].recv(RECV_BYTES)
                 except BlockingIOError:
@@ -294,14 +400,25 @@ class KeepAliveClient:
                     stopping = True
                     continue
                 if not data:
-                    how = "closed by the server"
-                    if bufs[i]:
-                        how += f" in the middle of a response ({len(bufs[i])} bytes)"
-                    first_error = first_error or self._lost(i, how)
-                    inflight -= busy[i]
-                    busy[i] = False
-                    stopping = True
-                    continue
+                    if busy[i] and bufs[i]:  # a body without a length ends here
+                        data, bufs[i], at_eof = bufs[i], b"", True
+                    elif not busy[i] and answered[i]:
+                        # closed between requests, at a limit it did not announce: a new
+                        # connection for the next request. One closed under a request in
+                        # flight cannot be told from a crash, and is one.
+                        why = self._server_closed(i, "was closed by the server")
+                        first_error = first_error or why
+                        stopping = stopping or why is not None
+                        continue
+                    else:
+                        how = "closed by the server"
+                        if bufs[i]:
+                            how += f" in the middle of a response ({len(bufs[i])} bytes)"
+                        first_error = first_error or self._lost(i, how)
+                        inflight -= busy[i]
+                        busy[i] = False
+                        stopping = True
+                        continue
                 if not busy[i]:
                     first_error = first_error or self._lost(
                         i, f"unusable: {len(data)} bytes nobody asked for"
@@ -316,7 +433,7 @@ class KeepAliveClient:
                     keep_alive = True
                 else:
                     try:
-                        parsed = parse_response(data, head_only=head_only)
+                        parsed = parse_response(data, head_only=head_only, eof=at_eof)
                     except FramingError as e:
                         first_error = first_error or self._lost(i, f"unusable: {e}")
                         inflight -= 1
@@ -337,6 +454,8 @@ class KeepAliveClient:
                         continue
                     diff = check_response(expect, resp.status, resp.headers, resp.body)
                     keep_alive = resp.keep_alive
+                    if self.server_software is None:
+                        self.server_software = resp.headers.get("server", "")
                     if diff is None:
                         completed += 1
                         if keep_alive:
@@ -349,15 +468,15 @@ class KeepAliveClient:
                 received += 1
                 inflight -= 1
                 busy[i] = False
-                if not keep_alive:
-                    first_error = first_error or self._lost(
-                        i,
-                        "was closed by the server "
-                        "(Connection: close; icount needs HTTP/1.1 keep-alive)",
-                    )
-                    stopping = True
-                    continue
-                if sent < n and not stopping:
+                if close_each:
+                    self._drop(i)
+                elif not keep_alive:  # the server closes it: a new one for the next request
+                    why = self._server_closed(i, "was closed by the server (Connection: close)")
+                    if why is not None:
+                        first_error = first_error or why
+                        stopping = True
+                        continue
+                if sent < n and not stopping and (quota is None or quota[i] > 0):
                     wave = [i]
                     if pace is not None:  # the next wave once every answer is in
                         waiting.append(i)
@@ -379,4 +498,4 @@ class KeepAliveClient:
                         inflight += 1
                         busy[j] = True
         wall = time.perf_counter() - t0
-        return LoadResult(n, completed, n - completed, first_error, wall)
+        return LoadResult(n, completed, n - completed, first_error, wall, opened)

@@ -52,6 +52,7 @@ class ServeRequest:
     concurrency: int = o.CONCURRENCY
     load: str | None = None
     arrival: Arrival | None = None  # None: idle with the built-in client, else closed
+    connection: str = "auto"  # o.CONNECTIONS (serve/http_client.py)
     max_spread: float = o.MAX_SPREAD
     backend: str = "auto"
     thread: int | None = None
@@ -116,6 +117,7 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "concurrency": lambda v: o.int_from_json(v, 1, 10000),
     "load": _optional(o.str_from_json),
     "arrival": _optional(lambda v: Arrival(o.str_from_json(v))),
+    "connection": o.connection_from_json,
     "max_spread": o.spread_from_json,
     "backend": o.str_from_json,
     "thread": _optional(lambda v: o.int_from_json(v, 1, 10**6)),
@@ -161,8 +163,6 @@ def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]
                     hint="name the targets and options again",
                 )
             changes["targets"] = tuple(str(t) for t in targets)
-    if "arrival" not in explicit and "arrival" not in plan:
-        changes["arrival"] = arrival_mod.LEGACY  # a session from before it was recorded
     for option, read in RESUMED_OPTIONS.items():
         if _PARAMETER.get(option, option) not in explicit and option in plan:
             try:
@@ -262,6 +262,7 @@ class Plan:
             concurrency=self.request.concurrency,
             load_kind=self.load_kind,
             arrival=self.arrival,
+            connection=self.request.connection,
             max_spread=self.request.max_spread,
             idle_seconds=self.request.idle_seconds,
             max_windows=self.request.max_windows,
@@ -433,6 +434,12 @@ def prepare(
     )
     load_kind, load_why = _load_kind(request.load, backend)
     arrival, arrival_why = arrival_mod.resolve(request.arrival, load_kind)
+    if request.connection != "auto" and load_kind != "builtin":
+        raise UsageError(
+            f"--connection {request.connection} needs the built-in client: {load_kind} "
+            "opens its connections itself",
+            hint="use --load builtin, or leave --connection out",
+        )
     fp = backends.fingerprint(backend, "server")
     job_cpus = cpus_mod.split_jobs(
         split,
@@ -482,9 +489,24 @@ def _resumed(plan: Plan, resume: Path | None, shard: shards.ShardSpec | None) ->
         record = shards.make_record("serve", planned_cells(plan), shard)
         plan = replace(plan, shard=record, shard_spec=shard, start=Results(fp, (), record))
     if previous is not None and resume is not None:
+        plan = _arrival_of(previous, plan)
         check_resume(previous, plan, resume)
         plan = replace(plan, start=Results(fp, previous.cells, plan.shard))
     return plan
+
+
+def _arrival_of(previous: Results, plan: Plan) -> Plan:
+    """The arrival of the cells of the file to resume, where neither the command line nor
+    its provenance says one (a session from before it was recorded: closed)."""
+    if plan.request.arrival is not None:
+        return plan
+    kinds = {arrival_mod.recorded(c.params) for c in previous.cells if c.path != COLD_START}
+    if len(kinds) != 1 or kinds == {plan.arrival}:
+        return plan  # none measured, or a mix: check_resume says which differ
+    kind = Arrival(kinds.pop()) if kinds <= set(Arrival) else None
+    if kind is None or (kind is Arrival.IDLE and plan.load_kind != "builtin"):
+        return plan
+    return replace(plan, arrival=kind, arrival_why="as the cells of the file to resume were")
 
 
 def check_resume(previous: Results, plan: Plan, resume: Path) -> None:

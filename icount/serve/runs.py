@@ -82,6 +82,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from icount import runtimes
 from icount.backends import Backend
 from icount.backends.protocol import Server
 from icount.cpus import CpuSplit
@@ -97,9 +98,9 @@ from icount.results.details import (
     ServeDetail,
 )
 from icount.results.runtime import windows_to_fit
-from icount.serve import arrival
+from icount.serve import arrival, connections
 from icount.serve.adapter import PathSpec
-from icount.serve.http_client import LoadResult
+from icount.serve.http_client import KeepAliveClient, LoadResult
 from icount.serve.loadgen import LoadGenerator
 from icount.serve.server import (
     HOST,
@@ -141,6 +142,7 @@ class CellOptions:
     warmup: Warmup = options.AUTO
     concurrency: int = options.CONCURRENCY
     load_kind: str = "builtin"
+    connection: str = "auto"  # http_client.CONNECTIONS: --connection
     arrival: Arrival = Arrival.CLOSED  # serve/arrival.py; a session plan gives its own
     max_spread: float = options.MAX_SPREAD
     auto_limits: AutoLimits = field(default_factory=AutoLimits)
@@ -169,6 +171,9 @@ class RunOutcome:
     # each rep's self instructions by function, where the backend sees them: kept in
     # memory for the cell's spread explanation, not saved
     functions: tuple[Mapping[str, float] | None, ...] = ()
+    # what the cell's notes say of this run (how the server used its connections)
+    notes: tuple[str, ...] = ()
+    connection: str | None = None  # "close" where each request had its own connection
 
 
 def request_identity(data: bytes | None) -> RequestIdentity | None:
@@ -198,6 +203,8 @@ def _client(
     client = loadgen.make_load_generator(
         opts.load_kind, HOST, port, path, opts.concurrency, timeout, opts.cpus.load, pace
     )
+    if isinstance(client, KeepAliveClient):
+        client.connection = opts.connection
     try:
         client.open()
         yield client
@@ -207,11 +214,20 @@ def _client(
 
 def _window(
     server: Server, client: LoadGenerator, n: int, what: str, floor: float | None
-) -> tuple[Rep, LoadResult, Mapping[str, float] | None, str | None]:
+) -> tuple[Rep, LoadResult, Mapping[str, float] | None, str | None, float]:
     """One counted window of `n` requests: (its rep, the client's result, self costs by
-    function, the collected runtime the backend found, if any). A window whose
-    requests were answered by processes the backend does not count is refused: its
-    figure would be a valid-looking part of the work, or zero."""
+    function, the collected runtime the backend found, if any, and the seconds spent
+    before it on new connections or on a window taken again, which are not the
+    window's: serve/connections.py). A window whose requests were answered by processes
+    the backend does not count is refused: its figure would be a valid-looking part of
+    the work, or zero."""
+    before = connections.known(client)
+    t0 = time.monotonic()  # not CLOCK: a test's own clock counts windows, not this
+    primed = connections.before_window(client)
+    prepared = time.monotonic() - t0
+    if primed is not None and not primed.ok:
+        lost = primed.first_error or f"{primed.failed} of {primed.requested} requests failed"
+        raise RunInvalid(with_server_state(server, f"{what}: new connections: {lost}"))
     server.open_window()
     result = _load(server, client, n, what)
     # from the moment counting started to the moment it stops, as the idle window's
@@ -246,7 +262,13 @@ def _window(
             f"process{'es' if counted != 1 else ''}, below the floor of {floor:g} that any "
             "real request path exceeds (a server whose workers escaped counting?)"
         )
-    return rep, result, count.functions, None if work is None else work.runtime
+    if connections.known(client) != before:
+        # the server first closed a connection (or closed each) inside this window: the
+        # windows after it start on new connections, and so does this one, taken again
+        again = time.monotonic()
+        rep, result, functions, runtime, spent = _window(server, client, n, what, floor)
+        return rep, result, functions, runtime, spent + again - t0
+    return rep, result, count.functions, None if work is None else work.runtime, prepared
 
 
 def _auto_warmup(
@@ -260,7 +282,7 @@ def _auto_warmup(
     def probe(n: int) -> float:
         # the mutator's curve: a collection that falls in a probe holds nothing back, nor
         # does a scheduler that waited longer for the requests of one probe
-        rep, _, _, _ = _window(server, client, n, "warm-up probe", floor)
+        rep, _, _, _, _ = _window(server, client, n, "warm-up probe", floor)
         if rep.collector is not None:
             runtime.append(round(rep.runtime_work / rep.requests, 3))
         return (rep.instructions - rep.apart) / rep.requests
@@ -394,10 +416,12 @@ def _windows(
     note: Note,
     earlier: Sequence[ServeDetail] = (),
     extra: int = 0,
+    said: connections.Said | None = None,
 ) -> tuple[ServeDetail, tuple[float, ...], tuple[Mapping[str, float] | None, ...]]:
     """Verify, warm up (and `extra` requests more: `stagger`), then --reps windows on a
     ready server, and the windows added for a collected runtime's interval (`earlier`:
-    the cell's valid runs before this one)."""
+    the cell's valid runs before this one). `said` gets what the cell's notes say of the
+    server's connections."""
     curve: tuple[tuple[int, float], ...] = ()
     probes: list[float] = []  # the runtime's work per request in each probe, recorded
     with _client(server, opts, port, path) as client:
@@ -426,13 +450,15 @@ def _windows(
         took: list[float] = []  # each window's wall time, opening and closing included
         functions: list[Mapping[str, float] | None] = []
         runtime_names: list[str] = []
+        inside = 0  # connections a window opened
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
             t0 = CLOCK()
-            rep, result, by_function, work = _window(
+            rep, result, by_function, work, prepared = _window(
                 server, client, opts.requests, f"rep {r + 1}", opts.backend.instruction_floor
             )
-            took.append(CLOCK() - t0)
+            took.append(CLOCK() - t0 - prepared)
+            inside = max(inside, result.connections)
             reps.append(rep)
             rps.append(round(result.rps, 1))
             walls.append(result.wall_s)
@@ -440,6 +466,8 @@ def _windows(
             if work is not None:
                 runtime_names.append(work)
         request = request_identity(client.request_bytes)
+        if said is not None:
+            connections.describe(client, opts.requests, inside, said)
         idle, share = None, None
         if opts.idle_seconds > 0:
             note(f"idle window: {opts.idle_seconds:g} s")
@@ -452,6 +480,13 @@ def _windows(
             if idle is not None:
                 idle = IdleCount(idle.instructions, opts.idle_seconds)
         runtime = next(iter(runtime_names), None)
+        if runtime == runtimes.USER and not any(r.runtime_work or r.runtime_calls for r in reps):
+            # --collector alone, and nothing it names ran in any window: no runtime's work
+            # was counted apart, and none is shown as a collector of 0 (the cell's notes
+            # say which pattern matched nothing)
+            runtime, probes = None, []
+            reps = [dataclasses.replace(r, collector=None, compiler=None, runtime_calls=None,
+                                        scheduler=None) for r in reps]  # fmt: skip
         detail = ServeDetail(
             window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle,
             time_share=share, runtime=runtime, clock_subtracted=subtract,
@@ -507,10 +542,10 @@ def _added_windows(
         note(f"rep {n}/{opts.max_windows} (added: the runtime's interval needs "
              f"{_about(need)} windows a run): {opts.requests} requests")  # fmt: skip
         t0 = CLOCK()
-        rep, result, _, _ = _window(
+        rep, result, _, _, prepared = _window(
             server, client, opts.requests, f"rep {n}", opts.backend.instruction_floor
         )
-        spent += CLOCK() - t0
+        spent += CLOCK() - t0 - prepared
         if not detail.clock_subtracted:
             rep = dataclasses.replace(rep, seconds=None)
         rps.append(round(result.rps, 1))
@@ -629,6 +664,7 @@ def measure_run(
     cell, which staggers its warm-up (`stagger`); 0 for a run that must see the cell's
     warm-up as it is."""
     decided = window
+    said = connections.Said()
     try:
         if decided is None or decided.name != WINDOW_DIFFERENTIAL:
             with running_server(target, opts.backend, opts.cpus.server, run_dir, note) as (
@@ -648,14 +684,15 @@ def measure_run(
                 if decided.name != WINDOW_DIFFERENTIAL:
                     extra = stagger(run, opts, earlier)
                     detail, rps, functions = _windows(
-                        server, port, path, opts, decided.name, note, earlier, extra
+                        server, port, path, opts, decided.name, note, earlier, extra, said
                     )
         if decided.name == WINDOW_DIFFERENTIAL:
             detail, rps = _differential(target, path, opts, run_dir, note)
             functions = ()
     except RunRefused as e:
-        return RunOutcome(None, str(e), e.detail, decided)
+        return RunOutcome(None, str(e), e.detail, decided, notes=tuple(said.notes))
     except RunInvalid as e:
-        return RunOutcome(None, str(e), None, decided)
+        return RunOutcome(None, str(e), None, decided, notes=tuple(said.notes))
     value = float(statistics.median(detail.mutator_per_request))
-    return RunOutcome(value, None, detail, decided, rps, functions)
+    return RunOutcome(value, None, detail, decided, rps, functions, tuple(said.notes),
+                      said.connection)  # fmt: skip

@@ -18,6 +18,7 @@ from typing import Any
 from icount import build_label, environment, jobs, memory, results
 from icount import cpus as cpus_mod
 from icount.errors import RunFailedError
+from icount.explained import NOTES
 from icount.profiles import WindowProfile
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
@@ -132,6 +133,8 @@ def _measure_cell(
     setup_error = built if built.startswith("build failed") else None
     setup_error = setup_error or launch_problem(t, plan.backend)
     history = state.durations.setdefault(t.adapter.name, [])
+    said: list[str] = []  # the runs' notes (serve/connections.py), each once
+    connection: str | None = None
 
     def note(head: str, eta: str, text: str) -> None:
         job.check()  # a cell still running when the session stops ends here
@@ -157,6 +160,8 @@ def _measure_cell(
             state.client_rps.setdefault(key, []).append(list(outcome.client_rps))
             history.append(time.monotonic() - t0)
             runs.append(Run(outcome.value, outcome.reason is None, outcome.reason, outcome.detail))
+            said += [line for line in outcome.notes if line not in said]
+            connection = connection or outcome.connection
             if outcome.detail is not None and outcome.reason is None:
                 pairs = zip(outcome.detail.reps, outcome.functions, strict=False)
                 profiled += [(f, r.requests) for r, f in pairs if isinstance(f, WindowProfile)]
@@ -176,6 +181,9 @@ def _measure_cell(
                 break
     counter.add(opts.runs - len(runs))
     extra = _extra(t, windows, opts.max_spread)
+    said += spread.naming_notes(windows, plan.request.collectors)
+    if said:
+        extra[NOTES] = said
     if plan.request.memory and setup_error is None:  # --memory: native runs after the counted
         with cpus_mod.pinned_self(cpus.load):
             memo = functools.partial(note, f"{key} memory", "")
@@ -188,6 +196,8 @@ def _measure_cell(
     )
     params = cell_params(p, opts)
     params.update(request_params(request))  # type: ignore[typeddict-item]
+    if connection is not None:  # absent: keep-alive, as in files from before it was recorded
+        params["connection"] = connection
     return Cell(
         name=t.adapter.name,
         path=p.name,

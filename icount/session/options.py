@@ -117,6 +117,24 @@ class Arrival(enum.StrEnum):
             raise UsageError(f"--arrival takes idle or closed, got {text!r}") from None
 
 
+# --connection: auto (keep-alive, or a connection per request where the server closes
+# after every answer), keep-alive, close (a connection per request): serve/http_client.py
+CONNECTIONS = ("auto", "keep-alive", "close")
+
+
+def parse_connection(text: str) -> str:
+    if text not in CONNECTIONS:
+        raise UsageError(f"--connection takes {', '.join(CONNECTIONS)}, got {text!r}")
+    return text
+
+
+def connection_from_json(value: Any) -> str:
+    text = str_from_json(value)
+    if text not in CONNECTIONS:
+        raise ValueError(f"not one of {', '.join(CONNECTIONS)}")
+    return text
+
+
 def parse_spread(text: str, flag: str = "--max-spread") -> float:
     """A spread limit, '1%' or '0.5' (percent) -> a fraction."""
     return parse_percent(text, flag)

@@ -194,16 +194,15 @@ def test_server_closing_idle_connection(scripted: Callable[..., int]) -> None:
     assert result.first_error == "connection 1 closed by the server after 5 responses on it"
 
 
-def test_connection_close_header_ends_keep_alive(scripted: Callable[..., int]) -> None:
+def test_connection_close_header_is_a_keep_alive_limit(scripted: Callable[..., int]) -> None:
+    """A server that says `Connection: close` on its third answer closes at a limit: the
+    client opens a new connection for the next request (tests/serve/test_connections.py)."""
     closing = OK.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
     port = scripted(lambda k: OK if k < 3 else closing)
-    result = load(port, 3)
-    # All three answers were right, but keep-alive is broken: not ok, and said why.
-    assert (result.completed, result.failed, result.ok) == (3, 0, False)
-    assert result.first_error == (
-        "connection 1 was closed by the server (Connection: close; icount needs HTTP/1.1 "
-        "keep-alive) after 3 responses on it"
-    )
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        result = client.run(5)
+        assert (result.completed, result.failed, result.ok) == (5, 0, True)
+        assert result.connections == 1 and client.per_connection == 3
 
 
 def test_chunked_response_is_refused(scripted: Callable[..., int]) -> None:

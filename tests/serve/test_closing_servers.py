@@ -1,0 +1,109 @@
+"""Real servers that close connections, measured under callgrind (issue 29): PHP's
+built-in server (`Connection: close` on every answer, no Content-Length), nginx and
+lighttpd with their keep-alive limits lowered below --requests. Each cell is valid, and
+its notes say how the server used its connections, naming the server's setting."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.serve.conftest import cells, leftovers, run_icount
+
+REPO = Path(__file__).resolve().parents[2]
+ROUTER = REPO / "fixtures" / "serve" / "php" / "router.php"
+FAST = ["--runs", "2", "--requests", "100", "--warmup", "20", "--reps", "2",
+        "--backend", "callgrind", "-q"]  # fmt: skip
+
+
+def _need(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed (scripts/setup.sh installs it)")
+
+
+def _serve(args: list[str], out: Path, cwd: Path) -> tuple[dict[tuple[str, str], Any], str]:
+    done = run_icount(["serve", *args, *FAST, "-o", str(out), "--width", "300"], cwd=cwd)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return cells(out), done.stdout
+
+
+@pytest.mark.slow
+def test_php_builtin_server_gives_valid_cells(need_valgrind: None, tmp_path: Path) -> None:
+    """`php -S` answered 546 times and was refused as not answering (issue 29): each of
+    its requests now has its own connection, counted with it."""
+    _need("php")
+    cmd = f"php -S 127.0.0.1:{{port}} {ROUTER}"
+    got, table = _serve(
+        ["--cmd", cmd, "--name", "php", "--path", "plaintext=/plaintext", "--path",
+         "json=/json", "--expect-status", "200"],
+        tmp_path / "r.json", tmp_path,
+    )  # fmt: skip
+    for path in ("plaintext", "json"):
+        cell = got[("php", path)]
+        assert cell["valid"] is True and cell["median"] > 0, cell
+        assert cell["params"]["connection"] == "close"
+        (note,) = cell["extra"]["notes"]
+        assert note.startswith("the server closed every connection after one answer")
+        assert f"php/{path}/callgrind: the server closed every connection" in table
+    assert leftovers(str(ROUTER)) == []
+
+
+def _nginx(tmp_path: Path, limit: int) -> Path:
+    adapter = tmp_path / "nginx"
+    shutil.copytree(REPO / "adapters" / "nginx", adapter)
+    conf = adapter / "nginx.conf"
+    conf.write_text(conf.read_text().replace("keepalive_requests 1000000;",
+                                             f"keepalive_requests {limit};"))  # fmt: skip
+    return adapter / "adapter.toml"
+
+
+@pytest.mark.slow
+def test_nginx_keep_alive_limit_is_named_and_measured(need_valgrind: None, tmp_path: Path) -> None:
+    """nginx closes a connection after keepalive_requests answers: each window starts on
+    new connections; a window longer than the limit opens the same number inside it,
+    said in the notes with the setting to raise."""
+    _need("nginx")
+    got, _ = _serve([str(_nginx(tmp_path, 30)), "--path", "plaintext"], tmp_path / "r.json",
+                    tmp_path)  # fmt: skip
+    cell = got[("nginx", "plaintext")]
+    assert cell["valid"] is True and cell["median"] > 0, cell
+    assert "connection" not in cell["params"]  # keep-alive: as files before it was recorded
+    assert cell["extra"]["notes"] == [
+        "the server closed each connection after 30 requests (nginx's keepalive_requests): "
+        "every window started on new connections, opened and sent one request before it; "
+        "3 more opened inside each window (1 connection x 29 requests left < 100), their "
+        "accept and close counted with its requests: raise nginx's keepalive_requests above "
+        "--requests to keep them out"
+    ]
+
+
+@pytest.mark.slow
+def test_lighttpd_keep_alive_limit_is_named(need_valgrind: None, tmp_path: Path) -> None:
+    """lighttpd, installed as its users install it, with server.max-keep-alive-requests
+    set to 200, above --requests: no connection opens inside a window."""
+    _need("lighttpd")
+    site = tmp_path / "lighttpd"
+    (site / "www").mkdir(parents=True)
+    (site / "www" / "plaintext").write_text("Hello, World!")
+    (site / "lighttpd.conf").write_text(
+        'server.document-root = "{src}/www"\nserver.bind = "127.0.0.1"\n'
+        'server.port = {port}\nserver.errorlog = "{build}/error.log"\n'
+        "server.max-keep-alive-requests = 200\n"
+    )
+    (site / "adapter.toml").write_text(
+        'requires = ["lighttpd"]\nstart = ["lighttpd", "-D", "-f", "{render:lighttpd.conf}"]\n'
+        'binary = "lighttpd"\n\n[[paths]]\nname = "plaintext"\ntarget = "/plaintext"\n'
+        '[paths.expect]\nstatus = 200\nbody = "Hello, World!"\n'
+    )
+    got, _ = _serve([str(site / "adapter.toml"), "--warmup", "300"], tmp_path / "r.json",
+                    tmp_path)  # fmt: skip
+    cell = got[("lighttpd", "plaintext")]
+    assert cell["valid"] is True and cell["median"] > 0, json.dumps(cell)[:2000]
+    (note,) = cell["extra"]["notes"]
+    assert note.startswith("the server closed each connection after ")
+    assert "(lighttpd's server.max-keep-alive-requests): every window started on new " in note
+    assert note.endswith("opened and sent one request before it"), note

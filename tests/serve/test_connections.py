@@ -1,0 +1,262 @@
+"""Servers that close connections (issue 29): after every answer (`Connection: close`,
+HTTP/1.0: PHP's `php -S`), at a keep-alive limit (lighttpd, Apache, nginx), or after a
+body without a Content-Length. The built-in client measures them: the tests count the
+connections a scripted server accepted, so that where each connection's work falls is
+asserted, not assumed."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from icount.explained import cell_notes
+from icount.serve import connections
+from icount.serve.adapter import Expect, PathSpec
+from icount.serve.http_client import FramingError, KeepAliveClient, fetch, parse_response
+
+HOST = "127.0.0.1"
+PLAIN = PathSpec("plaintext", "/plaintext", Expect(200, {}, b"Hello, World!"))
+BODY = b"Hello, World!"
+OK = b"HTTP/1.1 200 OK\r\nServer: %s\r\nContent-Length: 13\r\n\r\n" + BODY
+CLOSING = b"HTTP/1.1 200 OK\r\nServer: %s\r\nContent-Length: 13\r\nConnection: close\r\n\r\n" + BODY
+HTTP10 = b"HTTP/1.0 200 OK\r\nContent-Length: 13\r\n\r\n" + BODY
+NO_LENGTH = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + BODY
+
+
+@dataclass
+class Scripted:
+    """A server whose connections answer `reply(k)` to their k-th request (bytes, and
+    whether to close after them), counting the connections it accepted."""
+
+    reply: Callable[[int], tuple[bytes, bool]]
+    accepted: int = 0
+
+
+Reply = Callable[[int], tuple[bytes, bool]]
+Serve = Callable[[Reply], tuple[Scripted, int]]
+
+
+@pytest.fixture
+def scripted() -> Iterator[Serve]:
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    listeners: list[socket.socket] = []
+
+    def serve(reply: Reply) -> tuple[Scripted, int]:
+        state = Scripted(reply)
+        lsock = socket.create_server((HOST, 0))
+        lsock.settimeout(0.1)
+        listeners.append(lsock)
+
+        def conn_loop(conn: socket.socket) -> None:
+            conn.settimeout(0.1)
+            k, buf = 0, b""
+            with conn:
+                while not stop.is_set():
+                    try:
+                        data = conn.recv(4096)
+                    except TimeoutError:
+                        continue
+                    if not data:
+                        break
+                    buf += data
+                    while b"\r\n\r\n" in buf:
+                        _, buf = buf.split(b"\r\n\r\n", 1)
+                        k += 1
+                        out, close = reply(k)
+                        conn.sendall(out)
+                        if close:
+                            return
+
+        def accept_loop() -> None:
+            while not stop.is_set():
+                try:
+                    conn, _ = lsock.accept()
+                except TimeoutError:
+                    continue
+                state.accepted += 1
+                t = threading.Thread(target=conn_loop, args=(conn,), daemon=True)
+                t.start()
+                threads.append(t)
+
+        t = threading.Thread(target=accept_loop, daemon=True)
+        t.start()
+        threads.append(t)
+        return state, int(lsock.getsockname()[1])
+
+    yield serve
+    stop.set()
+    for t in threads:
+        t.join(5)
+    for s in listeners:
+        s.close()
+
+
+def limit(n: int, server: bytes = b"lighttpd/1.4.69") -> Reply:
+    """A keep-alive server that closes a connection after its n-th answer, and says so."""
+    return lambda k: ((CLOSING if k >= n else OK) % server, k >= n)
+
+
+def test_a_keep_alive_limit_is_found_and_connections_renewed(scripted: Serve) -> None:
+    state, port = scripted(limit(4))
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        result = client.run(10)
+        assert result.ok and result.completed == 10, result
+        # closed after answers 4 and 8: two new connections, opened for requests 5 and 9
+        assert result.connections == 2 and client.per_connection == 4
+        assert client.mode == "keep-alive" and client.server_software == "lighttpd/1.4.69"
+    assert state.accepted == 3
+
+
+def test_fresh_connections_before_a_window_keep_its_requests_on_them(scripted: Serve) -> None:
+    """`fresh()` replaces every connection and sends each one request: a window of up to
+    concurrency x (limit - 1) requests then opens none; a longer one opens what it must,
+    the same number in every window."""
+    _, port = scripted(limit(4))
+    with KeepAliveClient(HOST, port, PLAIN, 2, 5.0) as client:
+        assert client.fresh() is None  # no limit known yet: nothing to do
+        assert client.run(20).ok and client.per_connection == 4
+        for window in (6, 6):
+            primed = client.fresh()
+            assert primed is not None and primed.ok and primed.completed == 2
+            assert primed.connections == 2
+            result = client.run(window)
+            assert result.ok and result.connections == 0, result
+        opened = set()
+        for _ in range(3):
+            client.fresh()
+            result = client.run(10)
+            assert result.ok
+            opened.add(result.connections)
+        assert opened == {2}, opened  # 10 requests on 2 x 3 left: two more connections
+
+
+@pytest.mark.parametrize(
+    "reply", [CLOSING % b"php", HTTP10, NO_LENGTH], ids=["close", "http10", "no-length"]
+)
+def test_a_server_that_closes_after_every_answer_gets_a_connection_per_request(
+    scripted: Serve, reply: bytes
+) -> None:
+    """PHP's built-in server answers `Connection: close`; an HTTP/1.0 answer without
+    keep-alive closes too, and so does a body without a Content-Length, which is read to
+    the end of the connection. Every request then has its own connection, opened when it
+    is sent, so that a window holds its requests' connections whole."""
+    state, port = scripted(lambda k: (reply, True))
+    with KeepAliveClient(HOST, port, PLAIN, 2, 5.0) as client:
+        first = client.run(10)
+        assert first.ok and client.per_connection == 1 and client.mode == "close", first
+        assert first.connections == 8  # the two open() made served the first two
+        second = client.run(10)
+        assert second.ok and second.connections == 10, second
+    assert state.accepted == 20
+
+
+def test_a_forced_keep_alive_refuses_a_server_that_closes_each_connection(scripted: Serve) -> None:
+    _, port = scripted(lambda k: (CLOSING % b"php", True))
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        client.connection = "keep-alive"
+        result = client.run(5)
+    assert not result.ok and result.completed == 1
+    assert result.first_error == (
+        "connection 1 was closed by the server (Connection: close) after 1 responses on it: "
+        "--connection keep-alive needs a server that keeps connections open; --connection "
+        "close counts each request's connection as its work"
+    )
+
+
+def test_a_forced_close_gives_a_keep_alive_server_a_connection_per_request(scripted: Serve) -> None:
+    state, port = scripted(lambda k: (OK % b"x", False))
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        client.connection = "close"
+        assert client.run(5).ok
+        result = client.run(5)
+        assert result.ok and result.connections == 5 and client.mode == "close"
+        assert client.per_connection is None  # the client closed them, not the server
+    assert state.accepted == 10
+
+
+def test_fetch_reads_a_body_without_a_length_to_the_end(scripted: Serve) -> None:
+    _, port = scripted(lambda k: (NO_LENGTH, True))
+    resp = fetch(HOST, port, PLAIN, 5.0)
+    assert resp.status == 200 and resp.body == BODY and not resp.keep_alive
+
+
+def test_a_body_without_a_length_waits_for_the_end_and_is_bounded() -> None:
+    head = b"HTTP/1.1 200 OK\r\n\r\n"
+    assert parse_response(head + b"Hello") is None  # more may come
+    used, resp = parse_response(head + b"Hello", eof=True) or (0, None)
+    assert used == len(head) + 5 and resp is not None and resp.body == b"Hello"
+    assert not resp.keep_alive
+    with pytest.raises(FramingError, match="without a length is over"):
+        parse_response(head + b"x" * (64 * 1024 * 1024 + 1))
+
+
+@pytest.mark.parametrize(
+    ("software", "setting"),
+    [
+        ("lighttpd/1.4.69", "lighttpd's server.max-keep-alive-requests"),
+        ("Apache/2.4.57 (Debian)", "Apache's MaxKeepAliveRequests"),
+        ("nginx", "nginx's keepalive_requests"),
+        ("nginx/1.22.1", "nginx's keepalive_requests"),
+        ("Caddy", None),
+        (None, None),
+    ],
+)
+def test_the_servers_setting_is_named_from_its_server_header(
+    software: str | None, setting: str | None
+) -> None:
+    assert connections.setting(software) == setting
+
+
+def _client(
+    per_connection: int | None, software: str | None, concurrency: int = 1
+) -> KeepAliveClient:
+    client = KeepAliveClient(HOST, 1, PLAIN, concurrency, 1.0)
+    client.per_connection = per_connection
+    client.server_software = software
+    return client
+
+
+def test_a_limit_below_the_window_says_how_many_connections_it_opens() -> None:
+    said = connections.Said()
+    connections.describe(_client(100, "Apache/2.4.57 (Debian)", 2), 1000, 4, said)
+    assert said.connection is None
+    assert said.notes == [
+        "the server closed each connection after 100 requests (Apache's "
+        "MaxKeepAliveRequests): every window started on new connections, opened and sent "
+        "one request before it; 4 more opened inside each window (2 connections x 99 "
+        "requests left < 1000), their accept and close counted with its requests: raise "
+        "Apache's MaxKeepAliveRequests above --requests to keep them out"
+    ]
+
+
+def test_an_unknown_server_and_a_server_that_keeps_its_connections() -> None:
+    said = connections.Said()
+    connections.describe(_client(None, "nginx"), 1000, 0, said)
+    assert said.notes == [] and said.connection is None  # nothing to say
+    connections.describe(_client(50, "Caddy"), 1000, 20, said)
+    (note,) = said.notes
+    assert note.startswith("the server closed each connection after 50 requests: every ")
+    assert note.endswith("raise its keep-alive limit above --requests to keep them out")
+
+
+def test_a_server_that_closes_each_connection_is_recorded_as_close() -> None:
+    said = connections.Said()
+    connections.describe(_client(1, "PHP"), 1000, 1000, said)
+    assert said.connection == "close"
+    (note,) = said.notes
+    assert note.startswith("the server closed every connection after one answer")
+    forced = connections.Said()
+    client = _client(None, None)
+    client.connection = "close"
+    connections.describe(client, 1000, 1000, forced)
+    assert forced.connection == "close" and forced.notes[0].startswith("--connection close: ")
+
+
+def test_a_cells_notes_are_read_escaped_and_what_is_not_text_left_out() -> None:
+    assert cell_notes({}) == [] and cell_notes({"notes": "one line"}) == []
+    assert cell_notes({"notes": ["a\nb\x1b[31m", 3, None, "c"]}) == ["a\\nb\\x1b[31m", "c"]
