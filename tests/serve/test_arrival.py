@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from icount import backends, procs
+from icount import backends, procs, results
 from icount import cpus as cpus_mod
 from icount.errors import UsageError
 from icount.results.files import provenance_path
@@ -24,10 +24,11 @@ from icount.serve.adapter import Expect, PathSpec
 from icount.serve.http_client import KeepAliveClient
 from icount.serve.loadgen import make_load_generator
 from icount.serve.runs import CellOptions
-from icount.session.options import Arrival
+from icount.session.options import Arrival, Warmup
 from tests.support.cli import run_icount_here
 
 from .conftest import HOST, StartServer, free_port
+from .test_session import _session, fake  # noqa: F401 (a fixture)
 
 PLAIN = PathSpec("plaintext", "/plaintext", Expect(200, {}, b"Hello, World!"))
 
@@ -182,10 +183,9 @@ def test_a_session_records_its_arrival_and_resumes_it(tmp_path: Path) -> None:
         provenance_path(out).write_text(json.dumps({"plan": plan}))
         request = plan_mod.resume_request(plan_mod.ServeRequest(arrival=asked), out, explicit)
         assert request.arrival == resumed
-    # a session from before it was recorded was measured with a closed loop
+    # a session from before it was recorded: its cells say (test_an_old_file_resumes_closed)
     provenance_path(out).write_text(json.dumps({"plan": {"targets": ["/a.toml"]}}))
-    old = plan_mod.resume_request(plan_mod.ServeRequest(), out, frozenset())
-    assert old.arrival is Arrival.CLOSED
+    assert plan_mod.resume_request(plan_mod.ServeRequest(), out, frozenset()).arrival is None
     provenance_path(out).write_text(json.dumps({"plan": {"arrival": "open"}}))
     with pytest.raises(UsageError, match="the recorded arrival 'open' is not valid"):
         plan_mod.resume_request(plan_mod.ServeRequest(targets=("x",)), out, frozenset())
@@ -264,3 +264,33 @@ def test_an_arrival_that_cannot_be_is_refused_before_any_server_starts(
     assert done.returncode == 2
     assert done.stderr.strip() == message
     assert not (tmp_path / "r.json").exists()
+
+
+def test_an_old_file_resumes_closed_and_a_file_without_provenance_as_its_cells(
+    fake: Path,  # noqa: F811 (test_session's fixture)
+    tmp_path: Path,
+) -> None:
+    request = plan_mod.ServeRequest(targets=(str(fake),), backend="fake", runs=1, reps=2,
+                                    requests=20, warmup=Warmup(5), idle_seconds=0)  # fmt: skip
+    for asked, old in [(Arrival.CLOSED, True), (None, False)]:
+        full = tmp_path / f"full-{old}.json"
+        res = _session(dataclasses.replace(request, arrival=asked), full)
+        kept = next(c for c in res.cells if c.path == "plaintext")
+        if old:  # as an earlier version wrote it: no arrival in the cells nor the plan
+            params = {k: v for k, v in kept.params.items() if k != "arrival"}
+            kept = dataclasses.replace(kept, params=params)
+        partial = tmp_path / f"partial-{old}.json"
+        results.save(partial, results.Results(res.fingerprint, (kept,)), None, overwrite=False)
+        if old:
+            doc = json.loads(provenance_path(full).read_text())
+            del doc["plan"]["arrival"]
+            provenance_path(partial).write_text(json.dumps(doc))
+            resumed = plan_mod.resume_request(plan_mod.ServeRequest(), partial, frozenset())
+            again = _session(resumed, None, resume=partial)
+        else:  # no provenance: targets and options given again, the arrival not
+            again = _session(request, None, resume=partial)
+        measured = next(c for c in again.cells if c.path == "json")
+        assert measured.valid and measured.params["arrival"] == ("closed" if old else "idle")
+    # asked for the other one, the file's cells refuse it
+    with pytest.raises(UsageError, match=r"other parameters \(arrival 'idle' there, 'closed' now"):
+        _session(dataclasses.replace(request, arrival=Arrival.CLOSED), None, resume=partial)
