@@ -52,6 +52,7 @@ class ServeRequest:
     concurrency: int = o.CONCURRENCY
     load: str | None = None
     arrival: Arrival | None = None  # None: idle with the built-in client, else closed
+    connection: str = "auto"  # o.CONNECTIONS (serve/http_client.py)
     max_spread: float = o.MAX_SPREAD
     backend: str = "auto"
     thread: int | None = None
@@ -116,6 +117,7 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "concurrency": lambda v: o.int_from_json(v, 1, 10000),
     "load": _optional(o.str_from_json),
     "arrival": _optional(lambda v: Arrival(o.str_from_json(v))),
+    "connection": o.connection_from_json,
     "max_spread": o.spread_from_json,
     "backend": o.str_from_json,
     "thread": _optional(lambda v: o.int_from_json(v, 1, 10**6)),
@@ -260,6 +262,7 @@ class Plan:
             concurrency=self.request.concurrency,
             load_kind=self.load_kind,
             arrival=self.arrival,
+            connection=self.request.connection,
             max_spread=self.request.max_spread,
             idle_seconds=self.request.idle_seconds,
             max_windows=self.request.max_windows,
@@ -431,6 +434,12 @@ def prepare(
     )
     load_kind, load_why = _load_kind(request.load, backend)
     arrival, arrival_why = arrival_mod.resolve(request.arrival, load_kind)
+    if request.connection != "auto" and load_kind != "builtin":
+        raise UsageError(
+            f"--connection {request.connection} needs the built-in client: {load_kind} "
+            "opens its connections itself",
+            hint="use --load builtin, or leave --connection out",
+        )
     fp = backends.fingerprint(backend, "server")
     job_cpus = cpus_mod.split_jobs(
         split,
