@@ -23,6 +23,7 @@ ELLIPSIS = "…"
 START, END, BOTH = "start", "end", "both"  # what a shortened label keeps
 _SEP = frozenset(" \t/\\._-:()[]{}<>,;=*&+|@#!?'\"`~$%^")
 _NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+EPS = 1e-6  # widths are sums of floats: 150.00000000000003 fits in 150
 MIN_BOTH = 8  # narrower than this many letters, a label keeps its start
 
 Width = Callable[[str], float]
@@ -50,6 +51,8 @@ def _levels(text: str) -> list[list[int]]:
         chars.append(i)
         if a == ":" and b == ":":
             continue
+        if a in "-_." and b.isalnum() and (i < 2 or not text[i - 2].isalnum()):
+            continue  # not between a word and the sign that starts it: -b1, --verify, .text
         if a in _SEP or b in _SEP:
             words.append(i)
             fine.append(i)
@@ -109,6 +112,7 @@ def shorten(
     function's own name ends a qualified one) or both (BOTH: names that share a start
     and differ at the end). `words`: never inside a word; "" where no cut between
     words fits (a small mark goes without a label rather than with a piece of one)."""
+    room += EPS
     t = _Text(text, width)
     n = len(text)
     if t.w(0, n) <= room:
@@ -175,6 +179,7 @@ def distinct(
     read alike are shown where they differ instead: their start where it fits, then
     the part that differs with as much of its words around it as fits
     (`[section…debug_str (compressed)]`, `…debug_info (compressed)]`)."""
+    room += EPS
     make = short or (lambda x: shorten(x, room, keep, width))
     out = [make(x) for x in texts]
     index = _Index(texts)
@@ -252,3 +257,50 @@ def _apart(text: str, index: _Index, room: float, width: Width) -> str | None:
             if not index.ambiguous(short, text):
                 return short
     return None
+
+
+# Where a title may break, best first: after a clause, after a list's comma or before
+# a parenthesis, at any space, between words.
+_PHRASES = (("; ", ": ", " - "), (", ", " ("), (" ",))
+
+
+def lines(text: str, room: float, most: int, width: Width = _one) -> list[str]:
+    """`text` in at most `most` lines of `room`, each broken at the best phrase
+    boundary that keeps the line at least half full (a clause before a list's comma,
+    a comma before any space); the last line shortened where the text goes on."""
+    room += EPS
+    t = _Text(text, width)
+    out: list[str] = []
+    start = 0
+    n = len(text)
+    while len(out) < most - 1 and t.w(start, n) > room:
+        cut = _line_end(t, start, room)
+        out.append(text[start:cut].rstrip())
+        start = cut
+        while start < n and text[start] == " ":
+            start += 1
+    out.append(shorten(text[start:], room, START, width))
+    return out
+
+
+def _line_end(t: _Text, start: int, room: float) -> int:
+    """Where a line from `start` ends: after the best boundary that fits."""
+    text = t.text
+    fits = [i for i in range(start + 1, len(text)) if t.w(start, i) <= room]
+    last = fits[-1] if fits else start + 1
+    for marks in _PHRASES:
+        ends = [i + len(m.rstrip()) for m in marks for i in _find(text, m, start, last)]
+        good = [i for i in ends if i <= last and t.w(start, i) * 2 >= room]
+        if good:
+            return max(good)
+    cuts = [i for i in _levels(text)[0] if start < i <= last]
+    return cuts[-1] if cuts else last
+
+
+def _find(text: str, mark: str, start: int, end: int) -> list[int]:
+    out = []
+    at = text.find(mark, start)
+    while 0 <= at < end:
+        out.append(at)
+        at = text.find(mark, at + 1)
+    return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from icount import numfmt
 from icount.charts import axis, svg
-from icount.charts.figure import Figure
+from icount.charts.figure import Figure, under
 from icount.charts.runtime import runtime_figure
 from icount.report import SORT_NAME, SORT_ORDER, row_names
 from icount.results import UNIT_PER_REQUEST, Cell, Results
@@ -40,6 +40,29 @@ NOTE = 14.0  # a line under the legend saying how the axis is drawn, where it is
 # medians this many times apart get axes of their own: below it the smallest bar is still
 # 8 px of the axis's 410
 SPLIT_FROM = 50.0
+# how far the figures and bars move right for long labels: the bars keep 290 px
+MAX_SHIFT = 120.0
+GAP = svg.GAP
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where the figures' columns end and the bars begin, moved right by `shift` where
+    the labels need the room."""
+
+    shift: float = 0.0
+
+    @property
+    def median_right(self) -> float:
+        return MEDIAN_RIGHT + self.shift
+
+    @property
+    def spread_right(self) -> float:
+        return SPREAD_RIGHT + self.shift
+
+    @property
+    def bar_x0(self) -> float:
+        return BAR_X0 + self.shift
 
 
 @dataclass(frozen=True)
@@ -92,7 +115,7 @@ def _rows(cells: Sequence[Cell], names: Sequence[str]) -> list[_Row]:
     return rows
 
 
-def _scale(cells: Sequence[Cell]) -> tuple[axis.Scale, str | None]:
+def _scale(cells: Sequence[Cell], cols: Columns) -> tuple[axis.Scale, str | None]:
     """The linear axis of the valid cells' runs, and the note saying how it is drawn
     (None for a plain axis of valid cells)."""
     values = [v for c in cells if c.valid for v in c.values]
@@ -101,7 +124,7 @@ def _scale(cells: Sequence[Cell]) -> tuple[axis.Scale, str | None]:
         values = [v for c in cells for v in c.values]
         note = "no cell is valid: the axis spans the invalid cells' runs"
     lo, hi = (min(0.0, *values), max(0.0, *values)) if values else (0.0, 1.0)
-    scale = axis.linear(lo, hi, BAR_X0, BAR_X1)
+    scale = axis.linear(lo, hi, cols.bar_x0, BAR_X1)
     if note is None and any(scale.beyond(v) for c in cells if not c.valid for v in c.values):
         note = "the axis spans the valid cells; a hatched bar at its end is beyond it"
     return scale, note
@@ -158,7 +181,7 @@ def _runs_text(cell: Cell) -> str:
     return f"{len(cell.values)} valid of {numfmt.plural(len(cell.runs), 'run')}"
 
 
-def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[str]:
+def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str, cols: Columns) -> list[str]:
     s = cell.summary
     key = cell_label(cell)
     mid = y + ROW / 2
@@ -176,10 +199,12 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
         )
     if s is None:  # nothing measured: a hatched stub, and the reason under it
         out.append(
-            svg.rect(BAR_X0, mid - BAR_H / 2, 10, BAR_H, "bad", f"{key}: not valid: {cell.reason}")
+            svg.rect(
+                cols.bar_x0, mid - BAR_H / 2, 10, BAR_H, "bad", f"{key}: not valid: {cell.reason}"
+            )
         )
-        out.append(svg.fill_overlay(prefix, "hatch", BAR_X0, mid - BAR_H / 2, 10, BAR_H))
-        out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end"))
+        out.append(svg.fill_overlay(prefix, "hatch", cols.bar_x0, mid - BAR_H / 2, 10, BAR_H))
+        out.append(svg.text(cols.median_right, mid + 4, "-", "m", "end"))
         return out
     x0 = scale(0.0)
     xm = scale(s.median)
@@ -206,21 +231,26 @@ def _cell_marks(cell: Cell, scale: axis.Scale, y: float, prefix: str) -> list[st
         run_tip = f"{key} run {i}: {svg.exact(value)}"
         out.append(svg.circle(scale(value), mid + dy, 2.4, "dot", run_tip))
     if cell.valid:  # an invalid cell's figures are not printed as if they held
-        out.append(svg.text(MEDIAN_RIGHT, mid + 4, numfmt.si(s.median), "", "end"))
-        out.append(svg.text(SPREAD_RIGHT, mid + 4, numfmt.percent(s.spread), "m", "end"))
+        out.append(svg.text(cols.median_right, mid + 4, numfmt.si(s.median), "", "end"))
+        out.append(svg.text(cols.spread_right, mid + 4, numfmt.percent(s.spread), "m", "end"))
     else:
-        out.append(svg.text(MEDIAN_RIGHT, mid + 4, "-", "m", "end"))
+        out.append(svg.text(cols.median_right, mid + 4, "-", "m", "end"))
     return out
 
 
 def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     """One unit's cells as bars: on one linear axis, or on one per group of names of
-    like size (each from 0)."""
+    like size (each from 0). Labels too long for their column move the figures and
+    the bars right (at most MAX_SHIFT) before they are shortened."""
     unit = cells[0].unit
     heading = unit_title(unit, [c.backend for c in cells])
     groups = _axes(cells)
+    every = [r for names in groups for r in _rows(cells, names)]
+    medians = [numfmt.si(c.summary.median) for c in cells if c.valid and c.summary is not None]
+    labels = [(LABEL_X + (12 if r.indent else 0), r.label, False) for r in every if r.cell]
+    cols = Columns(svg.label_room(labels, medians, MEDIAN_RIGHT, MAX_SHIFT))
     drawn = [
-        (rows, *_scale([c for c in cells if c.name in names]))
+        (rows, *_scale([c for c in cells if c.name in names], cols))
         for names in groups
         for rows in [_rows(cells, names)]
     ]
@@ -228,12 +258,13 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     split = f"{len(groups)} axes, each from 0: targets within {SPLIT_FROM:.0f}x share one"
     note = "; ".join([split] * (len(groups) > 1) + list(dict.fromkeys(notes)))
     top = TOP + (NOTE if note else 0.0)
-    out = [svg.text(LABEL_X, 15, heading, "t")]
-    out.append(svg.legend(_legend(prefix, 34, any(not c.valid for c in cells))))
+    head, dy = svg.heading(LABEL_X, 15, heading, WIDTH - 2 * LABEL_X)
+    out = [svg.legend(_legend(prefix, 34, any(not c.valid for c in cells)))]
     if note:
         out.append(svg.text(LABEL_X, 34 + NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
-    out.append(svg.text(MEDIAN_RIGHT, top - 10, "median", "m b", "end"))
-    out.append(svg.text(SPREAD_RIGHT, top - 10, "spread", "m b", "end"))
+    out.append(svg.text(cols.median_right, top - 10, "median", "m b", "end"))
+    out.append(svg.text(cols.spread_right, top - 10, "spread", "m b", "end"))
+    widest = max((svg.text_px(m) for m in medians), default=0.0)
     y = top
     for k, (rows, scale, _) in enumerate(drawn):
         y += axis.GROUP_GAP if k else 0.0
@@ -243,21 +274,23 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
         for r in rows:
             mid = y + ROW / 2
             x = LABEL_X + (12 if r.indent else 0)
-            room = LABEL_X + LABEL_W - x
+            # a name over its paths has no figures beside it: it may reach the bars
+            end = cols.bar_x0 - 4 if r.cell is None else cols.median_right - widest
             cls = "b" if r.cell is None else ""
-            out.append(svg.label(x, mid + 4, r.label, room, cls))
+            # a cell's label keeps its end too: its backend, where several are drawn
+            out.append(svg.label(x, mid + 4, r.label, end - GAP - x, cls, middle=bool(r.cell)))
             if r.cell is not None:
-                out += _cell_marks(r.cell, scale, y, prefix)
+                out += _cell_marks(r.cell, scale, y, prefix, cols)
             y += r.height
         if below:  # and room between them and the next group's own labels
             y += axis.BELOW + (axis.BELOW_GAP if k + 1 < len(drawn) else 0.0)
-    height = y + 8
+    height = y + 8 + dy
     valid = sum(1 for c in cells if c.valid)
     cells_text = numfmt.plural(len(cells), "cell")
     label = f"{heading}: {cells_text}, {valid} valid; median, min to max and each run"
     if note:
         label += f"; {note}"
-    return Figure("".join(out), WIDTH, height, label, prefix)
+    return Figure(under(head, dy, "".join(out)), WIDTH, height, label, prefix)
 
 
 def results_figures(results: Results, prefix: str, sort: str = SORT_ORDER) -> list[Figure]:

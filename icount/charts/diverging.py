@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from icount import numfmt
 from icount.charts import axis, svg
-from icount.charts.figure import Figure
+from icount.charts.figure import Figure, under
 from icount.charts.inputs import CompareRow, CompareTotal, ComparisonDoc, TotalSide
 from icount.size.report import UNIT as UNIT_BYTES
 
@@ -47,6 +47,24 @@ BAR_H = 12.0
 TOP = 60.0
 NOTE = 14.0  # a line under the legend saying how the axis is drawn, where it is not linear
 SYMLOG_FROM = 10.0
+MAX_SHIFT = 90.0  # how far the columns move right for long labels: the bars keep 156 px
+
+
+def _room(rows: Sequence[DivRow], cols: Columns) -> Columns:
+    """`cols` moved right as far as the labels need to be drawn whole (at most
+    MAX_SHIFT), the label column as wide as the first column of figures leaves."""
+    labels = [(LABEL_X, r.label, False) for r in rows if not r.indent]
+    figures = [r.cols[0] for r in rows]
+    shift = svg.label_room(labels, figures, cols.col_right[0], MAX_SHIFT)
+    widest = max(map(svg.text_px, figures), default=0.0)
+    return Columns(
+        label_w=max(cols.label_w, cols.col_right[0] + shift - widest - svg.GAP - LABEL_X),
+        col_right=(cols.col_right[0] + shift, cols.col_right[1] + shift),
+        change_right=cols.change_right + shift,
+        verdict_x=cols.verdict_x + shift,
+        verdict_w=cols.verdict_w,
+        bar_x0=cols.bar_x0 + shift,
+    )
 
 
 @dataclass(frozen=True)
@@ -91,15 +109,18 @@ def diverging_figure(
 ) -> Figure:
     """`ticks` makes the tick labeller of the scale; `base(extent)` the unit its ticks
     are round in (1024**k for bytes); `last_title` heads the last column (a size
-    diff's holds the relative change, not a verdict). Long labels are shortened in the middle, where
-    names that share a start (`server/sections/.dynsym`, `.dynstr`) still differ."""
+    diff's holds the relative change, not a verdict). Long labels move the columns right
+    (at most MAX_SHIFT), then are shortened in the middle, where names that share a
+    start (`server/sections/.dynsym`, `.dynstr`) still differ."""
+    cols = _room(rows, cols)
     scale, note = _scale(rows, base, cols, symmetric)
     top = TOP + (NOTE if note else 0.0)
     grid_bottom = top + ROW * len(rows)
     below = grid_bottom > axis.REPEAT_BELOW
-    height = grid_bottom + (axis.BELOW if below else 0.0) + 8
+    head, dy = svg.heading(LABEL_X, 15, heading, WIDTH - 2 * LABEL_X)
+    height = grid_bottom + (axis.BELOW if below else 0.0) + 8 + dy
     tick = ticks(scale)
-    out = [svg.text(LABEL_X, 15, heading, "t")]
+    out = []
     if legend:
         out.append(svg.legend(_legend(prefix, 33, any(r.whisker for r in rows))))
     if note:
@@ -145,7 +166,8 @@ def diverging_figure(
         out.append(svg.text(cols.verdict_x, mid + 4, verdict, cls, tip=r.verdict_tip))
         y += ROW
     out.append(svg.line(x0, top - 2, x0, grid_bottom, "axis"))
-    return Figure("".join(out), WIDTH, height, heading + (f"; {note}" if note else ""), prefix)
+    label = heading + (f"; {note}" if note else "")
+    return Figure(under(head, dy, "".join(out)), WIDTH, height, label, prefix)
 
 
 def _scale(

@@ -17,6 +17,12 @@ class Figure:
     prefix: str  # the id prefix its pattern references use
 
 
+def under(head: str, dy: float, body: str) -> str:
+    """A chart's `body` drawn `dy` lower, under a title of more lines than one
+    (svg.heading); a chart whose title takes one line keeps its bytes."""
+    return head + (f'<g transform="translate(0,{svg.n(dy)})">{body}</g>' if dy else body)
+
+
 def inline(fig: Figure) -> str:
     """The <svg> element for the report page (the page holds the style sheet)."""
     return svg.document(fig.body, fig.width, fig.height, fig.label, fig.prefix)

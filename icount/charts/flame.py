@@ -169,7 +169,7 @@ def flame_figure(
             f'height="{svg.n(ROW - 1)}"/>'
         )
         if w > 40:
-            text = svg.clip(m.name, w - 6, tail=True)
+            text = svg.clip(m.name, w - 6, tail=True, bold=True)
             parts.append(
                 f'<text class="in" x="{svg.n(x + 3)}" y="{svg.n(y + ROW - 5)}">'
                 f"{svg.esc(text)}</text>"

@@ -113,7 +113,8 @@ def cell_figure(
         out.append(svg.line(x, y1, x, y1 + 4, "axis"))
         if i % step == 0 or i == len(commits) - 1:
             short = h.entries[i].commit[:SHORT]
-            out.append(svg.text(x, y1 + 16, short, "m r", "middle", tip=c))
+            edge = x + svg.text_px(short, 11) / 2 > WIDTH - 4  # the last one ends at its tick
+            out.append(svg.text(x, y1 + 16, short, "m r", "end" if edge else "middle", tip=c))
     axis_words = "commits, oldest first" + (", then the files given" if extra else "")
     out.append(svg.text((X0 + X1) / 2, height - 8, axis_words, "m", "middle"))
     if len(points) > 1:

@@ -19,13 +19,12 @@ from collections.abc import Sequence
 
 from icount import numfmt
 from icount.charts import axis, svg
-from icount.charts.figure import Figure
+from icount.charts.figure import Figure, under
 from icount.results import Cell
 from icount.results.runtime import RuntimeFigures
 
 WIDTH = 760.0
 LABEL_X = 8.0
-LABEL_W = 180.0
 TOTAL_RIGHT = 258.0
 HALF_RIGHT = 318.0
 BAR_X0 = 334.0
@@ -34,6 +33,7 @@ ROW = 20.0
 BAR_H = 12.0
 TOP = 62.0
 PARTS = (("mutator", "bar"), ("collector", "c1"), ("compiler", "c2"))
+MAX_SHIFT = 120.0  # how far the figures and bars move right for long labels
 
 
 def _key(c: Cell) -> str:
@@ -74,17 +74,28 @@ def _legend(prefix: str, y: float, compiler: bool, tilde: bool) -> list[str]:
     return out
 
 
+def _shown(c: Cell, backend: bool) -> str:
+    """A row's label: the backend only where cells of several are drawn (the title
+    names a single one)."""
+    return _key(c) if backend else "/".join(p for p in (c.name, c.path) if p)
+
+
 def _row(
-    c: Cell, f: RuntimeFigures, scale: axis.Scale, y: float, prefix: str, backend: bool
+    c: Cell,
+    f: RuntimeFigures,
+    scale: axis.Scale,
+    y: float,
+    prefix: str,
+    backend: bool,
+    shift: float,
+    room: float,
 ) -> list[str]:
     key = _key(c)
     mid = y + ROW / 2
-    # the backend only where cells of several are drawn (the title names a single one)
-    shown = key if backend else "/".join(p for p in (c.name, c.path) if p)
-    out = [svg.label(LABEL_X, mid + 4, shown, LABEL_W)]
+    out = [svg.label(LABEL_X, mid + 4, _shown(c, backend), room, middle=True)]
     if f.total is None or f.mutator is None:  # the mutator is not valid: nothing adds up
         why = f"{key}: no total ({f.reason})"
-        out.append(svg.text(TOTAL_RIGHT, mid + 4, "-", "m", "end", tip=why))
+        out.append(svg.text(TOTAL_RIGHT + shift, mid + 4, "-", "m", "end", tip=why))
         return out
     x = scale(0.0)
     windows = numfmt.plural(f.windows, "window")
@@ -120,8 +131,10 @@ def _row(
         lo, hi = scale(f.total - f.half_width), scale(f.total + f.half_width)
         out.append(svg.whisker(lo, hi, mid, 4, total_tip))
     half = f"±{numfmt.si(f.half_width)}" if finite else "no interval"
-    out.append(svg.text(TOTAL_RIGHT, mid + 4, f"{mark}{numfmt.si(f.total)}", "", "end", total_tip))
-    out.append(svg.text(HALF_RIGHT, mid + 4, half, "m", "end"))
+    out.append(
+        svg.text(TOTAL_RIGHT + shift, mid + 4, f"{mark}{numfmt.si(f.total)}", "", "end", total_tip)
+    )
+    out.append(svg.text(HALF_RIGHT + shift, mid + 4, half, "m", "end"))
     return out
 
 
@@ -138,7 +151,12 @@ def runtime_figure(cells: Sequence[Cell], prefix: str) -> Figure | None:
         return None
     figs = [f for _, f in rows]
     reach = [_reach(f) for f in figs]
-    scale = axis.linear(0.0, max(reach), BAR_X0, BAR_X1)
+    backend = len({c.backend for c, _ in rows}) > 1
+    totals = [("" if f.total_valid else "~") + numfmt.si(f.total) for f in figs if f.total]
+    labels = [(LABEL_X, _shown(c, backend), False) for c, _ in rows]
+    shift = svg.label_room(labels, totals, TOTAL_RIGHT, MAX_SHIFT)
+    room = TOTAL_RIGHT + shift - max(map(svg.text_px, totals), default=0.0) - svg.GAP - LABEL_X
+    scale = axis.linear(0.0, max(reach), BAR_X0 + shift, BAR_X1)
     runtimes = sorted({f.runtime for f in figs})
     units = sorted({c.unit for c, _ in rows})
     what = "instructions per request" if units == ["instructions/request"] else ", ".join(units)
@@ -150,17 +168,17 @@ def runtime_figure(cells: Sequence[Cell], prefix: str) -> Figure | None:
     tilde = any(f.total is not None and not f.total_valid for f in figs)
     grid_bottom = TOP + ROW * len(rows)
     below = grid_bottom > axis.REPEAT_BELOW
-    out = [svg.text(LABEL_X, 15, heading, "t")]
-    out.append(svg.legend(_legend(prefix, 34, compiler, tilde)))
-    out.append(svg.text(TOTAL_RIGHT, TOP - 10, "total", "m b", "end"))
-    out.append(svg.text(HALF_RIGHT, TOP - 10, "95%", "m b", "end"))
+    head, dy = svg.heading(LABEL_X, 15, heading, WIDTH - 2 * LABEL_X)
+    out = [svg.legend(_legend(prefix, 34, compiler, tilde))]
+    out.append(svg.text(TOTAL_RIGHT + shift, TOP - 10, "total", "m b", "end"))
+    out.append(svg.text(HALF_RIGHT + shift, TOP - 10, "95%", "m b", "end"))
     out += axis.vertical_grid(scale, TOP - 6, grid_bottom, axis.si_labels(scale), WIDTH, below)
     for i, (c, f) in enumerate(rows):
-        out += _row(c, f, scale, TOP + i * ROW, prefix, len(backends) > 1)
-    height = grid_bottom + (axis.BELOW if below else 0.0) + 8
+        out += _row(c, f, scale, TOP + i * ROW, prefix, backend, shift, room)
+    height = grid_bottom + (axis.BELOW if below else 0.0) + 8 + dy
     valid = sum(1 for f in figs if f.total_valid)
     label = (
         f"{heading}: {numfmt.plural(len(rows), 'cell')}, {valid} with a valid total; "
         "mutator, collector and compiler stacked, the total's 95% interval"
     )
-    return Figure("".join(out), WIDTH, height, label, prefix)
+    return Figure(under(head, dy, "".join(out)), WIDTH, height, label, prefix)

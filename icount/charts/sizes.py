@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.diverging import BYTES, DivRow, diverging_figure
-from icount.charts.figure import Figure
+from icount.charts.figure import Figure, under
 from icount.charts.inputs import SizeDoc, SizeImage, SizeRow
 from icount.names import function_name
 
 WIDTH = 760.0
 LABEL_X = 8.0
-LABEL_W = 150.0
 TOTAL_RIGHT = 228.0  # the total before the bar: a phone shows it before it scrolls
 BAR_X0, BAR_X1 = 240.0, 748.0
 ROW = 30.0
@@ -35,6 +34,7 @@ LEGEND_COL = 186.0
 TILES = 40  # treemap tiles per binary; the rest is one tile
 TREE_W, TREE_H = 744.0, 380.0
 DIFF_ROWS = 30
+MAX_SHIFT = 120.0  # how far the totals and bars move right for long names
 
 
 def _categories(images: Sequence[SizeImage], by_share: bool = False) -> tuple[list[str], list[str]]:
@@ -66,45 +66,55 @@ def size_groups(images: Sequence[SizeImage]) -> list[list[int]]:
 
 
 def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
+    """The binaries' bars, their names drawn whole where moving the bars right (at most
+    MAX_SHIFT) makes room; the legend in as many columns as its longest label allows,
+    its labels told apart where they must still be shortened."""
     images = doc.images
     groups = size_groups(images)
     note = axis.groups_note(groups, "binaries")
     named, others = _categories(images, by_share=len(groups) > 1)
     what = row_word(doc.view)
-    per_row = int((WIDTH - LABEL_X) // LEGEND_COL)
-    entries = len(named) + (1 if others else 0)
-    legend_rows = -(-entries // per_row)
+    labels = [*named, *([f"others ({len(others)})"] if others else [])]
+    keys = [f"{k + 1} {lb}" for k, lb in enumerate(labels)]
+    col = max([LEGEND_COL, *(svg.text_px(k) + 24 for k in keys)])
+    per_row = max(1, int((WIDTH - LABEL_X) // col))
+    col = max(LEGEND_COL, (WIDTH - LABEL_X) / per_row) if per_row > 1 else WIDTH - LABEL_X
+    legend_rows = -(-len(labels) // per_row)
     top = TOP + (NOTE if note else 0.0)
     heading = f"file bytes by {what}"
     out = [svg.text(LABEL_X, 15, heading + (" (old and new)" if doc.diff else ""), "t")]
     if note:
         out.append(svg.text(LABEL_X, 15 + 2 * NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
-    out.append(svg.text(TOTAL_RIGHT, top - 10, "file", "m b", "end"))
+    totals = [numfmt.human_bytes(img.file_bytes) for img in images]
+    names = [(LABEL_X, img.name, False) for img in images]
+    shift = svg.label_room(names, totals, TOTAL_RIGHT, MAX_SHIFT)
+    room = TOTAL_RIGHT + shift - max(map(svg.text_px, totals)) - svg.GAP - LABEL_X
+    out.append(svg.text(TOTAL_RIGHT + shift, top - 10, "file", "m b", "end"))
     y = top
     for k, group in enumerate(groups):
         y += axis.GROUP_GAP if k else 0.0
         largest = max(images[i].file_bytes for i in group)
-        scale = axis.bytes_scale(max(largest, 1), BAR_X0, BAR_X1)
+        scale = axis.bytes_scale(max(largest, 1), BAR_X0 + shift, BAR_X1)
         bottom = y + ROW * len(group)
         below = top + ROW * len(group) > axis.REPEAT_BELOW
         tick = axis.bytes_labels(scale)
         out += axis.vertical_grid(scale, y - 6, bottom, tick, WIDTH, below)
         for i in group:
-            out += _stacked_row(images[i], named, others, what, scale, y + ROW / 2)
+            out += _stacked_row(images[i], named, others, what, scale, y + ROW / 2, room)
             y += ROW
         if below:  # and room between them and the next group's own labels
             y += axis.BELOW + (axis.BELOW_GAP if k + 1 < len(groups) else 0.0)
     bars_bottom = y
     height = bars_bottom + 14 + 20 * legend_rows + 8
-    labels = [*named, *([f"others ({len(others)})"] if others else [])]
     key: list[str] = []
-    for k, lb in enumerate(labels):
-        col, row = k % per_row, k // per_row
-        lx = LABEL_X + col * LEGEND_COL
+    shown = svg.distinct_clips(keys, col - 24)
+    for k, (full, short) in enumerate(zip(keys, shown, strict=True)):
+        column, row = k % per_row, k // per_row
+        lx = LABEL_X + column * col
         ly = bars_bottom + 14 + 20 * row + 10
         cls = f"c{k}" if k < NAMED else "c9"
         key.append(svg.rect(lx, ly - 10, 14, 12, cls, None))
-        key.append(svg.label(lx + 19, ly, f"{k + 1} {lb}", LEGEND_COL - 24, middle=True))
+        key.append(svg.text(lx + 19, ly, short, tip=full if short != full else None))
     out.append(svg.legend(key))
     binaries = numfmt.plural(len(images), "binary", "binaries")
     label = f"{heading} of {binaries}" + (f"; {note}" if note else "")
@@ -118,16 +128,17 @@ def _stacked_row(
     what: str,
     scale: axis.Scale,
     mid: float,
+    room: float,
 ) -> list[str]:
     name = f"{img.name}: {img.fmt} {img.kind}, {img.arch}"
-    out = [svg.text(LABEL_X, mid + 4, svg.clip(img.name, LABEL_W), tip=name)]
+    out = [svg.text(LABEL_X, mid + 4, svg.clip(img.name, room, middle=True), tip=name)]
     rows = {r.label: r for r in img.rows}
-    x = BAR_X0
+    x0 = x = scale.x0
     for k, lb in enumerate(named):
         r = rows.get(lb)
         if r is None or r.file_bytes == 0:
             continue
-        w = scale(r.file_bytes) - BAR_X0
+        w = scale(r.file_bytes) - x0
         tip = (
             f"{img.name}: {lb}: {svg.exact(r.file_bytes)} bytes in the file "
             f"({numfmt.share(r.file_bytes, img.file_bytes)}), "
@@ -143,10 +154,10 @@ def _stacked_row(
             "bytes in the file "
             f"({numfmt.share(total, img.file_bytes)})"
         )
-        out += _segment(x, mid, scale(total) - BAR_X0, "c9", tip, "others", str(NAMED + 1))
+        out += _segment(x, mid, scale(total) - x0, "c9", tip, "others", str(NAMED + 1))
     out.append(
         svg.text(
-            TOTAL_RIGHT,
+            TOTAL_RIGHT + x0 - BAR_X0,
             mid + 4,
             numfmt.human_bytes(img.file_bytes),
             anchor="end",
@@ -248,7 +259,8 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
     height = top + TREE_H + 8
     name = f"{img.name} ({img.arch})" if img.arch else img.name
     heading = f"{name}: largest symbols by file bytes"
-    out = [svg.text(LABEL_X, 17, svg.clip(heading, WIDTH - 16, 13), "t", tip=heading)]
+    head, dy = svg.heading(LABEL_X, 17, heading, WIDTH - 2 * LABEL_X)
+    out = []
     rects = squarify([float(r.file_bytes) for r, _ in tiles], LABEL_X, top, TREE_W, TREE_H)
     for k, ((r, merged), (x, y, w, h)) in enumerate(zip(tiles, rects, strict=True)):
         cls = "c9" if merged else f"c{k % (NAMED)}"
@@ -271,7 +283,7 @@ def treemap_figure(img: SizeImage, prefix: str) -> Figure:
                 out.append(svg.text(x + 4, y + 28, size, "in"))
     total = len(symbols) + sum(_merged(r) for r in rows)
     label = f"{heading} ({len(shown)} largest of {numfmt.plural(total, 'row')})"
-    return Figure("".join(out), WIDTH, height, label, prefix)
+    return Figure(under(head, dy, "".join(out)), WIDTH, height + dy, label, prefix)
 
 
 # ---------------------------------------------------------------- diffs

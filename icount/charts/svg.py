@@ -10,6 +10,7 @@ media query, and the marks carry only class names.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from icount import shortening
 from icount.escapes import xml_text
@@ -110,7 +111,7 @@ def char_px(ch: str, size: float = FONT_PX, bold: bool = False) -> float:
 
 
 def text_px(text: str, size: float = FONT_PX, bold: bool = False) -> float:
-    return sum(char_px(ch, size, bold) for ch in text)
+    return round(sum(char_px(ch, size, bold) for ch in text), 6)  # no 150.00000000000003
 
 
 def clip(
@@ -199,6 +200,40 @@ def label(
     """A text shortened to `width_px`; only a shortened one carries the whole as title."""
     short = clip(content, width_px, middle=middle, bold=is_bold(cls))
     return text(x, y, short, cls, tip=content if short != content else None)
+
+
+GAP = 12.0  # between a label and the column of figures after it
+
+
+def label_room(
+    labels: Sequence[tuple[float, str, bool]],
+    figures: Sequence[str],
+    right: float,
+    max_shift: float,
+) -> float:
+    """How far a chart's columns move right so that its labels ((x, text, bold)) end
+    before its first column of figures (right-aligned at `right`) without shortening:
+    0 where they fit, at most `max_shift`."""
+    widest = max((text_px(f) for f in figures), default=0.0)
+    need = max((x + text_px(t, bold=b) for x, t, b in labels), default=0.0)
+    return min(max(0.0, need - (right - widest - GAP)), max_shift)
+
+
+TITLE_PX = 13
+TITLE_LINE = 16.0  # from one line of a chart's title to the next
+
+
+def heading(x: float, y: float, content: str, width_px: float, most: int = 3) -> tuple[str, float]:
+    """A chart's title (class t) in as many lines of `width_px` as it needs, up to
+    `most`, each broken at a phrase boundary (shortening.lines); and the height it
+    takes beyond its first line, by which the chart under it moves down."""
+    rows = shortening.lines(content, width_px, most, lambda ch: char_px(ch, TITLE_PX, True))
+    cut = rows[-1].endswith("…") and not content.endswith("…")
+    body = "".join(
+        text(x, y + k * TITLE_LINE, row, "t", tip=content if cut and k == len(rows) - 1 else None)
+        for k, row in enumerate(rows)
+    )
+    return body, (len(rows) - 1) * TITLE_LINE
 
 
 def circle(cx: float, cy: float, r: float, cls: str, tip: str) -> str:

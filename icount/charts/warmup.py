@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.bars import cell_label
-from icount.charts.figure import Figure
+from icount.charts.figure import Figure, under
 from icount.results import Cell
 from icount.results.details import ServeDetail
 
@@ -48,7 +48,8 @@ def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -
     pad = max((hi - lo) * 0.08, abs(hi) * 0.002, 1e-9)
     yscale = axis.linear(lo - pad, hi + pad, Y1, Y0, 4)
     ylabel = axis.si_labels(yscale)
-    out = [svg.text(8, 15, svg.clip(key, WIDTH - 16, 13), "t", tip=key)]
+    head, dy = svg.heading(8, 15, key, WIDTH - 16, most=2)
+    out: list[str] = []
     for t in yscale.ticks:
         y = yscale(t)
         out.append(svg.line(X0, y, X1, y, "grid"))
@@ -98,4 +99,4 @@ def curve_figure(cell: Cell, curves: Sequence[tuple[int, Curve]], prefix: str) -
     out.append(named)
     runs = f"{len(curves)} run" + ("s" if len(curves) != 1 else "")
     label = f"{key}: warm-up curves of {runs}"
-    return Figure("".join(out), WIDTH, HEIGHT, label, prefix)
+    return Figure(under(head, dy, "".join(out)), WIDTH, HEIGHT + dy, label, prefix)

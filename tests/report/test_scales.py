@@ -215,9 +215,10 @@ def test_size_comparison_labels_that_share_a_start_still_differ() -> None:
         if float(t.get("x", 0)) == diverging.LABEL_X and (t.text or "").endswith("/file")
     ]
     assert len(shown) == 3 and len({t.text for t in shown}) == 3
-    for t, full in zip(shown, labels, strict=True):
-        assert ".dyn" in (t.text or "") and tip(t) == full
-        assert svg.text_px(t.text or "") <= diverging.BYTES.label_w
+    base = min(float(t.get("x", 0)) for t in root.iter(f"{NS}text") if t.text == "480 B")
+    for t, full in zip(shown, labels, strict=True):  # whole where the columns make room
+        assert ".dyn" in (t.text or "") and (t.text == full or tip(t) == full)
+        assert diverging.LABEL_X + svg.text_px(t.text or "") <= base - svg.text_px("480 B")
     assert {"480 B", "496 B"} <= set(texts(root))  # bytes as icount size writes them
 
 
