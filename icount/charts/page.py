@@ -50,7 +50,11 @@ font-weight:600}
 ul.notable{margin:.3em 0;padding-left:1.3em}
 details{margin:.5em 0;border:1px solid var(--line);border-radius:6px;padding:.3em .7em}
 summary{cursor:pointer;color:var(--muted)}
-.scroll{overflow-x:auto}
+.scroll{overflow-x:auto;--edge:color-mix(in srgb,var(--fg) 22%,transparent);\
+background:linear-gradient(to right,var(--bg) 40%,transparent) left/28px 100% no-repeat local,\
+linear-gradient(to left,var(--bg) 40%,transparent) right/28px 100% no-repeat local,\
+linear-gradient(to right,var(--edge),transparent) left/12px 100% no-repeat scroll,\
+linear-gradient(to left,var(--edge),transparent) right/12px 100% no-repeat scroll}
 table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums;margin:.4em 0}
 th,td{padding:2px 8px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
 th:first-child,td:first-child{text-align:left}

@@ -102,6 +102,13 @@ def test_no_label_overflows_its_box(browser: Any, tmp_path: Path) -> None:
     # sizes, a treemap, a size diff (two sections) and a history (a chart per cell)
     assert figures(browser) >= 10
     assert found == [], "\n".join(found)
+    # a table wider than the page scrolls, and its edge shows there is more (the
+    # Numbers table looked cut at 'thr' where nothing said it went on)
+    wide = browser.evaluate(
+        "[...document.querySelectorAll('.scroll')].filter(s => s.scrollWidth > s.clientWidth)"
+        ".map(s => getComputedStyle(s).backgroundAttachment)"
+    )
+    assert wide and all("local" in w and "scroll" in w for w in wide), wide
 
 
 @pytest.mark.slow
