@@ -314,7 +314,7 @@ def _rep(doc: Any) -> Rep:
     requests = int_(d["requests"], "rep.requests")
     if requests < 1:
         raise ValueError("rep.requests must be at least 1")
-    return Rep(
+    return _whole(Rep(
         count(d["instructions"], "rep.instructions"),
         requests,
         tuple(
@@ -331,7 +331,18 @@ def _rep(doc: Any) -> Rep:
         runtime_calls=None if d.get("runtime_calls") is None
         else count_int(d["runtime_calls"], "rep.runtime_calls"),
         scheduler=_optional_count(d, "scheduler"),
-    )  # fmt: skip
+    ))  # fmt: skip
+
+
+def _whole(rep: Rep) -> Rep:
+    """The runtime's own work (collector, compiler, scheduler) is inside a rep's count:
+    more, and the mutator, the count less that work, would be negative."""
+    if rep.apart > rep.instructions * (1 + 1e-9):
+        raise ValueError(
+            f"the runtime's own work in a rep, {rep.apart:g}, is more than its count, "
+            f"{rep.instructions:g}"
+        )
+    return rep
 
 
 def _optional_count(d: dict[str, Any], key: str) -> float | None:

@@ -189,3 +189,15 @@ def test_a_file_beyond_the_byte_cap_is_refused_unread(tmp_path: Path) -> None:
     done = _table_under_limit(path, GIB)
     assert done.returncode == 6, done.stderr
     assert "249000000 bytes is too large for an icount results file" in done.stderr
+
+
+def test_a_runtime_working_more_than_its_window_counted_is_refused(tmp_path: Path) -> None:
+    """Collector, compiler and scheduler are inside a window's count: more made the
+    mutator (the count less them) negative."""
+    doc = json.loads((ROOT / "tests" / "compare" / "runtime" / "node-json.json").read_text())
+    cell = next(c for c in doc["cells"] if c.get("profile"))
+    rep = cell["runs"][0]["detail"]["reps"][0]
+    rep["collector"] = rep["instructions"]
+    rep["compiler"] = 1000
+    text = _refusal(tmp_path, doc)
+    assert text.startswith("cell node-http/json/callgrind: run 1: the runtime's own work in a rep")
