@@ -158,7 +158,9 @@ def compare_command(
         [], "--threshold", "-t", help="PCT (default 1%) or 'GLOB=PCT' (repeatable)."
     ),
     size_gate: list[str] = typer.Option(
-        [], "--size-gate", help="Size files: rows that gate besides the total, GLOB[,GLOB]."
+        [],
+        "--size-gate",
+        help="Size files: rows that gate besides the total (which always gates), GLOB[,GLOB].",
     ),
     min_delta: float | None = typer.Option(
         None,
@@ -334,7 +336,7 @@ def compare_command(
 
     from icount.size import gate
 
-    comparison, said = gate.select(comparison, size_gate)  # icount size -o files
+    comparison, gated, said = gate.select(comparison, size_gate)  # icount size -o files
     for line in said:
         typer.echo(f"icount: {line}", err=True)
     used = {r.rule for r in comparison.rows}
@@ -347,19 +349,19 @@ def compare_command(
             )
     from icount.compare.render import in_order
 
-    comparison = in_order(comparison, sort)
+    comparison, gated = in_order(comparison, sort), in_order(gated, sort)
     _emit(export.render_comparison(comparison, fmt, columns), output, quiet, comparison, columns)
     if provenance is not None and output is not None:
         _write_provenance(output, provenance)
     if ledger is not None and note is not None:  # a regression is worth its entry too
         _write_ledger(ledger, comparison, files, note, rejected)
     # A failed measurement fails --interleave always, as it fails `icount run`.
-    nothing = model.unmatched(comparison)
+    nothing = model.unmatched(gated)
     if nothing is not None and allow_no_match:
         typer.echo(f"icount: warning: {nothing}", err=True)
-    failure: Exception | None = model.gate(comparison, fail_on_invalid or interleave,
+    failure: Exception | None = model.gate(gated, fail_on_invalid or interleave,
                                            allow_no_match)  # fmt: skip
-    failure = failure or _control_failed(comparison)
+    failure = failure or _control_failed(gated)
     if failure is not None:
         raise failure
 

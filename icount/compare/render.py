@@ -182,15 +182,20 @@ def verdict_text(row: Row) -> str:
     the gate and JSON keep the verdict "unchanged"."""
     if row.verdict is Verdict.UNCHANGED and not row.why and row.delta:
         return WITHIN
+    if row.verdict is Verdict.UNCHANGED and row.why.startswith(NOT_GATED):
+        return row.why
     return row.verdict.value
 
 
 WITHIN = "within threshold"
+# a size row outside the gate (icount/size/gate.py): "not gated (regressed)"
+NOT_GATED = "not gated"
 
 
 def note(row: Row) -> str:
     """Why the verdict, then (--history) why the threshold: one line."""
-    return "; ".join(p for p in (row.why, row.basis) if p)
+    why = "" if row.why.startswith(NOT_GATED) else row.why
+    return "; ".join(p for p in (why, row.basis) if p)
 
 
 def _exact(s: Summary | None, unit: str) -> bool:

@@ -70,19 +70,12 @@ def load_bytes(
 
 
 def load_blob(blob: Blob, symbols: bool = True) -> list[Image]:
+    from icount.size.formats import read_object
+
+    images = read_object(blob, symbols)
+    if images is not None:
+        return images
     head = bytes(blob.data[:8])
-    if head.startswith(b"\x7fELF"):
-        from icount.size.elf import read_elf
-
-        return [read_elf(blob, symbols)]
-    from icount.size import macho
-
-    if macho.is_fat(head) or macho.is_thin(head):
-        return macho.read_macho(blob, symbols)
-    from icount.size import wasm
-
-    if wasm.is_wasm(head):
-        return [wasm.read_wasm(blob, symbols)]
     from icount.size import archive
 
     if archive.is_archive(head):

@@ -18,6 +18,7 @@ the archive's size.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, NamedTuple
 
 from icount.size.model import Container, Image, Region, SymbolTable
@@ -82,8 +83,8 @@ def members(blob: Blob) -> list[Member]:
             name = blob.read(data, n, "member name").rstrip(b"\0").decode("utf-8", "replace")
             start = data + n
             special = INDEX if name.startswith("__.SYMDEF") else ""
-        elif field.startswith("/") and field[1:].isdigit():
-            name = _long_name(blob, names, int(field[1:]), pos)
+        elif field.startswith("/") and _DIGITS.fullmatch(raw[1:16].rstrip(b" ")):
+            name = _long_name(blob, names, int(raw[1:16]), pos)
         else:
             name = field.removesuffix("/")
             special = INDEX if name.startswith("__.SYMDEF") else ""
@@ -92,11 +93,16 @@ def members(blob: Blob) -> list[Member]:
     return out
 
 
+# ASCII digits of the raw bytes: str.isdigit() takes '²' (0xB2 in latin-1), int() not
+_DIGITS = re.compile(rb"[0-9]{1,12}")
+
+
 def _decimal(blob: Blob, raw: bytes, pos: int, what: str) -> int:
-    text = raw.decode("latin-1").strip(" ")
-    if not text.isdigit() or len(text) > 12:
+    digits = raw.strip(b" ")
+    if not _DIGITS.fullmatch(digits):
+        text = digits.decode("latin-1")
         raise blob.fail(f"archive member header at offset {pos}: {what} {text!r} is not a number")
-    return int(text)
+    return int(digits)
 
 
 def _long_name(blob: Blob, names: bytes, offset: int, pos: int) -> str:
@@ -112,7 +118,7 @@ def _long_name(blob: Blob, names: bytes, offset: int, pos: int) -> str:
 
 def read_archive(blob: Blob, symbols: bool = True) -> Image:
     """One Image of the whole archive: its members' sections, summed by the views."""
-    from icount.size import load_blob
+    from icount.size.formats import known, read_object
     from icount.size.source import Blob as MemberBlob
 
     listed = members(blob)
@@ -132,12 +138,12 @@ def read_archive(blob: Blob, symbols: bool = True) -> Image:
             segments.append(Region(m.special, m.start, m.size, 0))
             continue
         data = bytes(blob.data[m.start : m.start + m.size])
-        if not _known(data[:8]):
+        if not known(data[:8]):
             other += 1
             sections.append(Region(OTHER, m.start, m.size, 0))
             segments.append(Region(OTHER, m.start, m.size, 0))
             continue
-        images = load_blob(MemberBlob(f"{blob.name}({m.name})", data), symbols)
+        images = read_object(MemberBlob(f"{blob.name}({m.name})", data), symbols) or []
         if len(images) != 1:
             raise blob.fail(f"member {m.name} is a fat Mach-O file: one architecture a member")
         image = images[0]
@@ -170,17 +176,6 @@ def read_archive(blob: Blob, symbols: bool = True) -> Image:
     if symbols:
         out.symbols = _merged(blob, tables)
     return out
-
-
-def _known(head: bytes) -> bool:
-    from icount.size import macho, wasm
-
-    return (
-        head.startswith(b"\x7fELF")
-        or macho.is_thin(head)
-        or macho.is_fat(head)
-        or wasm.is_wasm(head)
-    )
 
 
 def _shifted(r: Region, by: int) -> Region:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from icount.compare.render import NOT_GATED, WITHIN
 from icount.size.report import BACKEND
 
 if TYPE_CHECKING:
@@ -60,16 +61,22 @@ def _maps(row: Row) -> bool:
     return any(s is not None and s.max > 0 for s in (row.base, row.new))
 
 
-def select(comparison: Comparison, items: Sequence[str]) -> tuple[Comparison, list[str]]:
-    """The comparison with only the size rows that gate (every other backend's row
-    kept), and what to tell the user: how many size rows were left out, and each glob
-    that named none."""
+class Selected(NamedTuple):
+    shown: Comparison  # every row; a size row that does not gate marked NOT_GATED
+    gated: Comparison  # the rows the gate judges (every other backend's row kept)
+    said: list[str]  # how many size rows do not gate, and each glob that named none
+
+
+def select(comparison: Comparison, items: Sequence[str]) -> Selected:
+    """The rows that gate, and the comparison to show: every row, so that a table, PR
+    comment or export still says what changed (the `.data` that grew the VM total),
+    each size row that does not gate made "unchanged" with the why `not gated (its
+    verdict)`, so that no count, bullet or exit code takes it for a regression."""
     globs = parse(items)
     sized = [r for r in comparison.rows if r.backend == BACKEND]
     if not sized:
-        return comparison, (
-            ["--size-gate names rows of `icount size -o` files; these hold none"] if globs else []
-        )
+        said = ["--size-gate names rows of `icount size -o` files; these hold none"]
+        return Selected(comparison, comparison, said if globs else [])
     mapped = {r.name for r in sized if r.path == "total/vm" and _maps(r)}
     used: set[str] = set()
 
@@ -82,6 +89,7 @@ def select(comparison: Comparison, items: Sequence[str]) -> tuple[Comparison, li
         return glob is not None
 
     kept = tuple(r for r in comparison.rows if gates(r))
+    gating = {id(r) for r in kept}
     said = []
     if len(kept) < len(comparison.rows):
         said.append(
@@ -90,4 +98,18 @@ def select(comparison: Comparison, items: Sequence[str]) -> tuple[Comparison, li
             "debug sections only by a glob with 'debug' in it)"
         )
     said += [f"--size-gate '{g}' named no size row" for g in globs if g not in used]
-    return dataclasses.replace(comparison, rows=kept), said
+    shown = tuple(r if id(r) in gating else _not_gated(r) for r in comparison.rows)
+    return Selected(
+        dataclasses.replace(comparison, rows=shown),
+        dataclasses.replace(comparison, rows=kept),
+        said,
+    )
+
+
+def _not_gated(r: Row) -> Row:
+    from icount.compare.model import Verdict
+
+    moved = r.verdict is not Verdict.UNCHANGED or bool(r.delta) or bool(r.why)
+    was = (r.why or WITHIN) if r.verdict is Verdict.UNCHANGED else r.verdict.value
+    why = f"{NOT_GATED} ({was})" if moved else NOT_GATED
+    return dataclasses.replace(r, verdict=Verdict.UNCHANGED, why=why)

@@ -12,6 +12,7 @@ import pytest
 
 from icount.errors import ParseError
 from icount.size import archive, load, load_bytes, views
+from icount.size.source import Blob
 
 from .conftest import ROOT, Built, run, tool
 
@@ -84,6 +85,9 @@ def test_members_are_summed_and_listed(writer: object) -> None:
         (archive.MAGIC + member("/99", b"ab"), "long-name table of 0 bytes"),
         (archive.MAGIC + member("#1/4000", b"ab"), "is longer than the member"),
         (archive.THIN + member("x.o/", b""), "a thin archive"),
+        # latin-1 superscript digits: str.isdigit() takes them, int() does not
+        (archive.MAGIC + header("x.o/", 0).replace(b"0         `", b"\xb2         `"), "'²'"),
+        (archive.MAGIC + member("#1/2", b"ab").replace(b"#1/2 ", b"#1/\xb2 "), "'²' is not"),
         (archive.MAGIC + member("x.o/", b"\x7fELF\x02\x01"), "x.o"),  # a broken member, named
     ],
 )
@@ -92,6 +96,14 @@ def test_bad_archives_fail_in_one_line(data: bytes, message: str) -> None:
         load_bytes("bad.a", data)
     text = str(e.value)
     assert message in text and "\n" not in text and "bad.a" in text
+
+
+def test_a_long_name_reference_of_a_non_ascii_digit_is_a_plain_name() -> None:
+    """`/¹` (0xB9) is not `/N`: a member of that name, not an offset int() cannot read."""
+    data = archive.MAGIC + member("//", b"a/\n\n") + member("/1", b"xx").replace(b"/1 ", b"/\xb9 ")
+    (image,) = load_bytes("odd.a", data)
+    assert [m.name for m in archive.members(Blob("odd.a", data))][-1] == "/\xb9"
+    assert views.by_sections(image).file_total == len(data)
 
 
 def test_an_empty_archive_is_its_header() -> None:

@@ -7,6 +7,7 @@ from icount.compare.thresholds import Thresholds
 from icount.results import Cell, Results, Run
 from icount.size import gate, report
 from icount.size.model import Breakdown, Row
+from icount.tables import render_terminal
 
 
 def _sizes(by: str, rows: list[tuple[str, int, int]], fmt: str = "ELF64") -> Results:
@@ -16,7 +17,7 @@ def _sizes(by: str, rows: list[tuple[str, int, int]], fmt: str = "ELF64") -> Res
 
 
 def _gated(base: Results, new: Results, *items: str) -> tuple[dict[str, str], list[str]]:
-    c, said = gate.select(model.compare(base, new, Thresholds()), items)
+    _, c, said = gate.select(model.compare(base, new, Thresholds()), items)
     return {r.path: r.verdict.value for r in c.rows}, said
 
 
@@ -76,7 +77,43 @@ def test_other_backends_cells_are_untouched() -> None:
         return Results({"backend": "callgrind"}, (cell,))
 
     c = model.compare(counts(100), counts(200), Thresholds())
-    assert gate.select(c, ()) == (c, [])
-    assert gate.select(c, (".text",))[1] == [
+    assert gate.select(c, ()) == (c, c, [])
+    assert gate.select(c, (".text",)).said == [
         "--size-gate names rows of `icount size -o` files; these hold none"
     ]
+
+
+def test_rows_that_do_not_gate_are_still_shown_and_say_so() -> None:
+    """The table, the PR comment and JSON show what changed (.data grew the VM total);
+    only the gate leaves those rows out."""
+    from icount.compare import render
+
+    base = _sizes("sections", [(".text", 1000, 1000), (".data", 100, 100), (".bss", 0, 50)])
+    new = _sizes("sections", [(".text", 1000, 1000), (".data", 4000, 4000), (".bss", 0, 50)])
+    shown, gated, _ = gate.select(model.compare(base, new, Thresholds()), ())
+    assert [r.path for r in gated.rows] == ["total/vm"]
+    assert model.gate(gated, False) is not None  # the total regressed: exit 3
+    verdicts = {r.path: (r.verdict.value, r.why) for r in shown.rows}
+    assert verdicts["sections/.data/vm"] == ("unchanged", "not gated (regressed)")
+    assert verdicts["sections/.text/vm"] == ("unchanged", "not gated")
+    assert verdicts["total/vm"] == ("regressed", "")
+    table = "\n".join(render_terminal(t) for t in render.tables(shown))
+    assert "not gated (regressed)" in table and "sections/.data/vm" in table
+    assert "1 regression" in table
+    md = render.render_md(shown)
+    bullets = [line for line in md.splitlines() if line.startswith("- **")]
+    assert len(bullets) == 1 and "total/vm" in bullets[0]
+    assert "prog/sections/.data/vm" in md.split("<details>")[1]
+    cells = {c["path"]: c for c in render.to_json(shown)["cells"]}
+    assert cells["sections/.data/vm"]["delta"] == 3900
+    assert cells["sections/.data/vm"]["why"] == "not gated (regressed)"
+
+
+def test_a_moved_row_that_does_not_gate_fails_nothing() -> None:
+    """Only .data grew past its threshold; the VM total within it: exit 0."""
+    base = _sizes("sections", [(".text", 100_000, 100_000), (".data", 100, 100)])
+    new = _sizes("sections", [(".text", 100_000, 100_000), (".data", 200, 200)])
+    shown, gated, _ = gate.select(model.compare(base, new, Thresholds()), ())
+    assert model.gate(gated, True) is None
+    assert model.gate(shown, True) is None  # as shown, nothing regressed either
+    assert shown.count(model.Verdict.REGRESSED) == 0

@@ -66,12 +66,16 @@ def test_a_2pct_growth_exits_3_at_1pct(builds: tuple[Path, Path], tmp_path: Path
     gated = ("--size-gate", ".data,total/file")
     md = cli("compare", a, b, "-t", "1%", "-f", "md", *gated, code=3).stdout
     assert md.startswith("❌") and "**regressed**: `prog/sections/.data/file`" in md
-    assert "`prog/total/file`" in md and "`prog/sections/.text/file`" not in md
+    bullets = "\n".join(line for line in md.splitlines() if line.startswith("- "))
+    assert "`prog/total/file`" in bullets and "prog/sections/.text/file" not in bullets
     doc = json.loads(cli("compare", a, b, "-t", "1%", "-f", "json", *gated, code=3).stdout)
     cells = {c["path"]: c for c in doc["cells"]}
-    assert set(cells) == {
-        "sections/.data/file", "sections/.data/vm", "total/file", "total/vm"
-    }  # fmt: skip
+    # every row is kept; those outside the gate say so
+    assert {"sections/.data/file", "sections/.data/vm", "total/file", "total/vm"} < set(cells)
+    assert cells["sections/.text/file"]["why"] == "not gated"
+    assert cells["sections/.data/vm"]["verdict"] == "regressed"
+    shown = cli("compare", a, b, "--threshold", "1%", code=3).stdout
+    assert "not gated (regressed)" in shown and "prog/sections/.data/vm" in shown
     assert cells["sections/.data/file"]["verdict"] == "regressed"
     assert cells["sections/.data/file"]["delta"] == 4000
     assert cells["total/file"]["delta"] == new.stat().st_size - base.stat().st_size
