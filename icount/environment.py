@@ -30,6 +30,7 @@ from typing import Any
 
 from icount import __version__, procs
 from icount.errors import UsageError
+from icount.text import printable
 
 # Fields of every fingerprint that change instruction counts: compare refuses to
 # compare results that differ in any of them (the host's CPU fields unless both
@@ -488,6 +489,7 @@ class ProvenanceRecorder:
 
 # The modified files a provenance names: enough to say why a tree was dirty.
 DIRTY_RECORDED = 10
+GIT_TIMEOUT_S = 10
 
 
 def git_state(directory: Path) -> dict[str, Any]:
@@ -495,18 +497,21 @@ def git_state(directory: Path) -> dict[str, Any]:
     it (staged or not), None outside a checkout; when dirty, `dirty`: how many files and
     the first few by name. Untracked files mark nothing: they are in no commit, and a CI
     workspace always holds some (icount's own checkout, a restored cache, the results
-    being written)."""
+    being written). When `git status` fails or times out the commit is `-dirty` too,
+    `dirty` saying why (`count` None)."""
     if procs.which("git") is None:
         return {"commit": None}
-    done = procs.run(["git", "-C", str(directory), "rev-parse", "HEAD"], timeout=10)
+    done = procs.run(["git", "-C", str(directory), "rev-parse", "HEAD"], timeout=GIT_TIMEOUT_S)
     if done.returncode != 0:
         return {"commit": None}
     commit = done.stdout.decode().strip()
     status = procs.run(
         ["git", "-C", str(directory), "status", "--porcelain", "-z", "--untracked-files=no"],
-        timeout=10,
+        timeout=GIT_TIMEOUT_S,
     )
-    files = _porcelain_paths(status.stdout) if status.ok else []
+    if not status.ok:  # a tree git could not read may hold changes: never the clean commit
+        return {"commit": commit + "-dirty", "dirty": {"count": None, "error": _failed(status)}}
+    files = _porcelain_paths(status.stdout)
     if not files:
         return {"commit": commit}
     return {
@@ -524,6 +529,16 @@ def _porcelain_paths(out: bytes) -> list[str]:
         if len(field) < 4:
             continue
         paths.append(field[3:].decode(errors="replace"))
-        if field[:1] in (b"R", b"C"):
+        if field[:1] in (b"R", b"C") or field[1:2] in (b"R", b"C"):  # staged or in the tree
             next(fields, None)
     return paths
+
+
+def _failed(done: procs.Completed) -> str:
+    """Why `git status` gave no answer: 'git status timed out after 10 s', or its exit
+    status and last stderr line."""
+    if done.timed_out:
+        return f"git status timed out after {GIT_TIMEOUT_S} s"
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    last = f": {printable(lines[-1][:200])}" if lines else ""
+    return f"git status exited {done.returncode}{last}"

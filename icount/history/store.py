@@ -69,6 +69,13 @@ def recorded_commit(provenance: Mapping[str, Any], source: str) -> str:
             "provenance file)",
             hint="pass --commit SHA",
         )
+    error = _status_error(provenance.get("dirty"))
+    if commit.endswith("-dirty") and error:
+        raise UsageError(
+            f"{source} measured a tree git could not read, so it may hold uncommitted "
+            f"changes ({printable(commit)}: {error})",
+            hint="commit first, or pass --commit to key it anyway",
+        )
     if commit.endswith("-dirty"):
         raise UsageError(
             f"{source} measured a tree with uncommitted changes "
@@ -76,6 +83,12 @@ def recorded_commit(provenance: Mapping[str, Any], source: str) -> str:
             hint="commit first, or pass --commit to key it anyway",
         )
     return check_commit(commit)
+
+
+def _status_error(dirty: Any) -> str:
+    """Why git status failed, from a provenance's `dirty` record; "" where it did not."""
+    error = dirty.get("error") if isinstance(dirty, dict) else None
+    return printable(error) if isinstance(error, str) else ""
 
 
 def _dirty_files(dirty: Any) -> str:

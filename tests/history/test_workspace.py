@@ -110,3 +110,29 @@ def test_the_lock_on_an_output_stays_out_of_the_tree(repo: Path, tmp_path: Path)
     assert not lock.exists()
     again = results.output_path(alias / "sub" / "a.json", "run")
     results.release_unused(again)
+
+
+def test_a_tree_git_status_cannot_read_is_not_the_clean_commit(repo: Path, cli: Cli) -> None:
+    """A corrupt index: `rev-parse HEAD` answers, `git status` exits 128. The tree may
+    hold changes (here f3.c), so the commit is `-dirty`, with git's reason."""
+    head = git(repo, "rev-parse", "HEAD")
+    (repo / "f3.c").write_text("int changed;\n")
+    (repo / ".git" / "index").write_bytes(b"DIRC garbage")
+    state = git_state(repo)
+    assert state["commit"] == f"{head}-dirty"
+    assert state["dirty"]["count"] is None
+    assert state["dirty"]["error"].startswith("git status exited 128: ")
+    f = repo / "r.json"
+    results.save(f, one(), measured(repo), overwrite=False)
+    done = cli("history", "add", f, "--dir", repo / "h")
+    assert done.code == 2
+    assert "measured a tree git could not read" in done.err
+    assert "git status exited 128" in done.err and done.err.count("\n") == 1
+
+
+def test_renames_in_either_status_column_count_once() -> None:
+    from icount.environment import _porcelain_paths
+
+    # staged rename (X = R) and a worktree-side one (Y = R): each source path follows
+    out = b"R  new.c\0old.c\0 R moved.c\0was.c\0 M f.c\0"
+    assert _porcelain_paths(out) == ["new.c", "moved.c", "f.c"]
