@@ -162,7 +162,7 @@ def diverging_figure(
             out.append(svg.whisker(scale(lo), scale(hi), mid, 4, r.whisker_tip))
         out.append(svg.text(cols.change_right, mid + 4, r.change, anchor="end"))
         cls = "b" if r.cls in ("reg", "imp") else "m"
-        verdict = svg.clip(r.verdict, cols.verdict_w)
+        verdict = svg.clip(r.verdict, cols.verdict_w, bold=cls == "b")
         out.append(svg.text(cols.verdict_x, mid + 4, verdict, cls, tip=r.verdict_tip))
         y += ROW
     out.append(svg.line(x0, top - 2, x0, grid_bottom, "axis"))

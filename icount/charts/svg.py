@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from icount import shortening
 from icount.escapes import xml_text
+from icount.text import printable
 
 # Advance widths of DejaVu Sans (what Chromium on Linux falls back to, and wider than
 # the system fonts of macOS and Windows), in em, rounded up to 0.05, regular and bold:
@@ -130,7 +131,8 @@ def clip(
     "" rather than a cut inside a word (a treemap tile's label)."""
     keep = shortening.END if tail else shortening.BOTH if middle else shortening.START
     width = lambda ch: char_px(ch, size, bold)  # noqa: E731
-    return shortening.shorten(text, width_px, keep, width, words)
+    # as drawn: a control character is drawn as its escape (\x1b), four characters
+    return shortening.shorten(printable(text), width_px, keep, width, words)
 
 
 def is_bold(cls: str) -> bool:
@@ -143,6 +145,7 @@ def clip_path(text: str, width_px: float, size: float = FONT_PX) -> str:
     and at least two of its last where they fit (`server/…/.dynstr/vm`), else as many
     of its last as fit (`…/.data.rel.ro/file`); cut between words in the middle where
     whole parts would keep less than half the room."""
+    text = printable(text)
     if text_px(text, size) <= width_px:
         return text
     parts = text.split("/")
@@ -164,7 +167,7 @@ def distinct_clips(texts: list[str], width_px: float, size: float = FONT_PX) -> 
     read as another (`[section .debug_str (compressed)]` and `…debug_info…`, both
     `[section…(compressed)]`) shows where it differs instead (shortening.distinct)."""
     return shortening.distinct(
-        texts,
+        [printable(t) for t in texts],
         width_px,
         width=lambda ch: char_px(ch, size),
         short=lambda t: clip_path(t, width_px, size),
@@ -227,8 +230,9 @@ def heading(x: float, y: float, content: str, width_px: float, most: int = 3) ->
     """A chart's title (class t) in as many lines of `width_px` as it needs, up to
     `most`, each broken at a phrase boundary (shortening.lines); and the height it
     takes beyond its first line, by which the chart under it moves down."""
-    rows = shortening.lines(content, width_px, most, lambda ch: char_px(ch, TITLE_PX, True))
-    cut = rows[-1].endswith("…") and not content.endswith("…")
+    shown = printable(content)
+    rows = shortening.lines(shown, width_px, most, lambda ch: char_px(ch, TITLE_PX, True))
+    cut = rows[-1].endswith("…") and not shown.endswith("…")
     body = "".join(
         text(x, y + k * TITLE_LINE, row, "t", tip=content if cut and k == len(rows) - 1 else None)
         for k, row in enumerate(rows)
