@@ -93,6 +93,8 @@ def measure_profiled(
         return Run(None, False, f"timed out after {opts.timeout:g} s (--timeout)", detail), None
     if c.returncode not in opts.allowed_exits:
         why = procs.exit_reason(c.returncode, run_dir / "stderr")
+        if c.problem is not None:  # valgrind's own complaint, with its remedy where known
+            why = f"{why}; {c.problem}"
         return Run(c.instructions, False, why, detail), None
     if c.problem is not None or c.instructions is None:
         return Run(None, False, c.problem or "nothing counted", detail), None

@@ -227,7 +227,10 @@ class CallgrindBackend:
             )
             profiles = sorted(run_dir.glob(PROFILE_GLOB))
             total, problem = sum_profiles(profiles)
-            problem = problem or _uncounted(run_dir, profiles)
+            # valgrind's own complaint first: it says why a profile is empty or cut short
+            logs = sorted(run_dir.glob("valgrind.log.*"))
+            said = next((w for log in logs if (w := valgrind_problem(log))), None)
+            problem = said or problem or _uncounted(run_dir, profiles)
             profile = None
             if problem is None and self.profile_top:  # parsed again: rarely worth a second
                 profile = read_command(profiles, self.profile_top)[1]

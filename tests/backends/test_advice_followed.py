@@ -1,0 +1,46 @@
+"""The remedies valgrind's messages carry, followed: the recorded Go program
+(fixtures/valgrind-logs/spin.go: goroutines in call-free loops) crashes callgrind without
+GODEBUG=asyncpreemptoff=1, the reason says so with the remedy, and with the remedy the
+same command gives a valid cell."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from icount import procs
+from tests.support.cli import run_icount
+
+SPIN = Path(__file__).resolve().parents[2] / "fixtures" / "valgrind-logs" / "spin.go"
+
+
+@pytest.mark.slow
+def test_the_go_remedy_turns_callgrinds_assertion_into_a_valid_cell(
+    need_valgrind: None, tmp_path: Path
+) -> None:
+    if shutil.which("go") is None:
+        pytest.skip("go is not installed (scripts/setup.sh installs it)")
+    exe = tmp_path / "spin"
+    built = procs.run(["go", "build", "-o", str(exe), str(SPIN)], cwd=tmp_path,
+                      env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+                           "GOCACHE": str(tmp_path / "cache")})  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    args = ["run", "--backend", "callgrind", "--runs", "1", "--name", "spin", "-q"]
+    out = tmp_path / "crash.json"
+    done = run_icount([*args, "-o", str(out), "--", str(exe), "5000000"], cwd=tmp_path)
+    assert done.returncode != 0
+    (cell,) = json.loads(out.read_text())["cells"]
+    assert cell["reason"].startswith(
+        "run 1 of 1: exited with status 1; callgrind asserted "
+        "while handling a signal (valgrind.log."
+    ), cell["reason"]
+    assert cell["reason"].endswith("or pass --env GODEBUG=asyncpreemptoff=1")
+    followed = tmp_path / "followed.json"
+    done = run_icount([*args, "--env", "GODEBUG=asyncpreemptoff=1", "-o", str(followed), "--",
+                       str(exe), "5000000"], cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (cell,) = json.loads(followed.read_text())["cells"]
+    assert cell["valid"] is True and cell["median"] > 5000000 * 8
