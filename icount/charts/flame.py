@@ -15,7 +15,6 @@ whole change, base to new.
 
 from __future__ import annotations
 
-import html
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -206,7 +205,7 @@ def flame_sections(cells: Sequence[Cell], sid: str) -> list[str]:
             c.profile, f"{c.key_text}: where its instructions go", f"{sid}-f{k}"
         )  # fmt: skip
         if fig is not None:
-            summary = html.escape(f"Flame graph: {c.key_text}")
+            summary = svg.esc(f"Flame graph: {c.key_text}")
             chart = f'<div class="chart">{inline(fig)}</div>'  # a wide chart scrolls
             out.append(f"<details><summary>{summary}</summary>{chart}</details>")
     if out:
@@ -229,7 +228,7 @@ def diff_sections(pairs: Sequence[Pair], sid: str) -> list[str]:
     for k, (label, base, new) in enumerate(pairs):
         fig = flame_figure(new, f"{label}: base -> new, by call path", f"{sid}-d{k}", base)
         if fig is not None:
-            summary = html.escape(f"Flame graph of the change: {label}")
+            summary = svg.esc(f"Flame graph of the change: {label}")
             chart = f'<div class="chart">{inline(fig)}</div>'
             out.append(f"<details><summary>{summary}</summary>{chart}</details>")
     if out:

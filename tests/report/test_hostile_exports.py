@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -199,8 +198,8 @@ def test_the_report_page_escapes_hostile_names(files: tuple[Path, Path], tmp_pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     html = page.read_text(encoding="utf-8")
-    # the flame graphs' <summary> lines are icount/charts/flame.py's, escaped apart
-    _clean(re.sub(r"<summary>Flame graph[^<]*", "", html), "report")
+    assert "<summary>Flame graph" in html  # the summaries hold the names too
+    _clean(html, "report")
     parser = _Page()
     parser.feed(html)
     text = "".join(parser.text)
