@@ -118,9 +118,9 @@ def _show(folder: Path | None, extra: Path | None, fmt: str, width: int | None) 
         raise UsageError("history show takes one history folder: DIR (or --dir DIR)")
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", hint=f"use --format {'|'.join(FORMATS)}")
-    if not folder.is_dir():
+    if not folder.exists():
         raise UsageError(f"no history folder {folder}", hint="icount history add makes it")
-    loaded = store.load(folder)
+    loaded = store.load(folder)  # refuses a file as add does: "history FILE is not a folder"
     if not loaded:
         raise UsageError(f"history {folder} holds no entry (NNNN-COMMIT.json)")
     h = render.build(loaded)

@@ -24,7 +24,7 @@ from icount.text import printable
 COMMIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # At least 4 digits, as many more as the number needs: a name is at most 255 bytes, so
 # the number read back is bounded.
-ENTRY = re.compile(r"(\d{4,})-(.+)\.json")
+ENTRY = re.compile(r"([0-9]{4,})-(.+)\.json")  # ASCII: \d takes '٠٠٠٢', int() reads it
 PROVENANCE_SUFFIX = ".provenance.json"
 # `NNNN-X.provenance.json` is the provenance beside entry `NNNN-X.json`: a commit named
 # so would be filed where no reader takes it for an entry.

@@ -241,6 +241,7 @@ def filed(p: Project, key: str) -> list[tuple[str, float]]:
     return [(e.commit, r.cells[0].summary.median) for e, r in store.load(p.cache[key])]  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_the_github_recipe_files_every_push_and_gates_a_pull_request(project: Project) -> None:
     p = project
     workflow, _ = recipes()
@@ -320,6 +321,7 @@ def run_gitlab(
     return name, done, ws
 
 
+@pytest.mark.slow
 def test_the_gitlab_recipe_files_every_main_pipeline_and_gates_a_merge_request(
     project: Project,
 ) -> None:

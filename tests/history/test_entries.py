@@ -119,3 +119,22 @@ def test_a_full_history_refuses_before_writing(
     add(cli, tmp_path, folder, "c3", 30)  # a commit of the history replaced: no more entries
     add(cli, tmp_path, folder, "c4", 4, "--keep", "3")
     assert shown(cli, folder) == [("c2", 2), ("c3", 30), ("c4", 4)]
+
+
+def test_only_ascii_digits_number_an_entry(tmp_path: Path) -> None:
+    """'٠٠٠٢' (Arabic-Indic) matched \\d and int() read it as 2: not an entry's number."""
+    folder = tmp_path / "h"
+    folder.mkdir()
+    file_as(folder, "0001-aaa.json", 100)
+    file_as(folder, "\u0660\u0660\u0660\u0662-bbb.json", 200)
+    assert [(e.number, e.commit) for e in store.entries(folder)] == [(1, "aaa")]
+
+
+def test_show_and_add_name_a_file_given_as_the_folder_alike(tmp_path: Path, cli: Cli) -> None:
+    f = tmp_path / "h"
+    results.save(f, one(100), None, overwrite=False)
+    shown = cli("history", "show", f)
+    added = cli("history", "add", f, "--dir", f, "--commit", "abc")
+    assert shown.code == added.code == 2
+    assert shown.err.startswith(f"icount: error: history {f} is not a folder")
+    assert added.err.startswith(f"icount: error: history {f} is not a folder")
