@@ -80,8 +80,8 @@ def test_windows_noisier_than_the_limit_give_up_naming_the_noise() -> None:
     message = str(info.value)
     assert message.startswith("--warmup auto did not settle within 200000 requests")
     assert "stopped falling but its windows differ by" in message
-    # the last three differ by 10.2%: ten times the limit, ten times the window
-    assert message.endswith("longer windows (--requests 11000 or more) would average it")
+    # the last three differ by 10.2%: ten times the limit, twice ten times the window
+    assert message.endswith("longer windows (--requests 21000 or more) would average it")
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_windows_just_past_the_limit_get_a_longer_window_than_the_one_in_use() -
     probes = iter([3000.0, 2000.0, *flat, *flat])
     with pytest.raises(WarmupFailed) as info:
         warmup.auto_warmup(lambda n: next(probes), lambda n: None, 1000, 0.01, lambda s: None)
-    assert str(info.value).endswith("longer windows (--requests 2000 or more) would average it")
+    assert str(info.value).endswith("longer windows (--requests 2100 or more) would average it")
 
 
 def test_the_time_cap_gives_up_with_the_curve_and_a_suggestion() -> None:
