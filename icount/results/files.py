@@ -262,35 +262,91 @@ def output_path(explicit: Path | None, stem: str, directory: Path = Path("icount
     return path
 
 
-_CLAIMS: dict[Path, int] = {}  # results file -> the descriptor holding its lock
+# results file -> the descriptor holding its lock and that lock file's path
+_CLAIMS: dict[Path, tuple[int, Path]] = {}
 
 
 # This user's lock files, one per output being written. Not beside the output: a file
 # there is an untracked file in the tree being measured (and in a CI cache or artifact).
-# /tmp, not $TMPDIR: two icounts given one output must find one lock whatever their
-# environments say.
+# Not under $TMPDIR: two icounts given one output must find one lock whatever their
+# environments say. The first of these that is this user's folder alone is taken:
+# /run/user/UID (logind's, made 0700 for the user), then /tmp/icount-locks-UID, then,
+# where another user made that one first (/tmp is sticky: its owner alone removes it),
+# the user's home folder from the password database.
+RUN_USER = Path("/run/user")
 LOCK_ROOT = Path("/tmp")
+
+
+def _alone(folder: Path, make: bool) -> str | None:
+    """None when `folder` is a folder (not a link) of this user's that no one else can
+    write, made if `make`; else why not."""
+    try:
+        if make:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as e:
+        return f"{folder}: {e.strerror or e}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{folder} is not a folder"
+    if st.st_uid != os.getuid():
+        return f"{folder} belongs to {_user(st.st_uid)}"
+    if st.st_mode & 0o077 if folder.parent == RUN_USER else st.st_mode & 0o022:
+        return f"{folder} can be written by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def lock_folder() -> Path:
+    """The folder of this user's lock files (the first of /run/user/UID/icount-locks,
+    /tmp/icount-locks-UID, ~/.cache/icount/locks that is this user's alone); UsageError
+    naming each one's problem when none is."""
+    import pwd
+
+    uid = os.getuid()
+    run = RUN_USER / str(uid)
+    if run.is_dir() and _alone(run, make=False) is None:
+        why = _alone(run / "icount-locks", make=True)
+        if why is None:
+            return run / "icount-locks"
+    tmp = LOCK_ROOT / f"icount-locks-{uid}"
+    why_tmp = _alone(tmp, make=True)
+    if why_tmp is None:
+        return tmp
+    try:
+        home = Path(pwd.getpwuid(uid).pw_dir) / ".cache" / "icount" / "locks"
+    except KeyError:
+        raise UsageError(
+            f"no lock folder of this user's alone: {why_tmp}; uid {uid} has no home folder",
+            hint=f"ask its owner to remove {tmp}",
+        ) from None
+    why_home = _alone(home, make=True)
+    if why_home is None:
+        return home
+    raise UsageError(
+        f"no lock folder of this user's alone: {why_tmp}; {why_home}",
+        hint=f"chmod 700 {tmp}" if "by others" in why_tmp else f"make {home} this user's",
+    )
 
 
 def claim_path(path: Path) -> Path:
     """The file whose lock says that an icount is writing `path`: named by a digest of
     `path` resolved, so that every name of one output (`a.json`, the same through a link
-    to its folder) has one lock, in a folder only this user can write (OutputError
-    otherwise)."""
+    to its folder) has one lock, in this user's lock folder (lock_folder). The lock is
+    per user: two users writing one output do not exclude each other."""
     import hashlib
 
-    folder = LOCK_ROOT / f"icount-locks-{os.getuid()}"
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-    except OSError as e:
-        raise _cannot_write(path, e) from None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-        raise OutputError(
-            f"cannot lock {path}: {folder} is not a folder of this user's alone",
-            path=str(path),
-            hint=f"remove {folder}",
-        )
+        folder = lock_folder()
+    except UsageError as e:
+        raise OutputError(f"cannot lock {path}: {e.message}", path=str(path), hint=e.hint) from None
     # the folder resolved, not the file: a link at `path` is what the rename replaces
     digest = hashlib.sha256(os.fsencode(path.parent.resolve() / path.name)).hexdigest()[:32]
     return folder / f"{digest}.lock"
@@ -326,7 +382,7 @@ def _claim(path: Path) -> None:
                 import atexit
 
                 atexit.register(_release_claims)  # an icount refused or failing later
-            _CLAIMS[path] = fd
+            _CLAIMS[path] = (fd, lock)
             return
         os.close(fd)
     raise UsageError(f"another icount is writing {path} now", hint=_OUTPUT_HINT)
@@ -361,11 +417,14 @@ def release_unused(path: Path) -> None:
     the folders `check_writable` made that stayed empty, and the claim on `path`."""
     with contextlib.suppress(OSError):
         path.with_suffix(".artifacts").rmdir()
-    fd = _CLAIMS.pop(path, None)
-    if fd is not None:
-        # unlinked while still locked, so no icount starting now can lock the old file
-        with contextlib.suppress(OSError, OutputError):
-            claim_path(path).unlink()
+    claim = _CLAIMS.pop(path, None)
+    if claim is not None:
+        fd, lock = claim
+        # unlinked while still locked, so no icount starting now can lock the old file;
+        # the file this icount locked, not whatever the path names now
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(fd), os.lstat(lock)):
+                lock.unlink()
         os.close(fd)
     _remove_made()
 
