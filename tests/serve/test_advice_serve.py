@@ -1,0 +1,47 @@
+"""Advice in a serve refusal, followed: longer windows for the clock's uncertainty, and a
+longer ready timeout for a server slow to be ready."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
+from icount.serve import server as server_mod
+from icount.serve.runs import _clock_uncertain
+from icount.serve.server import RunInvalid
+from tests.serve.test_faults import _Alive, _ready_adapter, _Statuses, statuses  # noqa: F401
+
+
+def _detail(requests: int) -> ServeDetail:
+    """Windows of `requests` at 12,700 instructions and 1 ms each, the idle clock 2M a
+    second (tests/serve/test_runs.py's case), its share taken out."""
+    reps = tuple(Rep(12_700 * requests, requests, seconds=requests / 1000) for _ in range(3))
+    return ServeDetail(WINDOW_DUMPS, 100, reps, None, idle=IdleCount(2_000_000, 1.0),
+                       time_share=0.16, clock_subtracted=True)  # fmt: skip
+
+
+def test_longer_windows_shrink_the_clocks_uncertainty_as_advised() -> None:
+    held = 0.2  # opening and closing a window held the server 200 ms
+    why = _clock_uncertain(_detail(1000), [1.0 + held] * 3, 0.01)
+    assert why is not None and why.endswith("longer windows (--requests) shrink it")
+    # --requests 10000: the same 200 ms are a tenth of the share
+    assert _clock_uncertain(_detail(10_000), [10.0 + held] * 3, 0.01) is None
+
+
+def test_a_longer_ready_timeout_waits_for_a_server_slow_to_be_ready(
+    statuses: _Statuses,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not ready for its first 20 answers (503): a timeout too short for them says to
+    raise it; raised, the same server is ready."""
+    monkeypatch.setattr(server_mod, "READY_POLL_S", 0.01)
+    statuses.statuses = [503] * 20 + [200]
+    port = statuses.server_address[1]
+    with pytest.raises(RunInvalid) as e:
+        server_mod._wait_ready(_Alive(), port, _ready_adapter(tmp_path, 0.05), lambda t: None, "")  # type: ignore[arg-type]
+    assert "raise [ready] timeout_s in the adapter, or --ready-timeout with --cmd" in str(e.value)
+    server_mod._wait_ready(_Alive(), port, _ready_adapter(tmp_path, 30.0), lambda t: None, "")  # type: ignore[arg-type]
+    assert statuses.asked >= 21
