@@ -3,14 +3,17 @@ longer ready timeout for a server slow to be ready."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from icount import procs
 from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
 from icount.serve import server as server_mod
 from icount.serve.runs import _clock_uncertain
 from icount.serve.server import RunInvalid
+from tests.serve.conftest import cells, run_icount
 from tests.serve.test_faults import _Alive, _ready_adapter, _Statuses, statuses  # noqa: F401
 
 
@@ -45,3 +48,32 @@ def test_a_longer_ready_timeout_waits_for_a_server_slow_to_be_ready(
     assert "raise [ready] timeout_s in the adapter, or --ready-timeout with --cmd" in str(e.value)
     server_mod._wait_ready(_Alive(), port, _ready_adapter(tmp_path, 30.0), lambda t: None, "")  # type: ignore[arg-type]
     assert statuses.asked >= 21
+
+
+@pytest.mark.slow
+def test_a_process_execd_in_a_window_is_refused_and_warmup_instrumented_counts_it(
+    need_valgrind: None, tmp_path: Path
+) -> None:
+    """A server that runs /bin/true for every request (exec_server.c): the warm-up runs
+    uninstrumented, so the exec'd process executes nothing under callgrind and the window
+    is refused with the advice; following it (--warmup-instrumented) counts it, valid."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed (scripts/setup.sh installs it)")
+    exe = tmp_path / "exec_server"
+    built = procs.run(
+        ["gcc", "-O1", "-o", str(exe), str(Path(__file__).with_name("exec_server.c"))]
+    )
+    assert built.returncode == 0, built.stderr
+    cmd = ["serve", "--cmd", f"{exe} {{port}}", "--name", "ex", "--path", "plaintext=/plaintext",
+           "--expect-body", "Hello, World!", "--runs", "1", "--requests", "20", "--warmup", "5",
+           "--reps", "2", "--backend", "callgrind", "-q"]  # fmt: skip
+    refused = tmp_path / "refused.json"
+    done = run_icount([*cmd, "-o", str(refused)], cwd=tmp_path)
+    assert done.returncode == 5, done.stderr
+    (cell,) = cells(refused).values()
+    assert cell["reason"].endswith("measure this server with --warmup-instrumented"), cell
+    followed = tmp_path / "followed.json"
+    done = run_icount([*cmd, "--warmup-instrumented", "-o", str(followed)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (cell,) = cells(followed).values()
+    assert cell["valid"] is True and cell["median"] > 10_000  # /bin/true's start-up in each
