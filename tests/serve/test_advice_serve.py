@@ -13,7 +13,7 @@ from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
 from icount.serve import server as server_mod
 from icount.serve.runs import _clock_uncertain
 from icount.serve.server import RunInvalid
-from tests.serve.conftest import cells, run_icount
+from tests.serve.conftest import AdapterMaker, cells, run_icount
 from tests.serve.test_faults import _Alive, _ready_adapter, _Statuses, statuses  # noqa: F401
 
 
@@ -77,3 +77,18 @@ def test_a_process_execd_in_a_window_is_refused_and_warmup_instrumented_counts_i
     assert done.returncode == 0, done.stderr
     (cell,) = cells(followed).values()
     assert cell["valid"] is True and cell["median"] > 10_000  # /bin/true's start-up in each
+
+
+@pytest.mark.slow
+def test_a_daemonizing_server_is_told_to_stay_in_the_foreground_which_is_measured(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path, c_epoll: Path
+) -> None:
+    """c-epoll --daemonize is refused with the advice to run it in the foreground;
+    without the flag, as the advice says, the same server is a valid run."""
+    from tests.serve.test_every_process import measure
+
+    refused = measure(make_adapter, tmp_path, "daemon", "--daemonize")
+    assert refused.reason is not None
+    assert "icount counts a server that stays in the foreground" in refused.reason
+    followed = measure(make_adapter, tmp_path, "foreground")
+    assert followed.reason is None and followed.value is not None and followed.value > 0
