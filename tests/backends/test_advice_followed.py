@@ -44,3 +44,24 @@ def test_the_go_remedy_turns_callgrinds_assertion_into_a_valid_cell(
     assert done.returncode == 0, done.stderr
     (cell,) = json.loads(followed.read_text())["cells"]
     assert cell["valid"] is True and cell["median"] > 5000000 * 8
+
+
+@pytest.mark.parametrize(
+    ("name", "settings"),
+    [("perf", {"thread": 1}), ("perf", {"keep_profiles": True}),
+     ("callgrind", {"event": "task-clock"})],
+)  # fmt: skip
+def test_the_backend_a_refused_setting_names_takes_it(
+    name: str, settings: dict[str, object]
+) -> None:
+    """`--thread needs the callgrind backend, not perf (pass --backend callgrind)`: the
+    backend the hint names is created with the same setting."""
+    from icount import backends
+    from icount.errors import UsageError
+
+    with pytest.raises(UsageError) as e:
+        backends.create(name, settings)
+    hint = e.value.hint or ""
+    assert hint.startswith("pass --backend ")
+    other = backends.create(hint.removeprefix("pass --backend "), settings)
+    assert other.name != name
