@@ -476,26 +476,30 @@ class KeepAliveClient:
                         first_error = first_error or why
                         stopping = True
                         continue
-                if sent < n and not stopping and (quota is None or quota[i] > 0):
-                    wave = [i]
-                    if pace is not None:  # the next wave once every answer is in
+                more = sent < n and not stopping and (quota is None or quota[i] > 0)
+                if pace is not None:  # the next wave once every answer is in
+                    if more:
                         waiting.append(i)
-                        if inflight:
-                            continue
-                        why = pace()
-                        if why is not None:
-                            first_error = first_error or why
-                            stopping = True
-                            continue
-                        wave, waiting = waiting[: n - sent], []
-                    for j in wave:
-                        err = send(j)
-                        if err is not None:
-                            first_error = first_error or self._lost(j, err)
-                            stopping = True
-                            break
-                        sent += 1
-                        inflight += 1
-                        busy[j] = True
+                    if inflight or stopping or not waiting:
+                        continue
+                    why = pace()
+                    if why is not None:
+                        first_error = first_error or why
+                        stopping = True
+                        continue
+                    wave, waiting = waiting[: n - sent], []
+                elif more:
+                    wave = [i]
+                else:
+                    continue
+                for j in wave:
+                    err = send(j)
+                    if err is not None:
+                        first_error = first_error or self._lost(j, err)
+                        stopping = True
+                        break
+                    sent += 1
+                    inflight += 1
+                    busy[j] = True
         wall = time.perf_counter() - t0
         return LoadResult(n, completed, n - completed, first_error, wall, opened)

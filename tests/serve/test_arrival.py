@@ -294,3 +294,16 @@ def test_an_old_file_resumes_closed_and_a_file_without_provenance_as_its_cells(
     # asked for the other one, the file's cells refuse it
     with pytest.raises(UsageError, match=r"other parameters \(arrival 'idle' there, 'closed' now"):
         _session(dataclasses.replace(request, arrival=Arrival.CLOSED), None, resume=partial)
+
+
+def test_a_wave_goes_out_when_the_connection_answering_last_has_no_request_left(
+    c_server: StartServer,
+) -> None:
+    """Under a keep-alive limit each connection sends a fixed share of a run: the last to
+    answer in a wave may have none left while another still has."""
+    port = c_server()
+    with KeepAliveClient(HOST, port, PLAIN, 2, 5.0, lambda: None) as client:
+        client.per_connection = 1000  # a limit far away: the shares only
+        for _ in range(20):  # 3 = 2 + 1: whichever answers last in the first wave
+            result = client.run(3)
+            assert (result.completed, result.ok) == (3, True), result
