@@ -34,7 +34,7 @@ from icount.text import printable
 
 # Fields of every fingerprint that change instruction counts: compare refuses to
 # compare results that differ in any of them (the host's CPU fields unless both
-# fingerprints hold the guest's: `checked_fields`).
+# fingerprints hold the guest's: `cpu_fields`).
 COUNT_MOVING_FIELDS = (
     "backend",
     "tool_version",
@@ -47,8 +47,12 @@ COUNT_MOVING_FIELDS = (
 HOST_CPU_FIELDS = ("cpu_vendor", "cpu_model", "cpu_flags")
 # the CPU valgrind presents (guest_cpu.GuestCpu.fingerprint), checked in place of the host's
 GUEST_CPU_FIELDS = ("guest_cpu_vendor", "guest_cpu_model", "guest_cpu_flags", "guest_cpuid")
-# what a runtime sizes itself by; checked where both fingerprints hold them (older files
-# do not)
+# Backends whose program sees the CPU the tool presents, not the host's.
+GUEST_CPU_BACKENDS = frozenset({"callgrind"})
+# What a runtime may size itself by, as icount saw it (not the CPU set a server or a
+# job was pinned to): information, not checked. A C program's counts do not follow
+# it, and GitHub's runners of one label differ in it (4 vCPU public, 2 private); a
+# difference is a warning (machine_warnings).
 MACHINE_FIELDS = ("cpus", "memory_gib")
 
 # Why a field that differs moves counts: compare says so beside each difference.
@@ -390,13 +394,35 @@ def has_guest_cpu(fp: Mapping[str, Any]) -> bool:
     return all(f in fp for f in GUEST_CPU_FIELDS)
 
 
+def cpu_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
+    """The fields that say which CPU two fingerprints' programs ran on: the guest's
+    where both were measured by one backend whose program sees the CPU it presents
+    (callgrind) and both hold it; else the host's (perf, and files older than the
+    guest fingerprint). Compare, --resume, history noise and shard merging use it."""
+    backend = a.get("backend")
+    guest = (
+        backend == b.get("backend")
+        and backend in GUEST_CPU_BACKENDS
+        and has_guest_cpu(a)
+        and has_guest_cpu(b)
+    )
+    return GUEST_CPU_FIELDS if guest else HOST_CPU_FIELDS
+
+
 def checked_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
-    """The fields compare checks between two fingerprints: the guest CPU's where both
-    hold it (under callgrind the program never sees the host's), else the host CPU's, as
-    before the guest was recorded; the CPUs and memory where both hold them."""
-    cpu = GUEST_CPU_FIELDS if has_guest_cpu(a) and has_guest_cpu(b) else HOST_CPU_FIELDS
-    machine = tuple(f for f in MACHINE_FIELDS if f in a and f in b)
-    return ("backend", "tool_version", "arch", *cpu, "glibc", *machine)
+    """The fields compare checks between two fingerprints (cpu_fields for the CPU)."""
+    return ("backend", "tool_version", "arch", *cpu_fields(a, b), "glibc")
+
+
+def machine_warnings(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """One line per MACHINE_FIELDS field both fingerprints hold and differ in: what a
+    runtime that sizes itself by it (Go, the JVM) may count differently."""
+    return [
+        f"{f}: base {a[f]!r} vs new {b[f]!r} — {FIELD_WHY[f]}; compared anyway: a C "
+        "program's counts do not follow it"
+        for f in MACHINE_FIELDS
+        if f in a and f in b and a[f] != b[f]
+    ]
 
 
 def fingerprint_differences(

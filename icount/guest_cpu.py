@@ -301,12 +301,14 @@ def probe(valgrind: str | None) -> GuestCpu | Unknown:
         st = os.stat(real)
     except OSError as e:
         return Unknown(f"{valgrind}: {e.strerror}")
-    # VALGRIND_LIB picks the tool binaries, in which VEX's CPU lives
-    return _probe(real, (st.st_mtime_ns, st.st_size, os.environ.get("VALGRIND_LIB")))
+    # The probe runs valgrind as a measurement does, in a cleared environment (no
+    # VALGRIND_LIB: a measurement gets one only through --env), so the binary alone keys it
+    return _probe(real, (st.st_mtime_ns, st.st_size))
 
 
 @functools.cache
 def _probe(valgrind: str | None, _stamp: object) -> GuestCpu | Unknown:
+    exe = Path("cpuid")
     try:
         with tempfile.TemporaryDirectory(prefix="icount-cpuid-") as tmp:
             exe = Path(tmp) / "cpuid"
@@ -315,14 +317,20 @@ def _probe(valgrind: str | None, _stamp: object) -> GuestCpu | Unknown:
             argv = [str(exe)] if valgrind is None else [valgrind, "--tool=none", "-q", str(exe)]
             done = procs.run(argv, timeout=PROBE_TIMEOUT_S, env={"PATH": "/usr/bin:/bin"})
     except LaunchError as e:
-        return Unknown(f"the CPUID probe could not start: {e}")
+        return Unknown(f"the CPUID probe could not start: {_without(str(e), exe)}")
     except OSError as e:  # no temporary folder to write it in
         return Unknown(f"the CPUID probe could not be written: {e}")
     if not done.ok:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         how = "timed out" if done.timed_out else procs.describe_exit(done.returncode)
-        return Unknown(f"the CPUID probe {how}" + (f": {said[-1]}" if said else ""))
+        last = f": {_without(said[-1], exe)}" if said else ""
+        return Unknown(f"the CPUID probe {how}{last}")
     try:
         return decode(done.stdout)
     except ValueError as e:
         return Unknown(str(e))
+
+
+def _without(text: str, exe: Path) -> str:
+    """`text` with the probe's random temporary path as `cpuid`: a reason that repeats."""
+    return text.replace(str(exe), exe.name)

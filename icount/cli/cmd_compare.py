@@ -449,12 +449,15 @@ def _from_files(
 
     from icount import build_label, results
     from icount.compare import inlined, model, render
+    from icount.environment import machine_warnings
 
     base = results.merge_inputs(results.load_inputs([base_path]))
     new = results.merge_inputs(results.load_inputs([new_path]))
     diffs = model.fingerprint_differences(base.fingerprint, new.fingerprint)
     if diffs and not force:
         raise UsageError(model.refusal(diffs, str(base_path), str(new_path)), hint="pass --force")
+    for line in machine_warnings(base.fingerprint, new.fingerprint):
+        typer.echo(f"icount: warning: {line}", err=True)
     builds = build_label.cell_changes(base.cells, new.cells)
     if builds and not allow_build_change:
         raise UsageError(build_label.refusal(builds), hint="pass --allow-build-change")

@@ -207,12 +207,13 @@ def _same_session(first_src: str, first: Results, src: str, res: Results) -> Non
     from icount import environment  # late: it imports psutil
 
     # under callgrind the programs saw the CPU valgrind presents: the hosts' may differ
-    guests = all(environment.has_guest_cpu(r.fingerprint) for r in (first, res))
+    unseen = set(environment.HOST_CPU_FIELDS) - set(
+        environment.cpu_fields(first.fingerprint, res.fingerprint)
+    )
     diff = sorted(
         k
         for k in {*first.fingerprint, *res.fingerprint}
-        if first.fingerprint.get(k) != res.fingerprint.get(k)
-        and not (guests and k in environment.HOST_CPU_FIELDS)
+        if first.fingerprint.get(k) != res.fingerprint.get(k) and k not in unseen
     )
     if diff:
         shown = _listed(

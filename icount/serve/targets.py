@@ -262,7 +262,7 @@ def binary_sizes(target: Target) -> dict[str, Any]:
     Mach-O file (file bytes and executable bytes), the file's size for anything else
     (a script). A launcher linked to its interpreter's library (a shared-libpython
     Python) counts that library too: `binary` names both files, `binary_library` is
-    the library's path (size/loader.py)."""
+    the library's file name (size/loader.py)."""
     from icount.errors import IcountError
     from icount.size import summarize
     from icount.size.loader import runtime_library
@@ -284,7 +284,7 @@ def binary_sizes(target: Target) -> dict[str, Any]:
         except IcountError:
             return extra
         extra["binary"] = f"{p.name} + {lib.name}"
-        extra["binary_library"] = str(lib)
+        extra["binary_library"] = lib.name  # not its host's path: results move between hosts
         extra["binary_bytes"] += more["file_bytes"]
         extra["binary_text_bytes"] += more["text_bytes"]
     return extra

@@ -44,21 +44,26 @@ def runtime_library(binary: Path) -> Path | None:
         return None
     finally:
         blob.close()
-    names = [n for n in wanted.needed if n.startswith(RUNTIME_LIBRARIES)]
+    # a name with a '/' is a path the loader takes from the cwd of the program: not ours
+    names = [n for n in wanted.needed if n.startswith(RUNTIME_LIBRARIES) and "/" not in n]
     if not names:
         return None
-    origin = str(binary.resolve().parent)
-    dirs = [] if wanted.runpath else [_origin(d, origin) for d in wanted.rpath]
-    dirs += [_origin(d, origin) for d in wanted.runpath]
-    dirs += [*conf_dirs(Path(LD_SO_CONF)), *DEFAULT_DIRS]
-    return find(names[0], dirs, ident)
+    dirs = search_dirs(wanted.rpath, wanted.runpath, str(binary.resolve().parent))
+    return find(names[0], [*dirs, *conf_dirs(Path(LD_SO_CONF)), *DEFAULT_DIRS], ident)
+
+
+def search_dirs(rpath: list[str], runpath: list[str], origin: str) -> list[str]:
+    """The file's own directories in the loader's order, `$ORIGIN` expanded; those
+    still relative are left out (the loader reads them from the program's cwd, which
+    icount's is not)."""
+    dirs = [] if runpath else [_origin(d, origin) for d in rpath]
+    dirs += [_origin(d, origin) for d in runpath]
+    return [d for d in dirs if os.path.isabs(d)]
 
 
 def find(name: str, dirs: list[str], ident: tuple[int, int, int] | None) -> Path | None:
     """The first `dirs`/`name` that is a file of the same ELF class, byte order and
     machine as `ident` (None: any)."""
-    if "/" in name:
-        dirs, name = [str(Path(name).parent)], Path(name).name
     for d in dirs:
         path = Path(d) / name
         if path.is_file() and (ident is None or _ident(_head(path)) == ident):

@@ -95,8 +95,6 @@ def test_callgrind_refuses_another_guest_cpu_saying_why(cli: Cli, tmp_path: Path
 @pytest.mark.parametrize(
     ("field", "value", "why"),
     [
-        ("cpus", 2, "GOMAXPROCS"),
-        ("memory_gib", 7, "the JVM's default heap"),
         ("glibc", "glibc 2.39", "the C library's own code is counted"),
         ("tool_version", "valgrind 3.22.0", "may present another CPU"),
     ],
@@ -110,6 +108,37 @@ def test_the_other_checked_fields_still_refuse_under_callgrind(
     assert done.code == 2
     assert f"{field}: base " in done.err and why in done.err
     assert "cpu_model" not in done.err.replace("guest_cpu_model", "")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [("cpus", 2, "GOMAXPROCS"), ("memory_gib", 7, "the JVM's default heap")],
+)
+def test_runner_sizes_compare_with_a_warning(
+    cli: Cli, tmp_path: Path, field: str, value: object, why: str
+) -> None:
+    """A baseline from a 4-vCPU runner against a 2-vCPU one (GitHub's public and private
+    runners of one label): a C program's counts do not follow the size."""
+    base = _file(tmp_path, "base.json", {**GUEST, **MACHINE})
+    new = _file(tmp_path, "new.json", {**GUEST, **MACHINE, field: value})
+    done = cli("compare", base, new)
+    assert done.code == 0, done.err
+    assert done.err.startswith(f"icount: warning: {field}: base ")
+    assert why in done.err and done.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("backend", ["perf", "callgrind-other"])
+def test_guest_fields_stand_for_the_host_only_under_callgrind(backend: str) -> None:
+    """A perf file that carries guest_cpu_* keys (hand-edited, or a backend's mistake):
+    perf runs the program on the host, so the host's CPU is checked."""
+    a = {"backend": backend, **GUEST, "cpu_model": "A"}
+    b = {"backend": backend, **GUEST, "cpu_model": "B"}
+    assert environment.cpu_fields(a, b) == environment.HOST_CPU_FIELDS
+    assert environment.fingerprint_differences(a, b) == ["cpu_model"]
+    mixed = {**a, "backend": "callgrind"}
+    assert environment.cpu_fields(mixed, a) == environment.HOST_CPU_FIELDS
+    both = {**a, "backend": "callgrind"}, {**b, "backend": "callgrind"}
+    assert environment.fingerprint_differences(*both) == []
 
 
 def test_files_before_the_guest_fingerprint_compare_as_before(cli: Cli, tmp_path: Path) -> None:
@@ -164,8 +193,6 @@ def test_checked_fields_follow_what_both_fingerprints_hold() -> None:
         "arch",
         *environment.GUEST_CPU_FIELDS,
         "glibc",
-        "cpus",
-        "memory_gib",
     )
     # icount table and --resume check the same fields, the backend's arguments too
     assert environment.fingerprint_differences(new, {**new, **OTHER_HOST}, same_method=True) == []
@@ -199,6 +226,16 @@ def test_shards_from_hosts_of_other_cpu_models_merge_when_valgrind_presents_one_
         )
         with pytest.raises(UsageError, match=f"another environment .*: {field}"):
             _merge(paths)
+    # perf shards carrying guest fields: perf ran the programs on each host's own CPU
+    perf = {**guest, "backend": "perf"}
+    paths = _files(
+        tmp_path,
+        _shard(1, fingerprint=perf | host),
+        _shard(2, fingerprint=perf | OTHER_HOST),
+        _shard(3, fingerprint=perf | host),
+    )
+    with pytest.raises(UsageError, match=r"another environment .*: cpu_flags"):
+        _merge(paths)
 
 
 def test_a_file_written_before_the_guest_fingerprint_resumes_on_the_same_host() -> None:

@@ -111,6 +111,33 @@ def test_a_valgrind_that_fails_is_unknown_with_its_words(tmp_path: Path) -> None
     )
 
 
+def test_a_reason_names_the_probe_not_its_random_temporary_path(tmp_path: Path) -> None:
+    fake = tmp_path / "valgrind"
+    fake.write_text('#!/bin/sh\necho "valgrind: cannot run $3" >&2\nexit 1\n')
+    fake.chmod(0o755)
+    found = guest_cpu._probe(str(fake), "stamp")
+    assert found == guest_cpu.Unknown(
+        "the CPUID probe exited with status 1: valgrind: cannot run cpuid"
+    )
+
+
+def test_valgrind_lib_is_not_part_of_the_probes_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe runs valgrind in a cleared environment, as a measurement does: the
+    variable reaches neither, so it must not key the probe either."""
+    if guest_cpu.unavailable():
+        pytest.skip(guest_cpu.unavailable() or "")
+    keys: list[object] = []
+    monkeypatch.setattr(guest_cpu, "_probe", lambda valgrind, stamp: keys.append(stamp))
+    fake = tmp_path / "valgrind"
+    fake.write_text("")
+    for lib in ("/opt/a", "/opt/b"):
+        monkeypatch.setenv("VALGRIND_LIB", lib)
+        guest_cpu.probe(str(fake))
+    assert len(keys) == 2 and keys[0] == keys[1]
+
+
 def test_run_directly_the_probe_reads_the_host_cpu_linux_shows() -> None:
     if guest_cpu.unavailable():
         pytest.skip(guest_cpu.unavailable() or "")

@@ -17,7 +17,7 @@ from icount.serve.server import Target
 from icount.serve.targets import binary_sizes
 from icount.size import summarize
 from icount.size.elf import needs
-from icount.size.loader import conf_dirs, find, runtime_library
+from icount.size.loader import conf_dirs, find, runtime_library, search_dirs
 from icount.size.source import open_blob
 
 from .conftest import tool
@@ -30,7 +30,10 @@ def _ldd(path: Path, name: str) -> Path | None:
     ldd = shutil.which("ldd")
     if ldd is None:
         pytest.skip("ldd is not installed")
-    out = subprocess.run([ldd, str(path)], capture_output=True, text=True, timeout=60).stdout
+    # without LD_LIBRARY_PATH (a conda or dev shell's), which runtime_library does not read
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    done = subprocess.run([ldd, str(path)], capture_output=True, text=True, timeout=60, env=env)
+    out = done.stdout
     m = re.search(rf"^\s*{re.escape(name)} => (\S+)", out, re.M)
     return Path(m.group(1)).resolve() if m else None
 
@@ -62,7 +65,7 @@ def test_binary_sizes_of_a_python_target_hold_libpython(tmp_path: Path) -> None:
     assert lib is not None
     launcher, library = summarize(PYTHON), summarize(lib)
     assert extra["binary"] == f"{Path(sys.executable).name} + {name}"
-    assert extra["binary_library"] == str(lib)
+    assert extra["binary_library"] == lib.name == name
     assert extra["binary_bytes"] == launcher["file_bytes"] + library["file_bytes"]
     assert extra["binary_bytes"] == PYTHON.stat().st_size + lib.stat().st_size
     assert extra["binary_text_bytes"] == launcher["text_bytes"] + library["text_bytes"]
@@ -89,6 +92,26 @@ def test_conf_includes_and_comments(tmp_path: Path) -> None:
     loop = tmp_path / "loop.conf"
     loop.write_text(f"include {loop}\n/x\n")
     assert conf_dirs(loop) == ["/x"] * 5  # bounded, not endless
+
+
+def test_relative_directories_are_not_searched_from_icounts_cwd() -> None:
+    """`-rpath lib` is read by the loader from the program's cwd, not icount's."""
+    assert search_dirs(["lib", "/opt/r"], [], "/x/bin") == ["/opt/r"]
+    assert search_dirs(["/opt/r"], ["$ORIGIN/../lib", "../lib", ""], "/x/bin") == ["/x/bin/../lib"]
+
+
+def test_a_needed_name_with_a_slash_is_not_looked_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DT_NEEDED `lib/libpython9.so`: the loader opens it from the program's cwd."""
+    from icount.size import elf, loader
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libpython9.so").write_bytes(b"\x7fELF\x02\x01" + bytes(12) + b">\x00")
+    monkeypatch.chdir(tmp_path)
+    wanted = elf.Needs(needed=["lib/libpython9.so"], rpath=[], runpath=[])
+    monkeypatch.setattr(elf, "needs", lambda blob: wanted)
+    assert loader.runtime_library(PYTHON) is None
 
 
 def test_find_skips_a_file_of_another_machine(tmp_path: Path) -> None:
