@@ -75,18 +75,34 @@ def function_name(name: str) -> str:
 
 
 # The suffixes gcc (and clang's LTO) give a function's copies: a copy specialised on
-# constant arguments, with its arguments rewritten, a part split off (the hot or cold
-# rest), a function-local alias, an LTO-private rename; several may follow each other
-# (`foo.isra.0.cold`, `foo.constprop.0.isra.0`).
-_CLONE = re.compile(r"(?:\.(?:constprop|isra|part|lto_priv|cold|localalias)(?:\.\d+)?)+$")
-_LEVEL = re.compile(r"'\d+$")  # callgrind's recursion level, after the clone's suffix
+# constant arguments, with its arguments rewritten, a part split off, an LTO-private
+# rename (each numbered), the cold part, a function-local alias (numbered or not), clang
+# ThinLTO's promoted local (`.llvm.` and a hash); several may follow each other
+# (`foo.isra.0.cold`, `foo.constprop.0.isra.0`). The number is required where gcc always
+# writes one, so that Go's `main.part` (function `part` of package `main`) is no copy.
+_SUFFIX = r"(?:(?:constprop|isra|part|lto_priv)\.\d+|cold(?:\.\d+)?|localalias(?:\.\d+)?|llvm\.\d+)"
+_CLONE = re.compile(rf"(?:\.{_SUFFIX})+$")
+# A demangled C++ copy: `scale(long*, int, long) [clone .constprop.0] [clone .cold]`
+_CXX_CLONE = re.compile(rf"(?:\s*\[clone (?:\.{_SUFFIX})+\])+$")
+LEVEL = re.compile(r"'\d+$")  # callgrind's recursion level (`fib'2`), after any suffix
+
+
+def recursion_base(name: str) -> str:
+    """The function a callgrind recursion level (`fib'2`) is of; any other name as it is."""
+    return LEVEL.sub("", name)
 
 
 def clone_base(name: str) -> str:
     """The function a compiler's copy was made from: `LZ4_compress_fast.constprop.0`,
-    `foo.isra.0`, `foo.part.0`, `foo.cold`, `foo.lto_priv.0` are `LZ4_compress_fast` and
-    `foo`; any other name is returned as it is."""
-    level = _LEVEL.search(name)
+    `foo.isra.0`, `foo.part.0`, `foo.cold`, `foo.lto_priv.0`, `foo [clone .isra.0]` are
+    `LZ4_compress_fast` and `foo`, with a recursion level kept (`foo.part.0'2` is
+    `foo'2`); any other name is returned as it is, and so is one whose rest still has a
+    dot (a Go path: `main.(*T).part.0` is no gcc copy)."""
+    level = LEVEL.search(name)
     head = name[: level.start()] if level else name
-    base = _CLONE.sub("", head)
+    base = _CXX_CLONE.sub("", head)
+    if base == head:
+        base = _CLONE.sub("", head)
+        if "." in base:
+            return name
     return name if not base else base + (level.group() if level else "")

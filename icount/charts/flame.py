@@ -4,13 +4,14 @@ as its inclusive instructions per request (per run) under its caller.
 Callgrind records calls between functions, not whole stacks, so a function called from
 several places is split among them in proportion to the instructions of each call (the
 layers below it alike); one called from one place is as wide as callgrind's inclusive
-figure for it. A cycle of calls is drawn once, its share spread over the cycle (the
-start-up code is none: callgrind/functions.py names its `(below main)`s apart). The
-figure in each mark's title says both that path's share and the function's whole
-inclusive cost as measured. Only the calls the cell kept (results/profile.py: the
-costliest, by inclusive cost) are drawn, down to MIN_SHARE of the cell; no script, so
-the page stays self-contained. The differential graph colours each function by its
-whole change, base to new.
+figure for it. A recursion is drawn as callgrind records it: its deeper activations
+are levels of their own (`fib'2` under `fib`, `ping'2` under `pong` under `ping`), each
+as wide as its calls hold, and a call back into a function already on the path is left
+out. The figure in each mark's title says both that path's share and the function's
+whole inclusive cost as measured (a level's: that level's). Only the calls the cell
+kept (results/profile.py: the costliest, by inclusive cost) are drawn, down to
+MIN_SHARE of the cell; no script, so the page stays self-contained. The differential
+graph colours each function by its whole change, base to new.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from icount.charts import svg
 from icount.charts.figure import Figure, inline
-from icount.names import clone_base
+from icount.names import clone_base, recursion_base
 from icount.results import Cell
 from icount.results.profile import CellProfile, Edge, FlameProfile
 
@@ -65,14 +66,23 @@ def _graph(p: FlameProfile) -> _Graph:
         into[e.callee] = into.get(e.callee, 0.0) + e.inclusive
     for out in calls.values():
         out.sort(key=lambda e: (-e.inclusive, e.callee))
+    out_of = {name: sum(e.inclusive for e in out) for name, out in calls.items()}
     own = dict(p.own)
-    # A function's own cost holds its recursion levels' (`fib'2`, pooled with `fib`), and
-    # so does its call into them: that call is left out of what it makes.
-    made = {
-        name: own.get(name, 0.0) + sum(e.inclusive for e in out if not _level_of(e.callee, name))
-        for name, out in calls.items()
-    }
-    return _Graph(calls, into, made, sum(own.values()) + p.others, frozenset(into) | set(made))
+    # A recursion level (`fib'2`) is its own box, as callgrind records it; the profile's
+    # row of its function pools the levels' self cost (profiles.pooled), which is what
+    # the calls into a level hold past its own calls: taken back out of the function's,
+    # so that what it makes is its first level's alone, as callgrind's inclusive is. Left
+    # in, a mutual recursion's levels would count twice (`ping` -> `pong` -> `ping'2`).
+    for name in into:
+        first = recursion_base(name)
+        if first != name:
+            level = max(0.0, into[name] - out_of.get(name, 0.0))
+            own[name] = level
+            if first in own:
+                own[first] = max(0.0, own[first] - level)
+    made = {name: own.get(name, 0.0) + out for name, out in out_of.items()}
+    return _Graph(calls, into, made, sum(v for _, v in p.own) + p.others,
+                  frozenset(into) | set(made))  # fmt: skip
 
 
 def _layers(g: _Graph) -> tuple[list[Mark], float]:
@@ -81,8 +91,9 @@ def _layers(g: _Graph) -> tuple[list[Mark], float]:
     into, made, calls = g.into, g.made, g.calls
     # A root is what runs more than its callers account for: nobody's callee (the
     # program's entry, what ran before a window opened), a thread's start (glibc's
-    # `clone` returns twice), or, in profiles that pooled the loader's entry with the
-    # code without a symbol, that pool: most of what it makes. A caller's call left out
+    # `clone` returns twice), or the code without a symbol where the loader's entry is
+    # pooled with it (files from before callgrind/functions.py named it apart): most of
+    # what it makes. A caller's call left out
     # of the kept ones leaves a part of its callee unaccounted for: not a root.
     least = g.cell * MIN_SHARE
     roots = sorted(((w - into.get(name, 0.0), name) for name, w in made.items()
@@ -110,11 +121,6 @@ def _layers(g: _Graph) -> tuple[list[Mark], float]:
         place(name, 0, x, width, (name,))
         x += width
     return marks, total
-
-
-def _level_of(callee: str, name: str) -> bool:
-    """Whether `callee` is one of `name`'s recursion levels (callgrind's `name'2`)."""
-    return callee.startswith(name + "'") and callee[len(name) + 1 :].isdigit()
 
 
 def flame_figure(
@@ -147,9 +153,12 @@ def flame_figure(
         whole = g.whole(m.name)
         title = f"{m.name}: {svg.exact(m.value)} {unit} on this path ({share:.3g}% of the cell)"
         cls = f"c{zlib.crc32(m.name.encode()) % 10}"
+        first = recursion_base(m.name)
         if was is None:
             if m.depth:  # a root has no caller to share it with
                 title += f"; {svg.exact(whole)} in all its calls"
+                if first != m.name:  # a cycle, broken where callgrind breaks it
+                    title += f" of this recursion level of {first}"
         else:
             # coloured by the function's whole change, not its path's: a function
             # called from several places changes as one, however it is split
