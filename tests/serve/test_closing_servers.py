@@ -26,7 +26,8 @@ def _need(program: str) -> None:
 
 
 def _serve(args: list[str], out: Path, cwd: Path) -> tuple[dict[tuple[str, str], Any], str]:
-    done = run_icount(["serve", *args, *FAST, "-o", str(out), "--width", "300"], cwd=cwd)
+    # FAST first: a test's own options come later and win
+    done = run_icount(["serve", *FAST, *args, "-o", str(out), "--width", "300"], cwd=cwd)
     assert done.returncode == 0, done.stderr + done.stdout
     return cells(out), done.stdout
 
@@ -144,3 +145,40 @@ def test_a_forced_keep_alive_is_refused_and_its_advice_gives_a_valid_cell(
     cell = got[("php", "plaintext")]
     assert cell["valid"] is True and cell["params"]["connection"] == "close"
     assert cell["extra"]["notes"][0].startswith("--connection close: each request had its own")
+
+
+@pytest.mark.slow
+def test_apache_at_its_default_keep_alive_limit_is_measured(
+    need_valgrind: None, tmp_path: Path
+) -> None:
+    """Debian's Apache 2.4 with its default MaxKeepAliveRequests (100), refused on the
+    first try before (issue 29): valid, two connections opened inside each 300-request
+    window, the setting named."""
+    _need("apache2")
+    site = tmp_path / "apache"
+    (site / "www").mkdir(parents=True)
+    (site / "www" / "plaintext").write_text("Hello, World!")
+    modules = "/usr/lib/apache2/modules"
+    (site / "httpd.conf").write_text(
+        'ServerRoot "{build}"\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\n'
+        f"LoadModule mpm_event_module {modules}/mod_mpm_event.so\n"
+        f"LoadModule authz_core_module {modules}/mod_authz_core.so\n"
+        'PidFile "{build}/httpd.pid"\nErrorLog "{build}/error.log"\n'
+        'DocumentRoot "{src}/www"\n<Directory "{src}/www">\n    Require all granted\n'
+        "</Directory>\n"
+    )
+    (site / "adapter.toml").write_text(
+        'requires = ["apache2"]\nstart = ["apache2", "-X", "-f", "{render:httpd.conf}"]\n'
+        'binary = "apache2"\n\n[ready]\ntimeout_s = 60\n\n[[paths]]\nname = "plaintext"\n'
+        'target = "/plaintext"\n[paths.expect]\nstatus = 200\nbody = "Hello, World!"\n'
+    )
+    got, _ = _serve([str(site / "adapter.toml"), "--requests", "300", "--warmup", "150"],
+                    tmp_path / "r.json", tmp_path)  # fmt: skip
+    cell = got[("apache", "plaintext")]
+    assert cell["valid"] is True and cell["median"] > 0, cell
+    note = cell["extra"]["notes"][0]
+    assert note.startswith(
+        "the server closed each connection after 101 requests (Apache's "
+        "MaxKeepAliveRequests): every window started on new connections"
+    )
+    assert "; 2 more opened inside each window (1 connection x 100 requests left < 300)" in note
