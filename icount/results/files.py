@@ -383,9 +383,37 @@ def _claim(path: Path) -> None:
 
                 atexit.register(_release_claims)  # an icount refused or failing later
             _CLAIMS[path] = (fd, lock)
+            _sweep(lock)
             return
         os.close(fd)
     raise UsageError(f"another icount is writing {path} now", hint=_OUTPUT_HINT)
+
+
+def _sweep(mine: Path) -> None:
+    """Remove the lock files beside `mine` that no icount holds: those of an icount
+    killed (SIGKILL, a CI job cancelled) before it could, which would otherwise pile
+    up. One locked here is unlinked while locked, as release_unused does, so an icount
+    that opened it meanwhile finds it gone and makes another."""
+    import fcntl
+
+    try:
+        names = [n for n in os.listdir(mine.parent) if n.endswith(".lock") and n != mine.name]
+    except OSError:
+        return
+    for name in names:
+        stale = mine.parent / name
+        try:
+            fd = os.open(stale, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.path.samestat(os.fstat(fd), os.lstat(stale)):
+                stale.unlink()
+        except OSError:
+            pass  # held by a live icount, or gone already
+        finally:
+            os.close(fd)
 
 
 def refuse_to_replace(path: Path) -> None:

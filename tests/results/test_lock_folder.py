@@ -88,3 +88,24 @@ def test_release_removes_the_lock_it_took_not_what_the_path_names_now(
     os.replace(other, lock)  # another icount's lock file at that name now
     files.release_unused(out)
     assert lock.exists()
+
+
+def test_lock_files_of_killed_icounts_are_removed_when_another_claims(
+    places: SimpleNamespace, tmp_path: Path
+) -> None:
+    """SIGKILL leaves a lock file no one holds; one a live icount holds stays."""
+    import fcntl
+
+    places.tmp.mkdir(mode=0o700)
+    stale = places.tmp / ("0" * 32 + ".lock")
+    stale.write_text("")
+    held = places.tmp / ("1" * 32 + ".lock")
+    fd = os.open(held, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        out = files.output_path(tmp_path / "a.json", "run")
+        assert not stale.exists() and held.exists()
+        files.release_unused(out)
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in places.tmp.iterdir()) == [held.name]
