@@ -23,6 +23,7 @@ ELLIPSIS = "…"
 START, END, BOTH = "start", "end", "both"  # what a shortened label keeps
 _SEP = frozenset(" \t/\\._-:()[]{}<>,;=*&+|@#!?'\"`~$%^")
 _NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+MAX_APART = 64  # labels read alike beyond this many stay as they are (the search is slow)
 EPS = 1e-6  # widths are sums of floats: 150.00000000000003 fits in 150
 MIN_BOTH = 8  # narrower than this many letters, a label keeps its start
 
@@ -38,26 +39,42 @@ def _inside_numbers(text: str) -> set[int]:
     return {i for m in _NUMBER.finditer(text) for i in range(m.start() + 1, m.end())}
 
 
-def _levels(text: str) -> list[list[int]]:
-    """Where `text` may be cut, best first: between words; also at camelCase and
-    letter-digit changes; at any character outside a number."""
+_SEP_RE = re.compile("[" + re.escape("".join(sorted(_SEP))) + "]")
+
+
+def _word_cuts(text: str, banned: set[int]) -> list[int]:
+    """Cuts beside a separator: not inside a number, not between the colons of `::`,
+    not between a word and the sign that starts it (-b1, --verify, .text)."""
     n = len(text)
-    banned = _inside_numbers(text)
-    words, fine, chars = [], [], []
-    for i in range(1, n):
-        if i in banned:
+    near = {i for m in _SEP_RE.finditer(text) for i in (m.start(), m.start() + 1)}
+    out = []
+    for i in sorted(near):
+        if not 0 < i < n or i in banned:
             continue
         a, b = text[i - 1], text[i]
-        chars.append(i)
         if a == ":" and b == ":":
             continue
         if a in "-_." and b.isalnum() and (i < 2 or not text[i - 2].isalnum()):
-            continue  # not between a word and the sign that starts it: -b1, --verify, .text
-        if a in _SEP or b in _SEP:
-            words.append(i)
-            fine.append(i)
-        elif (a.islower() and b.isupper()) or (a.isdigit() != b.isdigit()):
-            fine.append(i)
+            continue
+        out.append(i)
+    return out
+
+
+def _change(a: str, b: str) -> bool:
+    """A camelCase change (`aB`) or one between letters and digits (`geo6`, `6Square`)."""
+    if a.islower() and b.isupper():
+        return True
+    return a.isalnum() and b.isalnum() and a.isdigit() != b.isdigit()
+
+
+def _levels(text: str) -> list[list[int]]:
+    """Where `text` may be cut, best first: between words; also at camelCase and
+    letter-digit changes; at any character outside a number."""
+    banned = _inside_numbers(text)
+    words = _word_cuts(text, banned)
+    chars = [i for i in range(1, len(text)) if i not in banned]
+    changes = {i for i in chars if _change(text[i - 1], text[i])}
+    fine = sorted(changes.union(words))
     return [words, fine, chars]
 
 
@@ -67,7 +84,10 @@ class _Text:
 
     def __init__(self, text: str, width: Width) -> None:
         self.text = text
-        self.sums = [0.0, *itertools.accumulate(width(ch) for ch in text)]
+        if width is _one:
+            self.sums = [float(i) for i in range(len(text) + 1)]
+        else:
+            self.sums = [0.0, *itertools.accumulate(width(ch) for ch in text)]
         self._heads: dict[int, str] = {}
         self._tails: dict[int, str] = {}
 
@@ -123,14 +143,19 @@ def shorten(
     budget = room - el
     if keep == BOTH and room < MIN_BOTH * width("a"):
         keep = START
-    between, fine, chars = _levels(text)
-    found = [got for cuts in (between, fine) if (got := _best(t, cuts, budget, keep))]
-    for got in found:  # between words where that keeps half the room
-        if got[0] * 2 >= budget:
-            return got[1]
-    for got in sorted(found, reverse=True):  # else camelCase too, where it keeps a quarter
-        if got[0] * 4 >= budget:
-            return got[1]
+    banned = _inside_numbers(text)
+    between = _word_cuts(text, banned)
+    got = _best(t, between, budget, keep)
+    if got is not None and got[0] * 2 >= budget:  # between words, keeping half the room
+        return got[1]
+    _, fine, chars = _levels(text)
+    found = [x for x in (got, _best(t, fine, budget, keep)) if x is not None]
+    for x in found:
+        if x[0] * 2 >= budget:
+            return x[1]
+    for x in sorted(found, reverse=True):  # else camelCase too, where it keeps a quarter
+        if x[0] * 4 >= budget:
+            return x[1]
     if words:
         return found[0][1] if found else ""
     got = _best(t, chars, budget, keep)  # else inside a word, never inside a number
@@ -139,32 +164,39 @@ def shorten(
 
 def _best(t: _Text, cuts: Sequence[int], budget: float, keep: str) -> tuple[float, str] | None:
     """(width kept, shortened text) of the longest cut of `cuts` within `budget`."""
-    if keep == START:
-        fit = [i for i in cuts if t.w_head(i) <= budget and t.head(i)]
-        return (t.w_head(fit[-1]), t.head(fit[-1]) + ELLIPSIS) if fit else None
-    if keep == END:
-        fit = [i for i in cuts if t.w_tail(i) <= budget and t.tail(i)]
-        return (t.w_tail(fit[0]), ELLIPSIS + t.tail(fit[0])) if fit else None
     n = len(t.text)
+    if keep == START:  # heads grow with the cut: the last that fits, blanks stripped
+        last = bisect.bisect_right([t.sums[i] for i in cuts], budget) + 2  # blanks stripped
+        for i in reversed(cuts[:last]):
+            if t.head(i) and t.w_head(i) <= budget:
+                return t.w_head(i), t.head(i) + ELLIPSIS
+        return None
+    if keep == END:
+        for i in cuts:
+            if t.tail(i) and t.w_tail(i) <= budget:
+                return t.w_tail(i), ELLIPSIS + t.tail(i)
+        return None
     tails = [*cuts, n]
-    tail_w = [t.w_tail(i) for i in tails]  # falling as the cut moves right
+    # the width of each tail, falling as the cut moves right (negated: rising)
+    rising = [t.sums[i] - t.sums[n] for i in tails]
     best: tuple[float, float, str] | None = None
     for h in [0, *cuts]:
         left = budget - t.w_head(h)
         if left < 0:
             break
         # the first tail cut at or after h whose tail fits in what the head leaves
-        j = bisect.bisect_left(tails, h)
-        while j < len(tails) and tail_w[j] > left:
+        j = max(bisect.bisect_left(tails, h), bisect.bisect_left(rising, -left - EPS))
+        while j < len(tails) and not (t.tail(tails[j]) or tails[j] == n):
             j += 1
         if j == len(tails):
             continue
-        kept = t.w_head(h) + tail_w[j]
+        tail = t.tail(tails[j])
+        kept = t.w_head(h) + t.w_tail(tails[j])
         if kept == 0:
             continue
-        rank = (kept, -abs(t.w_head(h) - tail_w[j]))
+        rank = (kept, -abs(t.w_head(h) - t.w_tail(tails[j])))
         if best is None or rank > best[:2]:
-            best = (*rank, t.head(h) + ELLIPSIS + t.tail(tails[j]))
+            best = (*rank, t.head(h) + ELLIPSIS + tail)
     return (best[0], best[2]) if best else None
 
 
@@ -172,7 +204,7 @@ def distinct(
     texts: Sequence[str],
     room: float,
     keep: str = BOTH,
-    width: Width = _one,
+    width: Width | None = None,
     short: Callable[[str], str] | None = None,
 ) -> list[str]:
     """Each of `texts` shortened (`short`, else shorten with `keep`); texts that would
@@ -180,11 +212,18 @@ def distinct(
     the part that differs with as much of its words around it as fits
     (`[section…debug_str (compressed)]`, `…debug_info (compressed)]`)."""
     room += EPS
+    width = width or _one
     make = short or (lambda x: shorten(x, room, keep, width))
     out = [make(x) for x in texts]
+    alike: dict[str, set[str]] = {}
+    for x, s in zip(texts, out, strict=True):
+        alike.setdefault(s, set()).add(x)
     index = _Index(texts)
     for k, x in enumerate(texts):
-        if out[k] != x and index.ambiguous(out[k], x):
+        group = alike[out[k]]
+        if out[k] == x or len(group) > MAX_APART:  # a crowd: the search would take long
+            continue
+        if len(group) > 1 or index.ambiguous(out[k], x):
             out[k] = _apart(x, index, room, width) or out[k]
     return out
 
@@ -203,13 +242,13 @@ class _Index:
         return keys[lo:hi]
 
     def ambiguous(self, short: str, own: str) -> bool:
-        """`short` could be another text than `own`."""
+        """`short` could be another text than `own` (of the MAX_APART texts that share
+        its start or its end, whichever fewer do)."""
         pieces = short.split(ELLIPSIS)
-        if pieces[0] or not pieces[-1]:
-            texts = self._with(self.starts, pieces[0])
-        else:
-            texts = [x[::-1] for x in self._with(self.ends, pieces[-1][::-1])]
-        return any(x != own and could_be(short, x) for x in texts)
+        starting = self._with(self.starts, pieces[0])
+        ending = self._with(self.ends, pieces[-1][::-1])
+        texts = starting if len(starting) <= len(ending) else [x[::-1] for x in ending]
+        return any(x != own and could_be(short, x) for x in texts[: MAX_APART + 1])
 
 
 def could_be(short: str, text: str) -> bool:
