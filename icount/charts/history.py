@@ -90,7 +90,7 @@ def cell_figure(
     pad = max((hi - lo) * 0.08, abs(hi) * 0.0005, 0.5)
     yscale = axis.linear(lo - pad, hi + pad, y1, y0, 4)
     ylabel = axis.si_labels(yscale)
-    out = [svg.text(8, 15, svg.clip(s.label, WIDTH - 16, 13), "t", tip=s.label)]
+    out = [svg.text(8, 15, svg.clip(s.label, WIDTH - 16, 13, bold=True), "t", tip=s.label)]
     if s.noise.exact:
         sub = "repeats to the instruction: compare --history gates it exactly"
     elif fence is not None:
