@@ -129,9 +129,12 @@ def count_text(verdict: Verdict, n: int) -> str:
 
 
 def verdict_line(c: Comparison, icons: bool = False) -> str:
-    """'1 regression, 2 improved, 5 unchanged (threshold 1%, min delta 10)'."""
-    counts = [(v, c.count(v)) for v in VERDICT_ORDER]
+    """'1 regression, 2 improved, 5 unchanged (threshold 1%, min delta 10)'; size rows
+    outside the gate counted apart ('61 not gated'), though their verdict is unchanged."""
+    outside = sum(1 for r in c.rows if r.verdict is Verdict.UNCHANGED and _not_gated(r))
+    counts = [(v, c.count(v) - (outside if v is Verdict.UNCHANGED else 0)) for v in VERDICT_ORDER]
     parts = [count_text(v, n) for v, n in counts if n]
+    parts += [f"{outside} {NOT_GATED}"] if outside else []
     t = c.thresholds
     limits = f"threshold {pct_text(t.default)}"
     if t.overrides:
@@ -182,7 +185,7 @@ def verdict_text(row: Row) -> str:
     the gate and JSON keep the verdict "unchanged"."""
     if row.verdict is Verdict.UNCHANGED and not row.why and row.delta:
         return WITHIN
-    if row.verdict is Verdict.UNCHANGED and row.why.startswith(NOT_GATED):
+    if row.verdict is Verdict.UNCHANGED and _not_gated(row):
         return row.why
     return row.verdict.value
 
@@ -192,9 +195,13 @@ WITHIN = "within threshold"
 NOT_GATED = "not gated"
 
 
+def _not_gated(row: Row) -> bool:
+    return row.why.startswith(NOT_GATED)
+
+
 def note(row: Row) -> str:
     """Why the verdict, then (--history) why the threshold: one line."""
-    why = "" if row.why.startswith(NOT_GATED) else row.why
+    why = "" if _not_gated(row) else row.why
     return "; ".join(p for p in (why, row.basis) if p)
 
 
