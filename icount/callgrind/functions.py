@@ -17,6 +17,7 @@ import numpy as np
 from icount.callgrind.model import Function, Profile
 from icount.profiles import FunctionCost, WindowProfile
 from icount.session.options import PROFILE_TOP
+from icount.startup import BELOW_MAIN, PROGRAM_ENTRY
 
 # Entry points that hand out memory, by the name callgrind shows (the parameter list of
 # a demangled C++ name left out), and those that take it back.
@@ -53,12 +54,10 @@ FREEING = frozenset({
 # `__libc_start_main` and (from 2.34) `__libc_start_call_main` alike. Pooled by name, the
 # chain _start -> __libc_start_main -> __libc_start_call_main -> main is a cycle counted
 # twice over; callgrind keeps them apart by file and object, and so are they named here.
-BELOW_MAIN = "(below main)"
 _BELOW_MAIN_FILES = (("libc-start.c", "__libc_start_main"),
                      ("libc_start_call_main.h", "__libc_start_call_main"))  # fmt: skip
 # The dynamic loader's entry point has no symbol (Debian's ld.so keeps only .dynsym):
 # callgrind names it by address, but it is where the process starts.
-PROGRAM_ENTRY = "[program entry]"
 _LOADER = re.compile(r"ld-linux[^/]*\.so[^/]*|ld\.so[^/]*|ld-musl[^/]*\.so[^/]*|ld64\.so[^/]*")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 

@@ -25,12 +25,14 @@ from icount.charts.figure import Figure, inline
 from icount.names import clone_base, recursion_base
 from icount.results import Cell
 from icount.results.profile import CellProfile, Edge, FlameProfile
+from icount.startup import renames
 
 WIDTH = 960.0
 ROW = 17.0
 MIN_SHARE = 0.002  # marks narrower than this share of the cell are left out
 MAX_DEPTH = 48
 MAX_MARKS = 1500
+OLD_START_UP = "start-up code pooled as an older icount recorded it (an old results file)"
 
 
 @dataclass(frozen=True)
@@ -136,14 +138,18 @@ def flame_figure(
     p = _flame(profile)
     if not p.edges:
         return None
+    q = p if base is None else _flame(base)
+    rename = renames(_names(q), _names(p), (bool(q.edges), bool(p.edges)))
+    p = _renamed(p, rename[1])
     g = _graph(p)
     marks, total = _layers(g)
     if not marks or total <= 0:
         return None
     was = None
     if base is not None:
-        b = _graph(_flame(base))
+        b = _graph(_renamed(q, rename[0]))
         was = (b, {m.path: m.value for m in _layers(b)[0]})
+    pooled = {v for m in rename for v in m.values()}
     unit = f"instructions per {p.per}"
     px = WIDTH / total
     parts = []
@@ -171,6 +177,8 @@ def flame_figure(
                 title += f"; in the base as {', '.join(twins)}"
             held = abs(moved) < max(0.5, total * MIN_SHARE)  # rounding, not a change
             cls = "same" if held else "reg" if moved > 0 else "imp"
+        if m.name in pooled:
+            title += f"; {OLD_START_UP}"
         parts.append(
             f'<g class="flame"><title>{svg.esc(title)}</title>'
             f'<rect class="{cls}" x="{svg.n(x)}" y="{svg.n(y)}" width="{svg.n(w)}" '
@@ -196,6 +204,29 @@ def _twins(name: str, new: _Graph, base: _Graph) -> tuple[str, ...]:
     key = clone_base(name)
     found = sorted(n for n in base.names - new.names if clone_base(n) == key)
     return tuple(found) or (name,)
+
+
+def _names(p: FlameProfile) -> set[str]:
+    return {n for n, _ in p.own} | {n for e in p.edges for n in (e.caller, e.callee)}
+
+
+def _renamed(p: FlameProfile, rename: dict[str, str]) -> FlameProfile:
+    """`p` with its functions read as `rename` says (startup.renames), those of one name
+    pooled and the calls between them left out."""
+    if not rename:
+        return p
+    own: dict[str, float] = {}
+    for name, v in p.own:
+        key = rename.get(name, name)
+        own[key] = own.get(key, 0.0) + v
+    edges: dict[tuple[str, str], float] = {}
+    for e in p.edges:
+        pair = (rename.get(e.caller, e.caller), rename.get(e.callee, e.callee))
+        if pair[0] != pair[1]:
+            edges[pair] = edges.get(pair, 0.0) + e.inclusive
+    kept = sorted(edges.items(), key=lambda kv: (-kv[1], kv[0]))
+    return FlameProfile(p.per, tuple(own.items()), p.others,
+                        tuple(Edge(a, b, v) for (a, b), v in kept))  # fmt: skip
 
 
 def _signed(x: float) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 from icount import numfmt
 from icount.names import clone_base, display_name
 from icount.results.profile import CellProfile, FlameProfile, flame_pair_json
+from icount.startup import renames
 from icount.text import md_code, md_text, printable
 
 TOP = 5  # functions named per changed cell
@@ -128,13 +129,16 @@ class Explanation:
         }
 
 
-def _by_short_name(p: CellProfile) -> tuple[dict[str, float], dict[str, set[str]]]:
-    """Self costs by the name both sides are matched by, and the names of the compiler's
-    copies summed into each."""
+def _by_short_name(
+    p: CellProfile, rename: dict[str, str]
+) -> tuple[dict[str, float], dict[str, set[str]]]:
+    """Self costs by the name both sides are matched by (the start-up code's as
+    `rename` reads it: startup.renames), and the names of the compiler's copies summed
+    into each."""
     out: dict[str, float] = {}
     spelled: dict[str, set[str]] = {}
     for f in p.functions:
-        short = display_name(f.name)
+        short = display_name(rename.get(f.name, f.name))
         key = clone_base(short)
         out[key] = out.get(key, 0.0) + f.self_ir
         spelled.setdefault(key, set()).add(short)
@@ -146,7 +150,8 @@ def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> 
     (files written before profiles, or --profile-top 0)."""
     if base is None or new is None or base.per != new.per:
         return None
-    (b, b_names), (n, n_names) = _by_short_name(base), _by_short_name(new)
+    rename = renames(_all_names(base), _all_names(new), (bool(base.edges), bool(new.edges)))
+    (b, b_names), (n, n_names) = _by_short_name(base, rename[0]), _by_short_name(new, rename[1])
     b_whole, n_whole = base.others.functions == 0, new.others.functions == 0
     moves = []
     for name in set(b) | set(n):
@@ -168,6 +173,10 @@ def explain(base: CellProfile | None, new: CellProfile | None, delta: float) -> 
     # the shares named and the rest's add up to the cell's change
     past = (rest, round(rest / delta, 4)) if delta and abs(rest) >= 0.5 else None
     return Explanation(base.per, named, allocations, flame, past)
+
+
+def _all_names(p: CellProfile) -> set[str]:
+    return {f.name for f in p.functions} | {n for e in p.edges for n in (e.caller, e.callee)}
 
 
 def number(x: float) -> str:
