@@ -50,6 +50,7 @@ font-weight:600}
 ul.notable{margin:.3em 0;padding-left:1.3em}
 details{margin:.5em 0;border:1px solid var(--line);border-radius:6px;padding:.3em .7em}
 summary{cursor:pointer;color:var(--muted)}
+.nm{display:inline-block;max-width:100%}
 .scroll{overflow-x:auto;--edge:color-mix(in srgb,var(--fg) 22%,transparent);\
 background:linear-gradient(to right,var(--bg) 40%,transparent) left/28px 100% no-repeat local,\
 linear-gradient(to left,var(--bg) 40%,transparent) right/28px 100% no-repeat local,\
@@ -94,6 +95,13 @@ Input = ResultsInput | ComparisonInput | SizesInput | HistoryInput | LedgerInput
 
 def e(text: str) -> str:
     return svg.esc(text)
+
+
+def name(text: str) -> str:
+    """A file's name in running text: moved to a line of its own rather than broken at
+    a hyphen (`lzbench-O2-O3-` on one line, `serve.json` on the next), broken only
+    where it is wider than a line."""
+    return f'<span class="nm">{e(text)}</span>'
 
 
 def _chart(fig: Figure) -> str:
@@ -170,7 +178,7 @@ def results_section(item: ResultsInput, sid: str) -> str:
     valid = sum(1 for c in cells if c.valid)
     fp = res.fingerprint
     tool = fp.get("tool_version")
-    out = [f'<h2 id="{sid}">Results: {e(item.name)}</h2>']
+    out = [f'<h2 id="{sid}">Results: {name(item.name)}</h2>']
     line = f"{numfmt.plural(len(cells), 'cell')}, {valid} valid"
     if isinstance(tool, str):
         line += f"; {tool}"
@@ -221,7 +229,7 @@ def _side_text(side: object) -> list[str]:
 
 def comparison_section(item: ComparisonInput, sid: str) -> str:
     doc = item.doc
-    out = [f'<h2 id="{sid}">Comparison: {e(item.name)}</h2>']
+    out = [f'<h2 id="{sid}">Comparison: {name(item.name)}</h2>']
     out.append(f'<p class="{_verdict_class(doc)}">{e(doc.verdict_line)}</p>')
     if doc.forced:
         out.append(
@@ -371,7 +379,7 @@ def _file_rows(img: SizeImage) -> dict[str, int]:
 def sizes_section(item: SizesInput, sid: str) -> str:
     doc = item.doc
     kind = "Size diff" if doc.diff else "Sizes"
-    out = [f'<h2 id="{sid}">{kind}: {e(item.name)}</h2>']
+    out = [f'<h2 id="{sid}">{kind}: {name(item.name)}</h2>']
     described = [
         f"{img.name}: {img.fmt} {img.kind}, {img.arch}, {numfmt.human_bytes(img.file_bytes)}"
         for img in doc.images
@@ -395,15 +403,16 @@ def sizes_section(item: SizesInput, sid: str) -> str:
 
 
 def _heading(item: Input) -> str:
+    """A section's kind, as its heading starts: the name follows (name())."""
     if isinstance(item, ResultsInput):
-        return f"Results: {item.name}"
+        return "Results: "
     if isinstance(item, ComparisonInput):
-        return f"Comparison: {item.name}"
+        return "Comparison: "
     if isinstance(item, HistoryInput):
-        return f"History: {item.name}"
+        return "History: "
     if isinstance(item, LedgerInput):
-        return f"Ledger: {item.name}"
-    return f"{'Size diff' if item.doc.diff else 'Sizes'}: {item.name}"
+        return "Ledger: "
+    return f"{'Size diff' if item.doc.diff else 'Sizes'}: "
 
 
 def render(items: Sequence[Input]) -> str:
@@ -422,10 +431,14 @@ def render(items: Sequence[Input]) -> str:
         else:
             sections.append(sizes_section(item, sid))
     names = ", ".join(i.name for i in items)
+    listed = " ".join(
+        name(i.name + ("," if k < len(items) else "")) for k, i in enumerate(items, 1)
+    )
     nav = ""
     if len(items) > 1:
         links = "".join(
-            f'<li><a href="#s{k}">{e(_heading(i))}</a></li>' for k, i in enumerate(items, 1)
+            f'<li><a href="#s{k}">{e(_heading(i))}{name(i.name)}</a></li>'
+            for k, i in enumerate(items, 1)
         )
         nav = f"<nav><ol>{links}</ol></nav>"
     return (
@@ -436,7 +449,7 @@ def render(items: Sequence[Input]) -> str:
         '<meta name="color-scheme" content="light dark"/>'
         f"<title>icount report: {e(names)}</title>"
         f"<style>{PAGE_STYLE}{svg.STYLE}</style></head>\n"
-        f'<body><main><h1>icount report</h1><p class="muted">{e(names)}</p>{nav}\n'
+        f'<body><main><h1>icount report</h1><p class="muted">{listed}</p>{nav}\n'
         + "\n".join(f"<section>{s}</section>" for s in sections)
         + "\n</main></body></html>\n"
     )

@@ -109,6 +109,15 @@ def test_no_label_overflows_its_box(browser: Any, tmp_path: Path) -> None:
         ".map(s => getComputedStyle(s).backgroundAttachment)"
     )
     assert wide and all("local" in w and "scroll" in w for w in wide), wide
+    # on a phone, a file's name short enough for a line is on one line, not broken at
+    # a hyphen ('size-' at the end of one line, 'sections-three-builds.json' on the next)
+    browser.load(page, width=390)
+    broken = browser.evaluate(
+        "[...document.querySelectorAll('.nm')].filter(s => s.textContent.length <= 28"
+        " && s.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(s).lineHeight))"
+        ".map(s => s.textContent)"
+    )
+    assert broken == []
 
 
 @pytest.mark.slow
