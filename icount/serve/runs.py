@@ -182,6 +182,19 @@ def request_identity(data: bytes | None) -> RequestIdentity | None:
     return RequestIdentity(len(data), hashlib.sha256(data).hexdigest())
 
 
+def _warm(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult:
+    """Requests that are not counted, sent as soon as their answers are in whatever the
+    arrival: paced, go-http's staggered warm-ups of 30,000 and 60,000 requests took as
+    long as counted ones. The wave after them waits for an idle server as every wave."""
+    if not isinstance(client, KeepAliveClient) or client.pace is None:
+        return _load(server, client, n, what)
+    pace, client.pace = client.pace, None
+    try:
+        return _load(server, client, n, what)
+    finally:
+        client.pace = pace
+
+
 def _load(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult:
     result = client.run(n)
     if not result.ok:
@@ -289,7 +302,7 @@ def _auto_warmup(
 
     def cheap(n: int) -> None:
         server.instrument(False)
-        _load(server, client, n, "warm-up")
+        _warm(server, client, n, "warm-up")
 
     return auto_warmup(probe, cheap, opts.requests, opts.max_spread, note, opts.auto_limits)
 
@@ -437,12 +450,12 @@ def _windows(
             warmup = opts.warmup.count
             note(f"warm-up: {warmup} requests")
             if warmup:
-                _load(server, client, warmup, "warm-up")
+                _warm(server, client, warmup, "warm-up")
         if extra:
             note(f"warm-up: {extra} requests more, staggered from the cell's earlier runs")
             if opts.warmup.count is None:
                 server.instrument(False)  # after auto's last probe, as its cheap warm-up
-            _load(server, client, extra, "staggered warm-up")
+            _warm(server, client, extra, "staggered warm-up")
             warmup += extra
         reps: list[Rep] = []
         rps: list[float] = []

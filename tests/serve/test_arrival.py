@@ -307,3 +307,22 @@ def test_a_wave_goes_out_when_the_connection_answering_last_has_no_request_left(
         for _ in range(20):  # 3 = 2 + 1: whichever answers last in the first wave
             result = client.run(3)
             assert (result.completed, result.ok) == (3, True), result
+
+
+def test_warm_up_requests_are_not_paced_and_the_next_window_is(c_server: StartServer) -> None:
+    """Warm-up requests are not counted: paced, go-http's staggered 60,000 took as long as
+    counted ones. The wave after them still waits for an idle server."""
+    from icount.serve.runs import _load, _warm
+
+    port = c_server()
+    seen: list[int] = []
+
+    def pace() -> str | None:
+        seen.append(len(seen))
+        return None
+
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0, pace) as client:
+        assert _warm(None, client, 20, "warm-up").completed == 20  # type: ignore[arg-type]
+        assert seen == [] and client.pace is pace
+        assert _load(None, client, 3, "window").completed == 3  # type: ignore[arg-type]
+    assert len(seen) == 3
