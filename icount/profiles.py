@@ -9,13 +9,11 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
+from icount.names import recursion_base
 from icount.session.options import PROFILE_TOP
 
 UNNAMED = "[code without a symbol: JIT-compiled or stripped]"
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
-# callgrind's --separate-recs names a function's recursive activations `name'2`: the
-# same code, pooled with its first level (whose inclusive cost holds theirs)
-_RECURSION = re.compile(r"'[0-9]+$")
 
 
 class FunctionCost(NamedTuple):
@@ -62,17 +60,25 @@ class WindowProfile(Mapping[str, float]):
         moves its code: compared by address, windows would differ in pairs that are the
         same code), recursion levels with their function."""
         out: dict[str, FunctionCost] = {}
+        # A recursion level's inclusive cost is inside its first level's, and a mutual
+        # recursion's (`ping'2` under `pong` under `ping`) holds the deeper levels' again:
+        # the first level's is the function's; the levels' costliest only where the
+        # window opened inside the recursion and has no first level.
+        levels: dict[str, float] = {}
         for name, c in self.costs.items():
-            base = _RECURSION.sub("", name)
-            recursion = base != name
+            base = recursion_base(name)
             key = UNNAMED if _HEX.fullmatch(base) else base
+            incl = c.inclusive
+            if base != name:
+                levels[key] = max(levels.get(key, 0.0), incl)
+                incl = 0.0
             had = out.get(key)
-            if had is None:
-                out[key] = c
-                continue
-            # a recursion level's inclusive cost is inside its first level's
-            incl = max(had.inclusive, c.inclusive) if recursion else had.inclusive + c.inclusive
-            out[key] = FunctionCost(had.self_ir + c.self_ir, incl, had.calls + c.calls)
+            out[key] = FunctionCost(c.self_ir, incl, c.calls) if had is None else FunctionCost(
+                had.self_ir + c.self_ir, had.inclusive + incl, had.calls + c.calls
+            )  # fmt: skip
+        for key, incl in levels.items():
+            if out[key].inclusive == 0:
+                out[key] = out[key]._replace(inclusive=incl)
         return out
 
     def pooled_edges(self) -> dict[tuple[str, str], float]:
@@ -88,7 +94,7 @@ class WindowProfile(Mapping[str, float]):
 
 
 def _unnamed(name: str) -> str:
-    return UNNAMED if _HEX.fullmatch(_RECURSION.sub("", name)) else name
+    return UNNAMED if _HEX.fullmatch(recursion_base(name)) else name
 
 
 def sum_windows(profiles: Sequence[WindowProfile]) -> WindowProfile:

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from icount.callgrind.model import Profile
+from icount.names import recursion_base
 
-_RECURSION_LEVEL = re.compile(r"'\d+$")
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}(?=$|')")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 NO_SYMBOL = "(no symbol)"
@@ -28,7 +28,7 @@ NO_SYMBOL = "(no symbol)"
 
 def normalise_name(name: str) -> str:
     """`fib'2` -> `fib`; `app::main::h0123456789abcdef` -> `app::main`."""
-    name = _RECURSION_LEVEL.sub("", _RUST_HASH.sub("", name))
+    name = recursion_base(_RUST_HASH.sub("", name))
     return NO_SYMBOL if _ADDRESS.fullmatch(name) else name
 
 
@@ -112,8 +112,8 @@ def _outermost(prof: Profile, names: list[str]) -> list[int]:
         # One walk from all members at once, each function keeping up to two of the
         # members it is reached from: a member reached from one other than itself is
         # nested. Two are enough (one of them is not the member), and each function is
-        # entered at most twice: linear in the calls, where a walk per member was not
-        # (400 members over 20,000 calls: 5.3 s).
+        # entered at most twice: linear in the calls, where a walk per member is
+        # quadratic.
         reached: dict[int, list[int]] = {}
         todo = [(c, m) for m in group for c in callees.get(m, ())]
         while todo:
