@@ -115,6 +115,19 @@ def _rows(cells: Sequence[Cell], names: Sequence[str]) -> list[_Row]:
     return rows
 
 
+def _shown(rows: Sequence[_Row], right: float) -> dict[int, str]:
+    """Each cell row's label (by the row's id) shortened to end before `right`, told
+    apart from the others at its indent where they would read alike (a path's end and
+    its backend are kept: svg.distinct_clips)."""
+    out: dict[int, str] = {}
+    for indent in (False, True):
+        own = [r for r in rows if r.cell is not None and r.indent == indent]
+        room = right - LABEL_X - (12 if indent else 0)
+        for r, short in zip(own, svg.distinct_clips([r.label for r in own], room), strict=True):
+            out[id(r)] = short
+    return out
+
+
 def _scale(cells: Sequence[Cell], cols: Columns) -> tuple[axis.Scale, str | None]:
     """The linear axis of the valid cells' runs, and the note saying how it is drawn
     (None for a plain axis of valid cells)."""
@@ -245,14 +258,14 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     unit = cells[0].unit
     heading = unit_title(unit, [c.backend for c in cells])
     groups = _axes(cells)
-    every = [r for names in groups for r in _rows(cells, names)]
+    row_lists = [_rows(cells, names) for names in groups]
+    every = [r for rows in row_lists for r in rows]
     medians = [numfmt.si(c.summary.median) for c in cells if c.valid and c.summary is not None]
     labels = [(LABEL_X + (12 if r.indent else 0), r.label, False) for r in every if r.cell]
     cols = Columns(svg.label_room(labels, medians, MEDIAN_RIGHT, MAX_SHIFT))
     drawn = [
         (rows, *_scale([c for c in cells if c.name in names], cols))
-        for names in groups
-        for rows in [_rows(cells, names)]
+        for names, rows in zip(groups, row_lists, strict=True)
     ]
     notes = [n for _, _, n in drawn if n is not None]
     split = f"{len(groups)} axes, each from 0: targets within {SPLIT_FROM:.0f}x share one"
@@ -265,6 +278,7 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
     out.append(svg.text(cols.median_right, top - 10, "median", "m b", "end"))
     out.append(svg.text(cols.spread_right, top - 10, "spread", "m b", "end"))
     widest = max((svg.text_px(m) for m in medians), default=0.0)
+    shown = _shown(every, cols.median_right - widest - GAP)
     y = top
     for k, (rows, scale, _) in enumerate(drawn):
         y += axis.GROUP_GAP if k else 0.0
@@ -274,11 +288,12 @@ def counts_figure(cells: Sequence[Cell], prefix: str) -> Figure:
         for r in rows:
             mid = y + ROW / 2
             x = LABEL_X + (12 if r.indent else 0)
-            # a name over its paths has no figures beside it: it may reach the bars
-            end = cols.bar_x0 - 4 if r.cell is None else cols.median_right - widest
-            cls = "b" if r.cell is None else ""
-            # a cell's label keeps its end too: its backend, where several are drawn
-            out.append(svg.label(x, mid + 4, r.label, end - GAP - x, cls, middle=bool(r.cell)))
+            if r.cell is None:  # a name over its paths has no figures beside it
+                out.append(svg.label(x, mid + 4, r.label, cols.bar_x0 - 4 - GAP - x, "b"))
+            else:
+                short = shown[id(r)]
+                tip = r.label if short != r.label else None
+                out.append(svg.text(x, mid + 4, short, tip=tip))
             if r.cell is not None:
                 out += _cell_marks(r.cell, scale, y, prefix, cols)
             y += r.height
