@@ -370,6 +370,9 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
     if note:
         out.append(svg.text(LABEL_X, 34 + NOTE, svg.clip(note, WIDTH - 16), "m", tip=note))
     out.append(svg.text(FILE_RIGHT, top - 10, "file", "m b", "end"))
+    # the names reach the widest figure of the file column
+    room = FILE_RIGHT - max(svg.text_px(numfmt.human_bytes(s.file_bytes)) for s in sizes)
+    room -= GAP + LABEL_X
     out.append(svg.text(TEXT_RIGHT, top - 10, "text", "m b", "end"))
     y = top
     for k, group in enumerate(groups):
@@ -380,7 +383,7 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
         tick = axis.bytes_labels(scale)
         out += axis.vertical_grid(scale, y - 6, bottom, tick, WIDTH, below)
         for i in group:
-            out += _binary_size_row(sizes[i], scale, y + ROW / 2)
+            out += _binary_size_row(sizes[i], scale, y + ROW / 2, room)
             y += ROW
         if below:  # and room between them and the next group's own labels
             y += axis.BELOW + (axis.BELOW_GAP if k + 1 < len(groups) else 0.0)
@@ -389,8 +392,8 @@ def binary_size_figure(sizes: Sequence[BinarySize], prefix: str) -> Figure:
     return Figure("".join(out), WIDTH, height, label + (f"; {note}" if note else ""), prefix)
 
 
-def _binary_size_row(s: BinarySize, scale: axis.Scale, mid: float) -> list[str]:
-    out = [svg.label(LABEL_X, mid + 4, s.name, FILE_RIGHT - 80)]
+def _binary_size_row(s: BinarySize, scale: axis.Scale, mid: float, room: float) -> list[str]:
+    out = [svg.label(LABEL_X, mid + 4, s.name, room, middle=True)]
     of = f" ({s.binary})" if s.binary else ""
     tip = f"{s.name}{of}: {svg.exact(s.file_bytes)} bytes"
     w = max(scale(s.file_bytes) - BAR_X0, 1.0)

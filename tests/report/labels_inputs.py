@@ -71,7 +71,10 @@ def results() -> Results:
         for p, path in enumerate(PATHS):
             base = 1_000_000_000.0 * (1 + b) + 37_000_000.0 * p
             cells.append(cell(build_, [base, base + 1234.5, base - 987.25], path, extra=binary))
-    cells.append(cell(CXX[0], [98_765.0, 98_770.0], "a-path-as-long-as/the/name/before/it"))
+    big = {"binary": "a/long/path/to/the/binary", "binary_bytes": 987_654_321}
+    cells.append(
+        cell(CXX[0], [98_765.0, 98_770.0], "a-path-as-long-as/the/name/before/it", extra=big)
+    )
     perf = dataclasses.replace(cell(CXX[1], [4_321_987.0, 4_322_001.5]), backend="perf")
     cells.append(perf)
     cells.append(cell(CXX[2], [2_222_222.5, 2_222_333.0], failed="status 500, expected 200"))
