@@ -231,18 +231,24 @@ def move_text(m: Move) -> str:
     if m.net:
         n = m.net
         d = round(n.new - n.base, 3)
-        share = None if m.share is None or not m.delta else round(m.share * d / m.delta, 4)
         absorbed = ", ".join(printable(a) for a in n.absorbed)
+        # no share of its own: the raw moves' shares add up to the cell's change, and
+        # this one stands in for some of them
+        owners = " and ".join(f"{printable(a)}'s" for a in (m.name, *n.absorbed))
+        moved = _change(n.base, n.new, d, False, None)
         text += (f"; with {absorbed} inlined into it: {number(n.base)} -> {number(n.new)} "
-                 f"({_change(n.base, n.new, d, False, share)})")  # fmt: skip
+                 f"({moved}; instead of {owners} moves)")  # fmt: skip
     return text + ")"
 
 
-def rest_text(rest: tuple[float, float]) -> str:
-    """'the rest +120 (2.3% of the cell's change)': what the functions named leave."""
-    delta, share = rest
+def rest_text(e: Explanation) -> str:
+    """'the rest +120 (2.3% of the cell's change)': what the functions named leave;
+    'the rest about +120' where a move named is a bound, whose error the rest holds."""
+    assert e.rest is not None
+    delta, share = e.rest
     sign = "+" if delta > 0 else ""
-    return f"the rest {sign}{number(delta)} ({share * 100:,.1f}% of the cell's change)"
+    about = "about " if any(m.approx for m in e.moves) else ""
+    return f"the rest {about}{sign}{number(delta)} ({share * 100:,.1f}% of the cell's change)"
 
 
 def _alloc_text(e: Explanation) -> str:
@@ -256,7 +262,7 @@ def line(label: str, e: Explanation) -> str:
     """One note of the terminal table: the functions that moved most, largest first."""
     moved = "; ".join(f"{printable(m.name)} {move_text(m)}" for m in e.moves)
     if e.rest and moved:
-        moved += f"; {rest_text(e.rest)}"
+        moved += f"; {rest_text(e)}"
     alloc = _alloc_text(e)
     return (
         f"{printable(label)}: moved most (self instructions per {e.per}): "
@@ -268,7 +274,7 @@ def markdown(e: Explanation) -> list[str]:
     """The PR comment's lines under a changed cell's bullet."""
     # names from the profiles, escaped for Markdown: a backtick in one let a link through
     out = [f"  - {md_code(m.name)} {md_text(move_text(m))}" for m in e.moves]
-    out += [f"  - {rest_text(e.rest)}"] if e.rest and out else []
+    out += [f"  - {rest_text(e)}"] if e.rest and out else []
     alloc = _alloc_text(e)
     return [*out, f"  - {alloc}"] if alloc else out
 

@@ -183,11 +183,18 @@ def netted(moves: tuple[Move, ...]) -> tuple[Move, ...]:
     they are still out of line, so that the caller's move is what its code, theirs
     included, did."""
     names = {m.name for m in moves}
+    # a DWARF name is a C++ method's alone (`handle`), the moves' are qualified
+    # (`Server::handle`): matched where one move alone has that last part
+    by_last: dict[str, list[str]] = {}
+    for n in names:
+        by_last.setdefault(n.rpartition("::")[2], []).append(n)
     into: dict[str, list[Move]] = {}
     for m in moves:
         where = m.elsewhere
         if where is not None and len(where.into) == 1:
             holder = clone_base(where.into[0][0])
+            if holder not in names and len(by_last.get(holder, ())) == 1:
+                holder = by_last[holder][0]
             if holder in names and holder != m.name:
                 into.setdefault(holder, []).append(m)
     out = []

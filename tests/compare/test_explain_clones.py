@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from icount.compare.explain import Elsewhere, Move, Net
+from icount.compare.inlined import netted
 from icount.compare.model import compare
 from icount.compare.thresholds import Thresholds
 from icount.names import clone_base, recursion_base
@@ -78,3 +80,14 @@ def test_a_go_function_named_like_a_copy_keeps_its_own_row() -> None:
     moves = _moves({"main.main": 100.0, "main.part": 50.0, "main": 10.0},
                    {"main.main": 100.0, "main.part": 80.0, "main": 10.0})  # fmt: skip
     assert moves == {"main.part": (50.0, 80.0)}
+
+
+def test_a_cxx_method_is_netted_of_what_dwarf_says_was_inlined_into_it() -> None:
+    # DWARF names the holder `handle`; the profile's rows `Server::handle(int)`
+    handle = Move("Server::handle", 6032.0, 20.0, -6012.0, -0.46, False)
+    cost = Move("cost", None, 18031.0, 18031.0, 1.38, True, Elsewhere("base", (("handle", 2),)))
+    got = {m.name: m for m in netted((handle, cost))}
+    assert got["Server::handle"].net == Net(("cost",), 6032.0, 18051.0)
+    # two methods of that name: which one is not known, so neither is netted
+    other = Move("Client::handle", 10.0, 12.0, 2.0, 0.0, False)
+    assert all(m.net is None for m in netted((handle, other, cost)))

@@ -80,8 +80,10 @@ def test_a_caller_is_netted_of_the_function_inlined_into_it() -> None:
     net = got["main"].net
     assert net == Net(("LZ4_compress_fast",), 994766.0 + 1873000.0, 2903423.0)
     text = explain.move_text(got["main"])
-    assert text.endswith("; with LZ4_compress_fast inlined into it: 2,867,766 -> 2,903,423 "
-                         "(+35,657, +1.2%; 47.8% of the cell's change))")  # fmt: skip
+    assert text.endswith(
+        "; with LZ4_compress_fast inlined into it: 2,867,766 -> 2,903,423 "
+        "(+35,657, +1.2%; instead of main's and LZ4_compress_fast's moves))"
+    )
     # main net of what it took in, the copy of LZ4_compress_generic and memcpy: the
     # cell's change, and their shares of it add up
     cell = sum(NEW.values()) - sum(BASE.values())
@@ -123,3 +125,12 @@ def test_the_rest_of_the_change_is_said_so_that_the_shares_add_up() -> None:
     assert _moves(BASE, NEW) and "rest" not in json.dumps(
         render.to_json(compare(Results({}, (_cell(BASE),)), Results({}, (_cell(NEW),)), T))
     )  # every function of the change named: no rest
+
+
+def test_the_rest_is_about_where_a_move_named_is_a_bound() -> None:
+    e = explain.Explanation("run", (Move("f", None, 50.0, 50.0, 0.5, True),), None, None,
+                            (50.0, 0.5))  # fmt: skip
+    assert explain.rest_text(e) == "the rest about +50 (50.0% of the cell's change)"
+    exact = explain.Explanation("run", (Move("f", 0.0, 50.0, 50.0, 0.5, False),), None, None,
+                                (50.0, 0.5))  # fmt: skip
+    assert explain.rest_text(exact) == "the rest +50 (50.0% of the cell's change)"
