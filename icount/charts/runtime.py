@@ -3,9 +3,10 @@ collector and the background compiler per request, with the total's 95% interval
 whisker at the bar's end; a total not valid (its interval wider than the spread limit)
 is marked `~` and its runtime work hatched.
 
-Go's scheduler (its wait for requests not yet arrived) is no part of the stack nor of the
-total: it moves with the client's timing and the machine's load (results/runtime.py), so
-a bar of it would read as cost the request has; the total's tooltip gives it, beside.
+Go's scheduler (its wait for the next request) is a part of the stack where it is part
+of the total (idle arrival: every request finds the server parked, results/runtime.py);
+measured with the closed loop it moves with the client's timing and the machine's load,
+so a bar of it would read as cost the request has: the total's tooltip gives it, beside.
 
 Only cells with a runtime's figures (results/runtime.py) are drawn, so a page of other
 cells is what it always was. One axis, linear from 0: the three parts are shares of one
@@ -32,7 +33,7 @@ BAR_X1 = 744.0
 ROW = 20.0
 BAR_H = 12.0
 TOP = 62.0
-PARTS = (("mutator", "bar"), ("collector", "c1"), ("compiler", "c2"))
+PARTS = (("mutator", "bar"), ("collector", "c1"), ("compiler", "c2"), ("scheduler", "c3"))
 MAX_SHIFT = 120.0  # how far the figures and bars move right for long labels
 
 
@@ -49,11 +50,11 @@ def _reach(f: RuntimeFigures) -> float:
     return total
 
 
-def _legend(prefix: str, y: float, compiler: bool, tilde: bool) -> list[str]:
+def _legend(prefix: str, y: float, compiler: bool, tilde: bool, scheduler: bool) -> list[str]:
     out: list[str] = []
     x = LABEL_X
     for name, cls in PARTS:
-        if name == "compiler" and not compiler:
+        if (name == "compiler" and not compiler) or (name == "scheduler" and not scheduler):
             continue
         out += [svg.rect(x, y - 9, 14, 10, cls, None), svg.text(x + 19, y, name, "m")]
         x += 19 + svg.text_px(name) + 18
@@ -103,8 +104,12 @@ def _row(
         "mutator": f"{key}: mutator {svg.exact(f.mutator)} {c.unit} (the cell's median)",
         "collector": f"{key}: collector {svg.exact(f.collector)} {c.unit} (mean of {windows})",
         "compiler": f"{key}: compiler {svg.exact(f.compiler)} {c.unit} (mean of {windows})",
+        "scheduler": f"{key}: scheduler {svg.exact(f.scheduler or 0.0)} {c.unit} (mean of "
+        f"{windows}; each request found the server parked: idle arrival)",
     }
-    values = {"mutator": f.mutator, "collector": f.collector, "compiler": f.compiler}
+    inside = f.scheduler if f.scheduler_in_total and f.scheduler is not None else 0.0
+    values = {"mutator": f.mutator, "collector": f.collector, "compiler": f.compiler,
+              "scheduler": inside}  # fmt: skip
     for name, cls in PARTS:
         if values[name] <= 0:
             continue
@@ -123,7 +128,7 @@ def _row(
         total_tip += f" ({windows}: no interval)"
     if not f.total_valid:
         total_tip += f"; not valid: {f.reason}"
-    if f.scheduler is not None:
+    if f.scheduler is not None and not f.scheduler_in_total:
         total_tip += (f"; beside it, in neither the bar nor the total, the scheduler "
                       f"{svg.exact(f.scheduler)} {c.unit} (the client's timing and the "
                       "machine's load move it)")  # fmt: skip
@@ -166,10 +171,11 @@ def runtime_figure(cells: Sequence[Cell], prefix: str) -> Figure | None:
     )
     compiler = any(f.compiler > 0 for f in figs)
     tilde = any(f.total is not None and not f.total_valid for f in figs)
+    scheduler = any(f.scheduler_in_total and f.scheduler for f in figs)
     grid_bottom = TOP + ROW * len(rows)
     below = grid_bottom > axis.REPEAT_BELOW
     head, dy = svg.heading(LABEL_X, 15, heading, WIDTH - 2 * LABEL_X)
-    out = [svg.legend(_legend(prefix, 34, compiler, tilde))]
+    out = [svg.legend(_legend(prefix, 34, compiler, tilde, scheduler))]
     out.append(svg.text(TOTAL_RIGHT + shift, TOP - 10, "total", "m b", "end"))
     out.append(svg.text(HALF_RIGHT + shift, TOP - 10, "95%", "m b", "end"))
     out += axis.vertical_grid(scale, TOP - 6, grid_bottom, axis.si_labels(scale), WIDTH, below)

@@ -106,6 +106,11 @@ class Rep:
         """The collector's and the compiler's instructions: what the total adds."""
         return (self.collector or 0.0) + (self.compiler or 0.0)
 
+    def totalled(self, scheduler: bool) -> float:
+        """What a cell's total adds to the mutator from this window: the runtime's work,
+        and the scheduler's where it is part of each request (idle arrival)."""
+        return self.runtime_work + ((self.scheduler or 0.0) if scheduler else 0.0)
+
     @property
     def apart(self) -> float:
         """Every instruction of the window kept out of the mutator, the clock's aside."""

@@ -109,7 +109,8 @@ class Cell:
         for every other cell."""
         details = [r.detail for r in self.runs if r.valid and isinstance(r.detail, ServeDetail)]
         median = self.summary.median if self.summary else None
-        return runtime_figures(details, median, self.valid, self.max_spread)
+        idle = self.params.get("arrival") == "idle"
+        return runtime_figures(details, median, self.valid, self.max_spread, idle)
 
     def to_json(self) -> dict[str, Any]:
         s = self.summary

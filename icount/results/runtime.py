@@ -9,15 +9,16 @@
   limit (the whole width of the interval at most the limit times the total).
 
 Go's scheduler (icount/runtimes.py's SCHEDULER: parking, finding work, the network
-poller, waking), where a window counted it, is a fourth figure, shown beside the total
-and in neither it nor the mutator: the mean per request over the same windows, with a 95%
-interval over them (Student's t). It is the runtime waiting for the next request when
-that request had not arrived yet, so how much of it a request costs depends on the
-client's timing and on how busy the machine was, not on the code the request runs
-(docs/measuring.md has the go-http figures that showed it). A figure must not depend on how busy the
-machine is, and the spread rule cannot see this one (every window of a run sees the same
-load), so it is measured apart and shown, never added: a total that held it would be
-valid or not, and move, with the load. Compare and the report's chart leave it out too.
+poller, waking), where a window counted it, is a fourth figure: the mean per request over
+the same windows, with a 95% interval over them (Student's t). It is the runtime waiting
+for the next request. With idle arrival (serve/arrival.py: each request reaches a server
+whose every thread is asleep) every request finds the server parked in its poller, so the
+scheduler is a fixed part of each request (go-http plaintext: 6,036 ± 52 idle, 6,026 ± 57
+with both CPUs busy) and the total holds it, its windows' spread in the interval. With the
+closed loop how much of it a request costs follows the client's timing and the machine's
+load (3,699 ± 99 idle, 3,863 ± 198 busy), which the spread rule cannot see (every window
+of a run sees the same load): there, and in files measured before arrival was recorded,
+it is shown beside the total and in neither figure.
 
 The interval has two parts, independent, added in quadrature: Student's t over the
 windows' per-request figures (they differ by where the collections fell), and the
@@ -68,9 +69,11 @@ class RuntimeFigures:
     added_windows: int = 0  # of `windows`, those added for the interval (serve/runs.py)
     window_cap: str | None = None  # the cap that stopped a run's added windows, if one did
     # the scheduler's wait per request, mean over the windows, and its 95% half-width;
-    # None where no window counted one. In neither `mutator` nor `total` (see above).
+    # None where no window counted one. Never in `mutator`; in `total` only where
+    # `scheduler_in_total` (idle arrival, see above).
     scheduler: float | None = None
     scheduler_half_width: float = math.inf
+    scheduler_in_total: bool = False
 
     @property
     def work(self) -> float:
@@ -78,12 +81,18 @@ class RuntimeFigures:
 
 
 def figures(
-    details: Sequence[ServeDetail], mutator: float | None, valid: bool, max_spread: float
+    details: Sequence[ServeDetail],
+    mutator: float | None,
+    valid: bool,
+    max_spread: float,
+    idle_arrival: bool = False,
 ) -> RuntimeFigures | None:
     """A cell's runtime figures from its valid runs' details, its median (the mutator),
-    whether it is valid and its spread limit; None for a cell whose reps hold no runtime
-    work (runtimes without a collector, cells measured before: nothing changes for them).
-    It takes the cell's parts, not the Cell: model.py builds the Cell from these figures."""
+    whether it is valid, its spread limit and whether its requests reached an idle
+    server (the scheduler is then part of the total); None for a cell whose reps hold no
+    runtime work (runtimes without a collector, cells measured before: nothing changes
+    for them). It takes the cell's parts, not the Cell: model.py builds the Cell from
+    these figures."""
     runtime = next((d.runtime for d in details if d.runtime), None)
     if runtime is None:
         return None
@@ -93,7 +102,9 @@ def figures(
     requests = sum(r.requests for r in reps)
     collector = sum(r.collector or 0.0 for r in reps) / requests
     compiler = sum(r.compiler or 0.0 for r in reps) / requests
-    per_window = [r.runtime_work / r.requests for r in reps]
+    sched = _scheduler(reps)
+    inside = idle_arrival and sched[0] is not None
+    per_window = [r.totalled(inside) / r.requests for r in reps]
     n = len(per_window)
     spread_hw = t95(n - 1) * statistics.stdev(per_window) / math.sqrt(n) if n > 1 else math.inf
     work = sum(r.runtime_work for r in reps)
@@ -104,19 +115,19 @@ def figures(
     clock = any(d.clock_subtracted for d in details)
     added = sum(d.added_windows for d in details)
     cap = next((d.window_cap for d in details if d.window_cap), None)
-    sched = _scheduler(reps)
     if mutator is None or not valid:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, None, False,
                               "the mutator's figure is not valid", clock, added,
-                              cap, *sched)  # fmt: skip
-    total = mutator + collector + compiler  # never the scheduler's (the module's docstring)
+                              cap, *sched, inside)  # fmt: skip
+    # the scheduler's only where each request finds the server parked (the docstring)
+    total = mutator + collector + compiler + ((sched[0] or 0.0) if inside else 0.0)
     limit = max_spread * total
     if 2 * half <= limit:
         return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, True,
-                              None, clock, added, cap, *sched)  # fmt: skip
+                              None, clock, added, cap, *sched, inside)  # fmt: skip
     why = _reason(half, n, spread_hw, edges_hw, limit, total, max_spread, cap)
     return RuntimeFigures(runtime, mutator, collector, compiler, half, n, total, False, why,
-                          clock, added, cap, *sched)  # fmt: skip
+                          clock, added, cap, *sched, inside)  # fmt: skip
 
 
 def _scheduler(reps: Sequence[Rep]) -> tuple[float | None, float]:
@@ -133,7 +144,8 @@ def _scheduler(reps: Sequence[Rep]) -> tuple[float | None, float]:
 
 
 def windows_to_fit(earlier: Sequence[ServeDetail], run: ServeDetail, runs: int,
-                   max_spread: float, spread_scale: float = 1.0) -> int | None:  # fmt: skip
+                   max_spread: float, spread_scale: float = 1.0,
+                   idle_arrival: bool = False) -> int | None:  # fmt: skip
     """The fewest windows `run` needs (its reps counted) for the cell's total to be valid,
     projected: its windows pooled with the cell's `earlier` runs', and each of the cell's
     `runs` still to come taking as many windows alike `run`'s. None when more than
@@ -145,7 +157,8 @@ def windows_to_fit(earlier: Sequence[ServeDetail], run: ServeDetail, runs: int,
         return None
     before = [r for d in earlier for r in d.reps if r.collector is not None]
     seen = before + mine
-    per_window = [r.runtime_work / r.requests for r in seen]
+    inside = idle_arrival and any(r.scheduler is not None for r in seen)
+    per_window = [r.totalled(inside) / r.requests for r in seen]
     if len(per_window) < 2:
         return len(run.reps) + 1  # a second window is what gives a spread at all
     sd = statistics.stdev(per_window) * spread_scale
@@ -156,7 +169,7 @@ def windows_to_fit(earlier: Sequence[ServeDetail], run: ServeDetail, runs: int,
     lives = max(runs, len(earlier) + 1)  # runs in the cell, each with its edges
     alike = lives - len(earlier)  # this run and those to come
     values = [statistics.median(d.mutator_per_request) for d in (*earlier, run)]
-    total = statistics.median(values) + work / requests
+    total = statistics.median(values) + sum(r.totalled(inside) for r in seen) / requests
     limit = max_spread * total
     per_rep = sum(r.requests for r in mine) / len(mine)
 
@@ -340,6 +353,11 @@ def _scheduler_note(f: RuntimeFigures) -> str:
         return ""
     half = f.scheduler_half_width
     spread = f"±{numfmt.si(half)} (95%)" if math.isfinite(half) else "(one window: no interval)"
+    if f.scheduler_in_total:
+        return (
+            f"; the scheduler {numfmt.si(f.scheduler)} {spread} in the total: each request "
+            "reached an idle server and found it parked (--arrival idle)"
+        )
     return (
         f"; beside it the scheduler {numfmt.si(f.scheduler)} {spread}, in neither the "
         "figure nor the total: its wait for requests not yet arrived depends on the "

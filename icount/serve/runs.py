@@ -538,11 +538,12 @@ def _added_windows(
     time_cap = f"--max-extra-seconds {opts.max_extra_seconds:g}"
     while True:
         have = len(detail.reps)
-        need = windows_to_fit(earlier, detail, opts.runs, opts.max_spread)
+        idle = opts.arrival == Arrival.IDLE
+        need = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 1.0, idle)
         if need is not None and need <= have:
             break
         # the need read with half the spread measured: beyond the caps, none are taken
-        hope = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 0.5)
+        hope = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 0.5, idle)
         if have >= opts.max_windows or hope is None or hope > opts.max_windows:
             cap = windows_cap
             break

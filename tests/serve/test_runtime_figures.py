@@ -282,3 +282,29 @@ def test_a_negative_scheduler_in_a_results_file_is_refused() -> None:
     detail = detail_from_json(doc)
     assert isinstance(detail, ServeDetail) and detail.reps[0].scheduler == 5.0
     assert detail.mutator(detail.reps[0]) == 94.0
+
+
+def test_with_idle_arrival_the_scheduler_is_part_of_the_total(
+    target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request reaching an idle server finds it parked, so its scheduler is a fixed
+    part of the request: a cell measured so adds it to the total (its windows' spread in
+    the interval) and draws it in the stack; the same runs measured closed do not."""
+    from icount import charts
+
+    with_scheduler(monkeypatch, lambda w: 200.0 + (w % 2))  # repeats within 1 a request
+    outcomes = [run(target, tmp_path, FakeConfig(collector=gc), i) for i in range(3)]
+    closed = cell(outcomes)
+    idle = dataclasses.replace(closed, params={"arrival": "idle"})
+    f, f0 = idle.runtime, closed.runtime
+    assert f is not None and f0 is not None and f.scheduler is not None
+    assert f.scheduler_in_total and not f0.scheduler_in_total
+    assert f.mutator == f0.mutator and f.collector == f0.collector
+    assert f.total == pytest.approx(f0.total + f.scheduler)  # type: ignore[operator]
+    assert f.total_valid and f.half_width > f0.half_width  # the scheduler's spread is in it
+    table = render_results(Results({}, (idle,)), "table", 300)
+    assert f"the scheduler {numfmt.si(f.scheduler)} ±" in table and "in the total" in table
+    assert "in neither" not in table
+    svg = charts.results_svg(Results({}, (idle,)))
+    assert 'class="c3 seg"' in svg and "each request found the server parked" in svg
+    assert 'class="c3 seg"' not in charts.results_svg(Results({}, (closed,)))
