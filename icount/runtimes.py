@@ -202,13 +202,13 @@ TABLE: tuple[Runtime, ...] = (
                   r"gopark|goready|ready|casgstatus|pidleget|pidleput|wirep|acquirep|"
                   r"releasep|handoffp|checkTimers\w*|checkRunqsNoP|checkIdleGCNoP|"
                   r"timeSleepUntil|\(\*limiterEvent\)\.\w+|notetsleep\w*|notesleep|"
-                  r"notewakeup|futexsleep|futexwakeup|futex\.abi0|epollwait\.abi0|stopm|"
+                  r"notewakeup|futexsleep|futexwakeup|futex(?:\.abi0)?|epollwait(?:\.abi0)?|stopm|"
                   r"startm|wakep|mPark|injectglist|runqget|runqput\w*|runqgrab|runqsteal|"
-                  r"globrunq\w*|sysmon|retake|usleep\.abi0|resetspinning|checkdead|"
-                  r"incidlelocked|mcall|gogo\.abi0|goexit\d*|gfget|gfput|newproc1?|"
-                  r"updateTimerPMask|clearDeletedTimers|runtimer|dodeltimer0?|osyield\.abi0|"
+                  r"globrunq\w*|sysmon|retake|usleep(?:\.abi0)?|resetspinning|checkdead|"
+                  r"incidlelocked|mcall|gogo(?:\.abi0)?|goexit\d*|gfget|gfput|newproc1?|"
+                  r"updateTimerPMask|clearDeletedTimers|runtimer|dodeltimer0?|osyield(?:\.abi0)?|"
                   r"entersyscall\w*|exitsyscall\w*|reentersyscall|lock2|unlock2|"
-                  r"nanotime1\.abi0|save|systemstack\.abi0|gosave_systemstack_switch)|gogo|gosave_systemstack_switch|"
+                  r"nanotime1(?:\.abi0)?|save|systemstack(?:\.abi0)?|gosave_systemstack_switch)|gogo|gosave_systemstack_switch|"
                   r"internal/poll\.(runtime_pollWait|\(\*pollDesc\)\.wait\w*)",
                   SCHEDULER, "go-http plaintext: a client answering at once vs one sleeping "
                   "2 ms per request, 33.9k vs 36.7k per request, the difference all here"),
@@ -407,7 +407,9 @@ def read_window(path: Path, extra: Sequence[str] = ()) -> tuple[int, dict[str, i
     parsed once."""
     from icount.backends.valgrind import functions_of
     from icount.callgrind.parser import parse_file
+    from icount.callgrind.stripped import name_go_functions
 
-    prof = parse_file(path)
+    # a stripped Go binary's functions are addresses until its .gopclntab names them
+    prof = name_go_functions(parse_file(path))
     total, by_name = functions_of(prof)
     return total, by_name, runtime_work(prof, extra)
