@@ -84,6 +84,8 @@ _SUFFIX = r"(?:(?:constprop|isra|part|lto_priv)\.\d+|cold(?:\.\d+)?|localalias(?
 _CLONE = re.compile(rf"(?:\.{_SUFFIX})+$")
 # A demangled C++ copy: `scale(long*, int, long) [clone .constprop.0] [clone .cold]`
 _CXX_CLONE = re.compile(rf"(?:\s*\[clone (?:\.{_SUFFIX})+\])+$")
+# a function callgrind knows only by its address (stripped, JIT-compiled)
+ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 LEVEL = re.compile(r"'\d+$")  # callgrind's recursion level (`fib'2`), after any suffix
 
 
@@ -97,7 +99,10 @@ def clone_base(name: str) -> str:
     `foo.isra.0`, `foo.part.0`, `foo.cold`, `foo.lto_priv.0`, `foo [clone .isra.0]` are
     `LZ4_compress_fast` and `foo`, with a recursion level kept (`foo.part.0'2` is
     `foo'2`); any other name is returned as it is, and so is one whose rest still has a
-    dot (a Go path: `main.(*T).part.0` is no gcc copy)."""
+    dot (a Go path: `main.(*T).part.0` is no gcc copy). The one key every pairing uses:
+    compare's explanation sums a function's copies into its row on each side (self
+    costs add up); the differential flame graph and `icount inline`, which show each
+    function as it is, take a copy for its function only where one side lacks it."""
     level = LEVEL.search(name)
     head = name[: level.start()] if level else name
     base = _CXX_CLONE.sub("", head)

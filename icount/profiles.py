@@ -5,15 +5,13 @@ A cell keeps the medians of these per request (results/profile.py)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
-from icount.names import recursion_base
+from icount.names import ADDRESS, recursion_base
 from icount.session.options import PROFILE_TOP
 
 UNNAMED = "[code without a symbol: JIT-compiled or stripped]"
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 
 class FunctionCost(NamedTuple):
@@ -67,7 +65,7 @@ class WindowProfile(Mapping[str, float]):
         levels: dict[str, float] = {}
         for name, c in self.costs.items():
             base = recursion_base(name)
-            key = UNNAMED if _HEX.fullmatch(base) else base
+            key = UNNAMED if ADDRESS.fullmatch(base) else base
             incl = c.inclusive
             if base != name:
                 levels[key] = max(levels.get(key, 0.0), incl)
@@ -94,7 +92,7 @@ class WindowProfile(Mapping[str, float]):
 
 
 def _unnamed(name: str) -> str:
-    return UNNAMED if _HEX.fullmatch(recursion_base(name)) else name
+    return UNNAMED if ADDRESS.fullmatch(recursion_base(name)) else name
 
 
 def sum_windows(profiles: Sequence[WindowProfile]) -> WindowProfile:

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 import numpy as np
 
 from icount.callgrind.model import Function, Profile
+from icount.names import ADDRESS
 from icount.profiles import FunctionCost, WindowProfile
 from icount.session.options import PROFILE_TOP
 from icount.startup import BELOW_MAIN, PROGRAM_ENTRY
@@ -59,7 +60,6 @@ _BELOW_MAIN_FILES = (("libc-start.c", "__libc_start_main"),
 # The dynamic loader's entry point has no symbol (Debian's ld.so keeps only .dynsym):
 # callgrind names it by address, but it is where the process starts.
 _LOADER = re.compile(r"ld-linux[^/]*\.so[^/]*|ld\.so[^/]*|ld-musl[^/]*\.so[^/]*|ld64\.so[^/]*")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
 def _start_up_names(prof: Profile, ir: int) -> list[str]:
@@ -84,7 +84,7 @@ def _start_up_names(prof: Profile, ir: int) -> list[str]:
     for i, f in enumerate(funcs):
         if (
             not called[i]
-            and _ADDRESS.fullmatch(f.name)
+            and ADDRESS.fullmatch(f.name)
             and _LOADER.fullmatch(PurePosixPath(f.object).name)
         ):
             names[i] = PROGRAM_ENTRY
@@ -93,7 +93,7 @@ def _start_up_names(prof: Profile, ir: int) -> list[str]:
     cost = prof.call_cost[:, ir].tolist()
     main: dict[int, tuple[float, int]] = {}  # (below main) -> its costliest such callee
     for k, (a, b) in enumerate(zip(caller, callee, strict=True)):
-        if not _ADDRESS.fullmatch(names[b]) or funcs[a].object == funcs[b].object:
+        if not ADDRESS.fullmatch(names[b]) or funcs[a].object == funcs[b].object:
             continue
         if names[a] == PROGRAM_ENTRY:
             names[b] = "_start"

@@ -150,6 +150,7 @@ def flame_figure(
         b = _graph(_renamed(q, rename[0]))
         was = (b, {m.path: m.value for m in _layers(b)[0]})
     pooled = {v for m in rename for v in m.values()}
+    gone = {} if was is None else _by_copy(was[0].names - g.names)
     unit = f"instructions per {p.per}"
     px = WIDTH / total
     parts = []
@@ -168,7 +169,7 @@ def flame_figure(
         else:
             # coloured by the function's whole change, not its path's: a function
             # called from several places changes as one, however it is split
-            twins = _twins(m.name, g, was[0])
+            twins = _twins(m.name, was[0], gone)
             before = sum(was[0].whole(t) for t in twins)
             moved = whole - before
             title += (f", base {svg.exact(was[1].get(m.path, 0.0))}; in all its calls "
@@ -195,15 +196,21 @@ def flame_figure(
     return Figure("".join(parts), WIDTH, depth * ROW, label, prefix)
 
 
-def _twins(name: str, new: _Graph, base: _Graph) -> tuple[str, ...]:
+def _by_copy(names: frozenset[str]) -> dict[str, list[str]]:
+    """`names` by the function each is a compiler's copy of (names.clone_base)."""
+    out: dict[str, list[str]] = {}
+    for n in sorted(names):
+        out.setdefault(clone_base(n), []).append(n)
+    return out
+
+
+def _twins(name: str, base: _Graph, gone: dict[str, list[str]]) -> tuple[str, ...]:
     """What `name` was in the base: itself, or, where only the new side has it, the
-    functions only the base has of which it is a compiler's copy or they are its copies
-    (`f.constprop.0` for `f`, or the other way round)."""
+    functions only the base has (`gone`, by `_by_copy`) of which it is a compiler's copy
+    or they are its copies (`f.constprop.0` for `f`, or the other way round)."""
     if name in base.names:
         return (name,)
-    key = clone_base(name)
-    found = sorted(n for n in base.names - new.names if clone_base(n) == key)
-    return tuple(found) or (name,)
+    return tuple(gone.get(clone_base(name), ())) or (name,)
 
 
 def _names(p: FlameProfile) -> set[str]:

@@ -19,17 +19,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from icount.callgrind.model import Profile
-from icount.names import recursion_base
+from icount.names import ADDRESS, recursion_base
 
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}(?=$|')")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 NO_SYMBOL = "(no symbol)"
 
 
 def normalise_name(name: str) -> str:
     """`fib'2` -> `fib`; `app::main::h0123456789abcdef` -> `app::main`."""
     name = recursion_base(_RUST_HASH.sub("", name))
-    return NO_SYMBOL if _ADDRESS.fullmatch(name) else name
+    return NO_SYMBOL if ADDRESS.fullmatch(name) else name
 
 
 @dataclass(frozen=True)
