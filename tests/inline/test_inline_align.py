@@ -112,3 +112,17 @@ calls=1 1
     leaf = side.functions["leaf"]
     assert leaf.self_cost == 10 + 7 + 20
     assert leaf.inclusive == (10 + 25) + (7 + 9)  # leaf(a) and leaf(b), not leaf(c) again
+
+
+def test_a_member_reached_through_a_node_that_holds_two_sources_is_nested() -> None:
+    # three static `leaf`s, each calling hub, which calls leaf(c): hub is reached from
+    # all three, leaf(c) only through hub; the sources hub keeps (two) must include
+    # one other than leaf(c), whichever of them is walked first
+    text = "events: Ir\n"
+    for f, own in (("a", 10), ("b", 7), ("c", 20)):
+        text += f"fl={f}.c\nfn=leaf\n1 {own}\ncfl=h.c\ncfn=hub\ncalls=1 1\n1 30\n"
+    text += "fl=h.c\nfn=hub\n1 5\ncfl=c.c\ncfn=leaf\ncalls=1 1\n1 25\n"
+    side = side_of([parse_bytes(text.encode(), "hub")], "Ir")
+    leaf = side.functions["leaf"]
+    assert leaf.self_cost == 10 + 7 + 20
+    assert leaf.inclusive == (10 + 30) + (7 + 30)  # leaf(a) and leaf(b): leaf(c) is inside
