@@ -318,7 +318,7 @@ def lines(text: str, room: float, most: int, width: Width = _one) -> list[str]:
         start = cut
         while start < n and text[start] == " ":
             start += 1
-    out.append(shorten(text[start:], room, START, width))
+    out.append(shorten(text[start:].rstrip(), room, START, width))
     return out
 
 

@@ -138,3 +138,35 @@ def test_module_is_used_by_both() -> None:
     """One algorithm: the charts' and the terminal's shortening agree on plain text."""
     name = "llvm::SelectionDAGISel::SelectCodeCommon(llvm::SDNode*, unsigned int)"
     assert terminal.shorten(name, 30) == shortening.shorten(name, 30, BOTH)
+
+
+def test_a_long_title_breaks_where_a_phrase_ends() -> None:
+    title = (
+        "build/O2/lzbench to build/O2lto/lzbench: file bytes +50.64 KiB; "
+        "8 sections changed, 3 more not shown"
+    )
+    assert shortening.lines(title, 60, 3) == [  # after the clause, not after 'bytes'
+        "build/O2/lzbench to build/O2lto/lzbench:",
+        "file bytes +50.64 KiB; 8 sections changed, 3 more not shown",
+    ]
+    rows = shortening.lines(title, 40, 2)
+    assert len(rows) == 2 and rows[-1].endswith(ELLIPSIS) and all(len(r) <= 40 for r in rows)
+
+
+def test_a_chart_under_a_long_title_moves_down() -> None:
+    """A title too long for one line takes a second, and the chart moves down by it."""
+    from icount.charts import diverging
+    from icount.charts.inputs import CompareRow, ComparisonDoc, Side
+
+    def chart(backend: str) -> tuple[float, str]:
+        row = CompareRow("fib", "", backend, "instructions", Side(1, 1, 1, 1),
+                         Side(2, 2, 2, 1), 1, 1.0, 0.01, "regressed", "")  # fmt: skip
+        fig = diverging.comparison_figure(ComparisonDoc("v", (), (row,), (), None, None), "p")
+        return fig.height, fig.body
+
+    short_h, short_body = chart("callgrind")
+    long_h, long_body = chart("callgrind-with-a-backend-name-" + "very-" * 12 + "long")
+    assert long_h == short_h + svg.TITLE_LINE
+    assert 'transform="translate(0,16)"' in long_body and "transform" not in short_body
+    head, dy = svg.heading(8, 15, "a title; " * 60, 760)
+    assert dy == 2 * svg.TITLE_LINE and head.count("<text") == 3 and "<title>" in head
