@@ -231,6 +231,30 @@ def _judge(
     return (Verdict.REGRESSED if delta > 0 else Verdict.IMPROVED), ""
 
 
+def judge_sides(
+    bs: Summary, ns: Summary, threshold: float, min_delta: float
+) -> tuple[float, float | None, Verdict, str]:
+    """The delta, relative change, verdict and why of two valid sides judged on their
+    medians (rules 1-3): the one rule `compare` applies and a saved comparison's check
+    re-applies (compare/saved.py)."""
+    delta = ns.median - bs.median
+    pct = _pct(delta, bs.median)
+    separated = ns.min > bs.max if delta > 0 else ns.max < bs.min
+    overlap = (
+        None
+        if separated
+        else (
+            f"within the measured spread (base {plain(bs.min)}-{plain(bs.max)}, "
+            f"new {plain(ns.min)}-{plain(ns.max)})"
+        )
+    )
+    base_median = exact(bs.median)
+    exact_delta = exact(ns.median) - base_median
+    change = exact_delta / abs(base_median) if pct is not None else None
+    verdict, why = _judge(change, exact_delta, overlap, threshold, min_delta)
+    return delta, pct, verdict, why
+
+
 def _pct(delta: float, base: float) -> float | None:
     if base == 0:
         return None
@@ -277,21 +301,7 @@ def _row(
             bs, ns, None, None, threshold, rule, verdict, why, basis,
         )  # fmt: skip
     assert bs is not None and ns is not None
-    delta = ns.median - bs.median
-    pct = _pct(delta, bs.median)
-    separated = ns.min > bs.max if delta > 0 else ns.max < bs.min
-    overlap = (
-        None
-        if separated
-        else (
-            f"within the measured spread (base {plain(bs.min)}-{plain(bs.max)}, "
-            f"new {plain(ns.min)}-{plain(ns.max)})"
-        )
-    )
-    base_median = exact(bs.median)
-    exact_delta = exact(ns.median) - base_median
-    change = exact_delta / abs(base_median) if pct is not None else None
-    verdict, why = _judge(change, exact_delta, overlap, threshold, min_delta)
+    delta, pct, verdict, why = judge_sides(bs, ns, threshold, min_delta)
     row = Row(
         some.name, some.path, some.backend, some.unit,
         bs, ns, delta, pct, threshold, rule, verdict, why, basis,
@@ -346,18 +356,9 @@ def _total(
         (s.median, (s.max - s.min) / 2) if f is None else (f.total or 0.0, f.half_width)
         for f, s in ((base, sides[0]), (new, sides[1]))
     )
-    delta = n_total - b_total
-    # The two intervals are independent (other processes, other windows), so the
-    # difference's standard error is the root sum of squares of theirs, and so is its 95%
-    # half-width where the t factors are alike. Adding them (intervals that must not
-    # overlap) would test at ~99.5% and let real changes of twice one interval pass.
-    interval = math.hypot(b_half, n_half)
-    beyond = abs(delta) > interval
-    within = None if beyond else f"within the 95% interval ±{plain(interval)} of the difference"
-    base_total = exact(b_total)
-    exact_delta = exact(n_total) - base_total
-    change = exact_delta / abs(base_total) if b_total else None
-    verdict, why = _judge(change, exact_delta, within, threshold, min_delta)
+    delta, interval, verdict, why = judge_totals(
+        (b_total, b_half), (n_total, n_half), threshold, min_delta
+    )
     if verdict is Verdict.UNCHANGED and not why:
         why = "within the threshold"
     elif verdict is not Verdict.UNCHANGED:
@@ -373,6 +374,27 @@ def _total(
         base_whole=sides[0].median if base is None else None,
         new_whole=sides[1].median if new is None else None,
     )  # fmt: skip
+
+
+def judge_totals(
+    base: tuple[float, float], new: tuple[float, float], threshold: float, min_delta: float
+) -> tuple[float, float, Verdict, str]:
+    """Two totals, each (total, 95% half-width), judged: their delta, the difference's
+    interval, the verdict and why (the one rule, re-applied by compare/saved.py)."""
+    (b_total, b_half), (n_total, n_half) = base, new
+    delta = n_total - b_total
+    # The two intervals are independent (other processes, other windows), so the
+    # difference's standard error is the root sum of squares of theirs, and so is its 95%
+    # half-width where the t factors are alike. Adding them (intervals that must not
+    # overlap) would test at ~99.5% and let real changes of twice one interval pass.
+    interval = math.hypot(b_half, n_half)
+    beyond = abs(delta) > interval
+    within = None if beyond else f"within the 95% interval ±{plain(interval)} of the difference"
+    base_total = exact(b_total)
+    exact_delta = exact(n_total) - base_total
+    change = exact_delta / abs(base_total) if b_total else None
+    verdict, why = _judge(change, exact_delta, within, threshold, min_delta)
+    return delta, interval, verdict, why
 
 
 def _with_total(row: Row, total: TotalChange) -> Row:
@@ -451,29 +473,49 @@ def compare_pairs(
     `failed` is (invalid in base or invalid in new, why) when a run failed."""
     threshold, rule = thresholds.for_label(f"{name}/{path}" if path else name)
     pairs = tuple(pairs)
+    judged = judge_pairs(pairs, threshold, thresholds.min_delta)
+    if failed is None and judged.verdict is None:
+        failed = (Verdict.INVALID_IN_BASE, "no pair produced a ratio (base counted 0)")
+    if failed is not None:
+        verdict, why = failed
+        row = Row(name, path, backend, unit, judged.base, judged.new, None, None, threshold,
+                  rule, verdict, why)  # fmt: skip
+        return Comparison((row,), thresholds, pairs=pairs)
+    assert judged.verdict is not None
+    row = Row(name, path, backend, unit, judged.base, judged.new, judged.delta,
+              judged.delta_pct, threshold, rule, judged.verdict, judged.why)  # fmt: skip
+    return Comparison((row,), thresholds, pairs=pairs)
+
+
+@dataclass(frozen=True)
+class PairsJudged:
+    base: Summary | None  # the completed runs of each side
+    new: Summary | None
+    delta: float | None  # new median - base median; None, as the verdict, without a ratio
+    delta_pct: float | None  # the median of the pairs' ratios new/base, less 1
+    verdict: Verdict | None
+    why: str
+
+
+def judge_pairs(pairs: Sequence[Pair], threshold: float, min_delta: float) -> PairsJudged:
+    """Interleaved pairs judged on the median of their exact ratios: the one rule
+    `compare --interleave` applies and a saved comparison's check re-applies."""
     bases = [p.base for p in pairs if p.base is not None]
     news = [p.new for p in pairs if p.new is not None]
     bs = summarize(bases) if bases else None
     ns = summarize(news) if news else None
     ratios = [r for r in (p.ratio for p in pairs) if r is not None]
-    if failed is None and not ratios:
-        failed = (Verdict.INVALID_IN_BASE, "no pair produced a ratio (base counted 0)")
-    if failed is not None:
-        verdict, why = failed
-        row = Row(name, path, backend, unit, bs, ns, None, None, threshold, rule, verdict, why)
-        return Comparison((row,), thresholds, pairs=pairs)
-    assert bs is not None and ns is not None  # every ratio has both sides
+    if not ratios or bs is None or ns is None:
+        return PairsJudged(bs, ns, None, None, None, "")
     exact_ratio: Fraction = statistics.median(
         [exact(p.new) / exact(p.base) for p in pairs if p.new is not None and p.base]
     )
     ratio = float(exact_ratio)
-    delta = ns.median - bs.median
     separated = min(ratios) > 1 if ratio > 1 else max(ratios) < 1
     overlap = None if separated else f"pair ratios {min(ratios):.4f}-{max(ratios):.4f} straddle 1"
     exact_delta = exact(ns.median) - exact(bs.median)
-    verdict, why = _judge(exact_ratio - 1, exact_delta, overlap, threshold, thresholds.min_delta)
-    row = Row(name, path, backend, unit, bs, ns, delta, ratio - 1, threshold, rule, verdict, why)
-    return Comparison((row,), thresholds, pairs=pairs)
+    verdict, why = _judge(exact_ratio - 1, exact_delta, overlap, threshold, min_delta)
+    return PairsJudged(bs, ns, ns.median - bs.median, ratio - 1, verdict, why)
 
 
 def pair_from_runs(base: Run, new: Run) -> Pair:

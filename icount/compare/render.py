@@ -40,12 +40,13 @@ import dataclasses
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from icount import numfmt
 from icount.compare import explain
 from icount.compare.model import VERDICT_ORDER, Comparison, Row, TotalChange, Verdict
+from icount.compare.thresholds import Thresholds
 from icount.results import Results
 from icount.results.runtime import RuntimeFigures
 from icount.sorting import Sort, by_name
@@ -128,23 +129,43 @@ def count_text(verdict: Verdict, n: int) -> str:
     return f"{n} {verdict.value}"
 
 
-def verdict_line(c: Comparison, icons: bool = False) -> str:
-    """'1 regression, 2 improved, 5 unchanged (threshold 1%, min delta 10)'; size rows
-    outside the gate counted apart ('61 not gated'), though their verdict is unchanged."""
-    outside = sum(1 for r in c.rows if r.verdict is Verdict.UNCHANGED and _not_gated(r))
-    counts = [(v, c.count(v) - (outside if v is Verdict.UNCHANGED else 0)) for v in VERDICT_ORDER]
-    parts = [count_text(v, n) for v, n in counts if n]
-    parts += [f"{outside} {NOT_GATED}"] if outside else []
-    t = c.thresholds
+def counts_text(rows: Iterable[tuple[str, str, float | None]], legacy: bool = False) -> str:
+    """'1 regression, 2 improved, 1 within threshold, 5 unchanged' for rows given as
+    (verdict, why, delta); unchanged rows that moved within their threshold, and size rows
+    outside the gate ('61 not gated'), counted apart though their verdict is unchanged.
+    `legacy`: counted by verdict alone, as comparisons written before were."""
+    counts = Counter(str(v) if legacy else shown_as(v, why, delta) for v, why, delta in rows)
+    parts = []
+    for v in VERDICT_ORDER:
+        if v is Verdict.UNCHANGED and counts[WITHIN]:
+            parts.append(f"{counts[WITHIN]} {WITHIN}")
+        if counts[v.value]:
+            parts.append(count_text(v, counts[v.value]))
+    parts += [f"{counts[NOT_GATED]} {NOT_GATED}"] if counts[NOT_GATED] else []
+    return ", ".join(parts) or "no cells"
+
+
+def limits_text(
+    t: Thresholds, history: str | None = None, median_ratio: float | None = None,
+    pairs: int = 0,
+) -> str:  # fmt: skip
+    """'threshold 1%, min delta 10': what the verdict line's counts were judged by."""
     limits = f"threshold {pct_text(t.default)}"
     if t.overrides:
         limits += ", " + ", ".join(f"{o.glob} {pct_text(o.threshold)}" for o in t.overrides)
     limits += f", min delta {numfmt.plain(t.min_delta)}"
-    if c.history:
-        limits += f"; {c.history}"
-    if c.pairs is not None and c.median_ratio is not None:
-        limits += f"; median ratio new/base {c.median_ratio:.4f} over {len(c.pairs)} pairs"
-    text = f"{', '.join(parts) or 'no cells'} ({limits})"
+    if history:
+        limits += f"; {history}"
+    if median_ratio is not None:
+        limits += f"; median ratio new/base {median_ratio:.4f} over {pairs} pairs"
+    return limits
+
+
+def verdict_line(c: Comparison, icons: bool = False) -> str:
+    """'1 regression, 2 improved, 5 unchanged (threshold 1%, min delta 10)'."""
+    counts = counts_text((r.verdict, r.why, r.delta) for r in c.rows)
+    ratio = c.median_ratio if c.pairs is not None else None
+    text = f"{counts} ({limits_text(c.thresholds, c.history, ratio, len(c.pairs or ()))})"
     if c.forced:
         text += " [FORCED]"
     if c.build_changes:
@@ -183,16 +204,25 @@ def verdict_text(row: Row) -> str:
     """The verdict as the tables show it: an unchanged cell that did move, by no more
     than its threshold, reads "within threshold" (a change of zero stays "unchanged");
     the gate and JSON keep the verdict "unchanged"."""
-    if row.verdict is Verdict.UNCHANGED and not row.why and row.delta:
-        return WITHIN
     if row.verdict is Verdict.UNCHANGED and _not_gated(row):
         return row.why
-    return row.verdict.value
+    return shown_as(row.verdict, row.why, row.delta)
 
 
 WITHIN = "within threshold"
 # a size row outside the gate (icount/size/gate.py): "not gated (regressed)"
 NOT_GATED = "not gated"
+
+
+def shown_as(verdict: str, why: str, delta: float | None) -> str:
+    """A verdict as every format with verdict words shows it: "within threshold" for an
+    unchanged cell that moved (by no more than its threshold), "not gated" for a size
+    row outside the gate, else the verdict."""
+    if verdict == Verdict.UNCHANGED and why.startswith(NOT_GATED):
+        return NOT_GATED
+    if verdict == Verdict.UNCHANGED and not why and delta:
+        return WITHIN
+    return str(verdict)
 
 
 def _not_gated(row: Row) -> bool:
@@ -482,6 +512,9 @@ def _row_json(r: Row) -> dict[str, Any]:
         "threshold_rule": r.rule,
         "verdict": r.verdict.value,
         "why": r.why,
+        # an unchanged cell that moved, by no more than its threshold (the verdict stays
+        # "unchanged" for the gate and older readers); only there, so others keep their bytes
+        **({"within_threshold": True} if verdict_text(r) == WITHIN else {}),
         # only with --history and --confirm, so that other comparisons keep their bytes
         **({"threshold_basis": r.basis} if r.basis else {}),
         **({"confirm": _side(r.confirm)} if r.confirm is not None else {}),
@@ -586,7 +619,7 @@ def csv_rows(c: Comparison) -> list[list[object]]:
                 f"{r.delta_pct * 100:.4f}" if r.delta_pct is not None else "",
                 f"{r.threshold * 100:.6g}",
                 r.verdict.value,
-                note(r),
+                note(r) or (WITHIN if verdict_text(r) == WITHIN else ""),
                 forced,
                 geo,
             ]
@@ -622,7 +655,7 @@ def benchmark_entries(c: Comparison) -> list[dict[str, Any]]:
     for r in c.rows:
         if r.new is None:
             continue
-        extra = [f"verdict: {r.verdict.value}", f"runs: {r.new.n}"]
+        extra = [f"verdict: {verdict_text(r)}", f"runs: {r.new.n}"]
         if r.base is not None:
             extra.insert(0, f"base median: {numfmt.plain(r.base.median)}")
         if r.delta_pct is not None:

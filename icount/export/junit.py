@@ -34,7 +34,7 @@ SKIPPED = frozenset({Verdict.MISSING_IN_BASE, Verdict.MISSING_IN_NEW})
 def _figures(r: Row) -> str:
     from icount.compare import render as compare
 
-    lines = [f"verdict: {r.verdict.value}"]
+    lines = [f"verdict: {compare.verdict_text(r)}"]
     for side, s in (("base", r.base), ("new", r.new), ("rerun", r.confirm)):
         if s is not None:
             lines.append(
@@ -81,7 +81,7 @@ def _message(r: Row) -> str:
     from icount.compare import render as compare
 
     change = signed_percent(r.delta_pct) if r.delta_pct is not None else ""
-    head = f"{r.verdict.value} {change}".rstrip()
+    head = f"{compare.shown_as(r.verdict, r.why, r.delta)} {change}".rstrip()
     if r.verdict is Verdict.REGRESSED:
         head += f", beyond its threshold {compare.pct_text(r.threshold)}"
     note = compare.note(r)

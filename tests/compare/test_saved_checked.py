@@ -85,11 +85,14 @@ def _set(*path: Any, value: Any) -> Callable[[dict[str, Any]], None]:
     [
         # the reproducer: drawn as 'improved' under '1 regression'
         (_verdict("improved"), "cell 1 (fib): it is improved but the medians changed +20.00%"),
-        (_verdict("unchanged"), "cell 1 (fib): it is unchanged, with no note, but changed +20.00%"),
+        (_verdict("unchanged"), "cell 1 (fib): it is unchanged but the medians changed +20.00%"),
         (_set("cells", 0, "delta", value=-200), "cell 1 (fib): its delta -200 is not new - base"),
         (_set("cells", 0, "delta_pct", value=-0.2), "its delta_pct -20.00% is not delta / base"),
         (_set("cells", 0, "threshold", value=0.5), "it is regressed but the medians changed"),
-        (_set("cells", 0, "new", "min", value=900), "the runs of its two sides overlap"),
+        (
+            _set("cells", 0, "new", "min", value=900),
+            "makes it unchanged (within the measured spread",
+        ),
         (_set("cells", 0, "new", value=None), "it is regressed without figures on both sides"),
         (_set("cells", 1, "verdict", value="regressed"), "cell 2 (loop): it is regressed but"),
         (_set("cells", 1, "verdict", value="missing in new"), "it is missing in new but has a"),
@@ -159,3 +162,104 @@ def test_a_confirmed_or_unconfirmed_rerun_loads(rerun: int) -> None:
     doc["verdict_line"] = "1 improved (threshold 1%, min delta 10)"
     with pytest.raises(ParseError, match="it is improved but its rerun changed"):
         _check(doc)
+
+
+SAVED = Path(__file__).resolve().parent / "saved"
+
+
+def test_an_interleave_with_a_failed_run_loads() -> None:
+    """compare --interleave under callgrind, whose second new run exited 1 (review2 H1):
+    both sides keep the runs that completed, and no delta."""
+    doc = json.loads((SAVED / "interleave-failed-run.json").read_text())
+    assert doc["cells"][0]["verdict"] == "invalid in new" and doc["cells"][0]["base"]
+    _check(doc)
+    doc["cells"][0]["delta"] = 268001.0
+    with pytest.raises(ParseError, match="it is invalid in new but has a delta"):
+        _check(doc)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3000) | st.none(), st.integers(0, 3000) | st.none()),
+        min_size=0,
+        max_size=5,
+    ),
+    st.sampled_from([None, model.Verdict.INVALID_IN_BASE, model.Verdict.INVALID_IN_NEW]),
+)
+def test_whatever_a_failed_or_zero_interleave_writes_loads(
+    pairs: list[tuple[int | None, int | None]], failed: model.Verdict | None
+) -> None:
+    from icount.compare.rounds import Pair
+
+    done = [Pair(None if b is None else float(b), None if n is None else float(n))
+            for b, n in pairs]  # fmt: skip
+    why = None if failed is None else (failed, "new run 2: exited with status 1")
+    c = model.compare_pairs("cmd", "callgrind", "instructions", done, why,
+                            parse_thresholds(["1%"], 10))  # fmt: skip
+    _check(_saved(c))
+
+
+def test_an_interleave_whose_base_counted_0_and_a_unit_change_load() -> None:
+    from icount.compare.rounds import Pair
+
+    zero = model.compare_pairs("cmd", "callgrind", "instructions", [Pair(0.0, 5.0)], None,
+                               parse_thresholds([], 10))  # fmt: skip
+    assert zero.rows[0].verdict is model.Verdict.INVALID_IN_BASE and zero.rows[0].base
+    _check(_saved(zero))
+    units = model.compare(res(cell("fib", [1000])), res(cell("fib", [900], unit="bytes")),
+                          parse_thresholds([], 10))  # fmt: skip
+    assert units.rows[0].verdict is model.Verdict.INVALID_IN_NEW and units.rows[0].new
+    _check(_saved(units))
+
+
+def test_an_interleaved_change_is_its_pairs() -> None:
+    """The review's forgery: delta_pct and median_ratio set to +90% beside pairs of
+    1.0142 drew '+90.00%' (review2 M1)."""
+    doc = json.loads((SAVED / "interleave-forged-pct.json").read_text())
+    with pytest.raises(ParseError, match=r"its delta_pct \+90.00% is not its pairs' median"):
+        _check(doc)
+    doc = json.loads((GOLDEN / "interleave.json").read_text())
+    doc["pairs"][0]["ratio"] = 1.5
+    with pytest.raises(ParseError, match="its pairs are not readable"):
+        _check(doc)
+
+
+def test_a_total_change_is_its_totals() -> None:
+    """The review's forgery: a total's delta_pct set to -75% was drawn (review2 M1)."""
+    doc = json.loads((SAVED / "runtime-forged-total.json").read_text())
+    with pytest.raises(ParseError, match=r"its total's delta_pct -75.00% is not its totals'"):
+        _check(doc)
+
+
+@pytest.mark.parametrize("line", [
+    "1 regression, 1 unchanged (ignore: flaky)",
+    "1 regression, 1 unchanged (threshold 50%, min delta 10)",
+    "1 regression, 1 unchanged (threshold 1%, min delta 10) [FORCED]",
+])  # fmt: skip
+def test_the_verdict_line_is_icounts_whole(line: str) -> None:
+    doc = _regressed()
+    _check(copy.deepcopy(doc))
+    doc["verdict_line"] = line
+    with pytest.raises(ParseError, match="its verdict line"):
+        _check(doc)
+
+
+def test_a_line_counted_before_within_threshold_loads() -> None:
+    doc = _saved(model.compare(res(cell("fib", [1000] * 3)), res(cell("fib", [1005] * 3)),
+                               parse_thresholds([], 0)))  # fmt: skip
+    assert doc["verdict_line"].startswith("1 within threshold (")
+    _check(copy.deepcopy(doc))
+    doc["verdict_line"] = doc["verdict_line"].replace("within threshold", "unchanged")
+    _check(doc)
+
+
+def test_a_float_verdict_at_the_threshold_loads() -> None:
+    """A file written when the threshold was compared in floats: +0.7% exactly judged
+    regressed (review2 L7)."""
+    doc = _saved(model.compare(res(cell("fib", [1000] * 3)), res(cell("fib", [1007] * 3)),
+                               parse_thresholds(["0.7%"], 0)))  # fmt: skip
+    doc["cells"][0]["verdict"] = "regressed"
+    doc["summary"] |= {"regressed": 1, "unchanged": 0}
+    doc["verdict_line"] = "1 regression (threshold 0.7%, min delta 0)"
+    _check(doc)
