@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from icount.charts import svg
 from icount.charts.figure import Figure, inline
 from icount.names import clone_base, recursion_base
+from icount.profiles import UNNAMED
 from icount.results import Cell
 from icount.results.profile import CellProfile, Edge, FlameProfile
 from icount.startup import renames
@@ -185,8 +186,9 @@ def flame_figure(
             f'<rect class="{cls}" x="{svg.n(x)}" y="{svg.n(y)}" width="{svg.n(w)}" '
             f'height="{svg.n(ROW - 1)}"/>'
         )
-        if w > 40:
-            text = svg.clip(m.name, w - 6, tail=True, bold=True)
+        # no piece of a word: a box too narrow for one is named by its title alone
+        text = svg.clip(m.name, w - 6, tail=True, bold=True, words=True) if w > 40 else ""
+        if text:
             parts.append(
                 f'<text class="in" x="{svg.n(x + 3)}" y="{svg.n(y + ROW - 5)}">'
                 f"{svg.esc(text)}</text>"
@@ -255,7 +257,12 @@ def flame_sections(cells: Sequence[Cell], sid: str) -> list[str]:
             summary = svg.esc(f"Flame graph: {c.key_text}")
             chart = f'<div class="chart">{inline(fig)}</div>'  # a wide chart scrolls
             out.append(f"<details><summary>{summary}</summary>{chart}</details>")
-    if out:
+        elif c.profile is not None and {f.name for f in c.profile.functions} == {UNNAMED}:
+            # a static stripped binary: callgrind names every function by its address
+            out.append(f'<p class="muted">{svg.esc(f"No flame graph: {c.key_text}")}: all '
+                       "its code is without a symbol (stripped), one pool with no calls "
+                       "between functions to draw.</p>")  # fmt: skip
+    if any(part.startswith("<details>") for part in out):
         out.insert(
             0,
             '<h3>Where the instructions go</h3><p class="muted">Each function as wide '
