@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 
 from icount.charts.figure import inline
-from icount.charts.flame import _graph, _layers, flame_figure
-from icount.profiles import FunctionCost, WindowProfile
+from icount.charts.flame import _graph, _layers, flame_figure, flame_sections
+from icount.profiles import UNNAMED, FunctionCost, WindowProfile
+from icount.results import UNIT_INSTRUCTIONS, Cell, Run
 from icount.results.profile import PER_RUN, CellProfile, cell_profile
 
 
@@ -75,3 +77,16 @@ def test_direct_recursion_keeps_each_level_under_the_one_above() -> None:
     assert widths[("main", "fib")] == 100.0
     assert widths[("main", "fib", "fib'2")] == 70.0
     assert widths[("main", "fib", "fib'2", "leaf")] == 20.0
+
+
+def test_a_profile_all_without_a_symbol_says_why_it_has_no_flame_graph() -> None:
+    # what a static stripped binary's profile keeps: one pool, no calls between functions
+    pool = _profile({UNNAMED: (274_889, 274_889)}, {})
+    cell = Cell("prog", "", "callgrind", UNIT_INSTRUCTIONS, (Run(274_889.0, True),), {}, 1,
+                0.01, profile=pool)  # fmt: skip
+    parts = flame_sections([cell], "s")
+    assert parts == [
+        '<p class="muted">No flame graph: prog/callgrind: all its code is without a symbol '
+        "(stripped), one pool with no calls between functions to draw.</p>"
+    ]
+    assert flame_sections([replace(cell, profile=None)], "s") == []
