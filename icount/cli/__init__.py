@@ -133,7 +133,8 @@ def _icount(
     and break down binary sizes (ELF, Mach-O, WebAssembly).
 
     Exit codes: 0 ok, 2 usage error, 3 regression (compare), 4 missing tool or
-    command not launchable, 5 a measurement is invalid, 6 bad input file, 130 interrupted.
+    command not launchable, 5 a cell is not valid, or compare matched no cell, 6 bad
+    input file, 130 interrupted.
     """
 
 

@@ -114,12 +114,16 @@ FILE.md: the date, the commits of both sides, the geometric mean and each
 cell that moved (before -> after); --rejected marks a change not kept.
 
 \b
-Exit codes: 0 no regression; 3 a cell regressed; 5 no cell of BASE matches
-one of NEW (a renamed benchmark: the names on each side are given; pass
---allow-no-match to allow it), with --fail-on-invalid,
-a cell is invalid or missing on either side (and none regressed), and with
---interleave a run failed (the control's too); 2 usage or refused environments; 4 a tool or
-command cannot be launched; 6 a results file is unreadable or not icount's.
+Exit codes:
+  0  no regression
+  2  usage, or environments that move counts differently (see --force)
+  3  a cell regressed
+  4  a tool or command cannot be launched
+  5  no cell of BASE matches one of NEW (a renamed benchmark: the names on
+     each side are given; --allow-no-match lets it pass); with
+     --fail-on-invalid, a cell is invalid or missing on either side; with
+     --interleave, a run failed (the control's too)
+  6  a results file is unreadable or not icount's
 """
 
 
@@ -353,14 +357,16 @@ def compare_command(
     _emit(export.render_comparison(comparison, fmt, columns), output, quiet, comparison, columns)
     if provenance is not None and output is not None:
         _write_provenance(output, provenance)
-    if ledger is not None and note is not None:  # a regression is worth its entry too
+    nothing = model.unmatched(gated, allowed=True)
+    # a regression is worth its entry too; a comparison that compared nothing is not
+    if ledger is not None and note is not None and (nothing is None or allow_no_match):
         _write_ledger(ledger, comparison, files, note, rejected)
-    # A failed measurement fails --interleave always, as it fails `icount run`.
-    nothing = model.unmatched(gated)
     if nothing is not None and allow_no_match:
         typer.echo(f"icount: warning: {nothing}", err=True)
+    # A failed measurement fails --interleave always, as it fails `icount run`.
+    by = "--fail-on-invalid" if fail_on_invalid else "a failed run fails --interleave"
     failure: Exception | None = model.gate(gated, fail_on_invalid or interleave,
-                                           allow_no_match)  # fmt: skip
+                                           allow_no_match, by)  # fmt: skip
     failure = failure or _control_failed(gated)
     if failure is not None:
         raise failure

@@ -530,35 +530,40 @@ def pair_from_runs(base: Run, new: Run) -> Pair:
 
 MISSING = frozenset({Verdict.MISSING_IN_BASE, Verdict.MISSING_IN_NEW})
 NO_MATCH_ADVICE = (
-    "cells match by name, path and backend: give both runs the same names (--name, --cmd "
-    "NAME=...), or pass --allow-no-match"
+    "cells match by name, path and backend: give both runs the same names (--name, --cmd NAME=...)"
 )
+ALLOW_NO_MATCH = "or pass --allow-no-match"
 
 
-def unmatched(comparison: Comparison) -> str | None:
+def unmatched(comparison: Comparison, allowed: bool = False) -> str | None:
     """Why the comparison compared nothing, naming the cells each side holds alone (at
-    most 5 a side), or None when a cell of the base matched one of the new file."""
+    most 5 a side), or None when a cell of the base matched one of the new file;
+    `allowed` (--allow-no-match given): without the advice to pass it."""
     if any(r.verdict not in MISSING for r in comparison.rows):
         return None
     if not comparison.rows:
-        return f"neither side holds a cell: nothing was compared ({NO_MATCH_ADVICE})"
+        also = "" if allowed else f": {ALLOW_NO_MATCH} if that is expected"
+        return f"neither side holds a cell: nothing was compared{also}"
     sides = []
     for verdict, side in ((Verdict.MISSING_IN_NEW, "base"), (Verdict.MISSING_IN_BASE, "new")):
         labels = [printable(r.label) for r in comparison.rows if r.verdict is verdict]
         more = f" and {len(labels) - 5} more" if len(labels) > 5 else ""
         sides.append(f"only in {side}: {', '.join(labels[:5]) or 'none'}{more}")
-    return f"no cell of the base matches a cell of the new file ({'; '.join(sides)}; " + (
-        f"{NO_MATCH_ADVICE})"
-    )
+    advice = NO_MATCH_ADVICE if allowed else f"{NO_MATCH_ADVICE}, {ALLOW_NO_MATCH}"
+    return f"no cell of the base matches a cell of the new file ({'; '.join(sides)}; {advice})"
 
 
 def gate(
-    comparison: Comparison, fail_on_invalid: bool, allow_no_match: bool = False
+    comparison: Comparison,
+    fail_on_invalid: bool,
+    allow_no_match: bool = False,
+    invalid_by: str = "--fail-on-invalid",
 ) -> GateFailed | None:
-    """What the gate refuses: regressions (exit 3) first; with `fail_on_invalid`,
-    invalid or missing cells (exit 5); a comparison in which no cell matched (exit 5: a
-    gate that compared nothing must not pass, e.g. after a benchmark was renamed) unless
-    `allow_no_match`. None when the comparison passes."""
+    """What the gate refuses: regressions (exit 3) first; a comparison in which no cell
+    matched (exit 5: a gate that compared nothing must not pass, e.g. after a benchmark
+    was renamed) unless `allow_no_match`, which also keeps its missing cells out of
+    `fail_on_invalid`; with `fail_on_invalid` (`invalid_by` names what asked for it),
+    invalid or missing cells (exit 5). None when the comparison passes."""
     regressed = comparison.count(Verdict.REGRESSED)
     if regressed:
         return GateFailed(
@@ -566,15 +571,17 @@ def gate(
             f"{'its' if len(comparison.rows) == 1 else 'their'} threshold",
             ExitCode.REGRESSION,
         )
+    nothing = unmatched(comparison)
+    if nothing is not None and not allow_no_match:
+        return GateFailed(nothing, ExitCode.INVALID)
     bad = [r for r in comparison.rows if r.verdict in FAILING_WITH_INVALID]
+    if nothing is not None:
+        bad = [r for r in bad if r.verdict not in MISSING]
     if fail_on_invalid and bad:
         return GateFailed(
             f"{len(bad)} of {plural(len(comparison.rows), 'cell')} "
             f"{'is' if len(comparison.rows) == 1 else 'are'} invalid or missing "
-            f"(--fail-on-invalid); first: {bad[0].label}: {bad[0].verdict}",
+            f"({invalid_by}); first: {printable(bad[0].label)}: {bad[0].verdict}",
             ExitCode.INVALID,
         )
-    nothing = unmatched(comparison)
-    if nothing is not None and not allow_no_match:
-        return GateFailed(nothing, ExitCode.INVALID)
     return None

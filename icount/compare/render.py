@@ -45,7 +45,14 @@ from typing import Any
 
 from icount import numfmt
 from icount.compare import explain
-from icount.compare.model import VERDICT_ORDER, Comparison, Row, TotalChange, Verdict
+from icount.compare.model import (
+    VERDICT_ORDER,
+    Comparison,
+    Row,
+    TotalChange,
+    Verdict,
+    unmatched,
+)
 from icount.compare.thresholds import Thresholds
 from icount.results import Results
 from icount.results.runtime import RuntimeFigures
@@ -447,6 +454,9 @@ def render_md(c: Comparison) -> str:
     cell's name, md_text for the rest), so none can end its line, open a link or HTML,
     or reach the reader's terminal or step summary as a control sequence."""
     lines = [printable(verdict_line(c, icons=True)), ""]
+    nothing = unmatched(c)
+    if nothing is not None:  # the gate fails (exit 5) unless --allow-no-match
+        lines += [f"❌ **nothing compared**: {md_text(nothing)}", ""]
     lines += [*_geomean_lines(c), ""] if _geomean_lines(c) else []
     for line in allowed_lines(c):
         lines += [f"> **{md_text(line)}**", ""]

@@ -73,3 +73,50 @@ def test_markdown_gives_exact_counts_where_runs_repeat() -> None:
     assert "| noisy | 2.107M | 2137284 | +29.99k | +1.42% |" in md
     table = export.render_comparison(c, "table", 120)  # the terminal keeps its width
     assert "2.107M" in _row_line(table, "exact") and "2107284" not in table
+
+
+def test_no_match_is_named_before_fail_on_invalid(cli: Cli, write: Write, tmp_path: Path) -> None:
+    """docs/ci.md's recipes pass --fail-on-invalid: a renamed benchmark still names what
+    each side holds alone, and --allow-no-match still lets it pass (review2 M4); nothing
+    compared writes no ledger entry (L4), and the Markdown says why the job fails (M6)."""
+    base = write("a.json", res(cell("loop", [100] * 3)))
+    new = write("b.json", res(cell("loop-renamed", [100] * 3)))
+    ledger = tmp_path / "LEDGER.md"
+    done = cli("compare", base, new, "--fail-on-invalid", "-f", "md",
+               "--ledger", ledger, "--note", "rename")  # fmt: skip
+    assert done.code == ExitCode.INVALID
+    assert "no cell of the base matches a cell of the new file (only in base: loop;" in done.err
+    assert "❌ **nothing compared**: no cell of the base matches" in done.out
+    assert not ledger.exists()
+    done = cli("compare", base, new, "--fail-on-invalid", "--allow-no-match", "-q")
+    assert done.code == ExitCode.OK, done.err
+    assert done.err.startswith("icount: warning: no cell of the base matches")
+    assert "--allow-no-match" not in done.err  # given: not advised again
+    # a cell that did match and is invalid still fails --fail-on-invalid
+    both = write("c.json", res(cell("loop", [100] * 3, failed="exit 1")))
+    done = cli("compare", base, both, "--fail-on-invalid", "--allow-no-match", "-q")
+    assert done.code == ExitCode.INVALID
+    assert "(--fail-on-invalid); first: loop: invalid in new" in done.err
+
+
+def test_an_interleave_failure_does_not_name_a_flag_not_given() -> None:
+    from icount.compare.rounds import Pair
+
+    c = model.compare_pairs("cmd", "callgrind", "instructions", [Pair(5.0, None)],
+                            (model.Verdict.INVALID_IN_NEW, "new run 1: exited with status 1"),
+                            parse_thresholds([], 10))  # fmt: skip
+    failed = model.gate(c, True, False, "a failed run fails --interleave")
+    assert failed is not None and failed.exit_code == ExitCode.INVALID
+    assert "(a failed run fails --interleave); first: cmd: invalid in new" in str(failed)
+
+
+def test_exit_5_means_the_same_in_every_help() -> None:
+    from typer.testing import CliRunner
+
+    from icount.cli import app
+
+    for args in (["--help"], ["compare", "--help"]):
+        out = CliRunner().invoke(app, args, terminal_width=200).output
+        assert "5" in out and "no cell" in out and "match" in out, args
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "5 a cell that is not valid, or `compare` matched no cell" in readme
