@@ -89,3 +89,54 @@ def md_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if not shown or shown[0] in "` " or shown[-1] in "` " else ""
     return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def md_plain(text: str) -> str:
+    """A line `md_text` and `md_code` wrote, read back as it reads rendered: each code
+    span's content (its padding space dropped), and a backslash before ASCII punctuation
+    dropped. The result is `printable`'s form of what was escaped, one line still."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] in _PUNCTUATION:
+            out.append(text[i + 1])
+            i += 2
+            continue
+        if ch != "`":
+            out.append(ch)
+            i += 1
+            continue
+        j = i
+        while j < n and text[j] == "`":
+            j += 1
+        end = _closing_fence(text, j, j - i)
+        if end is None:  # no span: the backticks are themselves
+            out.append(text[i:j])
+            i = j
+            continue
+        body = text[j:end]
+        if len(body) >= 2 and body[0] == body[-1] == " " and body.strip(" "):
+            body = body[1:-1]
+        out.append(body)
+        i = end + (j - i)
+    return "".join(out)
+
+
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _closing_fence(text: str, start: int, size: int) -> int | None:
+    """Where the next run of exactly `size` backticks from `start` begins, or None."""
+    i, n = start, len(text)
+    while i < n:
+        if text[i] != "`":
+            i += 1
+            continue
+        j = i
+        while j < n and text[j] == "`":
+            j += 1
+        if j - i == size:
+            return i
+        i = j
+    return None

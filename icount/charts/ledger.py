@@ -14,6 +14,7 @@ from pathlib import Path
 
 from icount.charts import svg
 from icount.errors import ParseError
+from icount.text import md_plain
 
 MAX_LEDGER_BYTES = 16 * 1024 * 1024
 GEOMEAN = "- geometric mean"
@@ -35,26 +36,30 @@ class LedgerInput:
 
 
 def parse(text: str) -> tuple[Entry, ...]:
+    """The entries, each field as it reads rendered (compare's escapes and code spans
+    undone: text.md_plain)."""
     entries: list[Entry] = []
     for line in text.splitlines():
         if line.startswith("## "):
             parts = [p.strip() for p in line[3:].split(" · ", 2)]
             parts += [""] * (3 - len(parts))
-            entries.append(Entry(parts[0], parts[1], parts[2]))
+            entries.append(Entry(parts[0], parts[1], md_plain(parts[2])))
         elif entries and line.startswith(GEOMEAN):
             entries[-1].geomean = line.removeprefix("- ").split(": ", 1)[-1]
         elif entries and line.startswith("  - "):
-            entries[-1].moved.append(line[4:].replace("`", ""))
+            entries[-1].moved.append(md_plain(line[4:]))
     return tuple(entries)
 
 
 def load(path: Path, name: str) -> LedgerInput:
-    try:
-        if path.stat().st_size > MAX_LEDGER_BYTES:
-            raise ParseError(f"larger than {MAX_LEDGER_BYTES} bytes: not a ledger", source=name)
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise ParseError(f"cannot read the ledger: {err.strerror or err}", source=name) from None
+    from icount.results.files import read_bounded
+
+    try:  # a FIFO or a device is refused before it is read: it would never end
+        data = read_bounded(path, MAX_LEDGER_BYTES, ParseError, "a ledger")
+    except ParseError as err:
+        what = str(err).removeprefix(f"{err.source}: ") if err.source else str(err)
+        raise ParseError(what, source=name) from None
+    text = data.decode("utf-8", errors="replace")
     entries = parse(text)
     if not entries:
         raise ParseError("no entry (## DATE · DECISION · NOTE): not a ledger", source=name)

@@ -26,7 +26,7 @@ from icount.text import md_code, md_text
 
 HEADER = "# icount ledger\n\nOne entry per change measured with `icount compare --ledger`.\n"
 MOVED = (Verdict.REGRESSED, Verdict.IMPROVED)
-MAX_BYTES = 16 * 1024 * 1024  # as the report reads a ledger
+DECISIONS = ("kept", "rejected")
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,14 @@ def entry(c: Comparison, base: Side, new: Side, note: str, rejected: bool, date:
 def check_path(path: Path, inputs: Sequence[Path], output: Path | None) -> None:
     """Before anything is read or measured: --ledger names a Markdown ledger to append to,
     neither one of the files compared nor --output (each would be rewritten as the other),
-    nor a JSON file (a results file with Markdown appended no longer loads)."""
+    nor a JSON file (a results file with Markdown appended no longer loads), nor a file
+    that is not already an icount ledger."""
     import json
 
-    from icount.errors import OutputError
+    from icount.charts.ledger import MAX_LEDGER_BYTES, parse
+    from icount.errors import OutputError, ParseError
     from icount.results import check_writable
+    from icount.results.files import read_bounded
 
     target = path.resolve()
     if any(target == f.resolve() for f in inputs):
@@ -108,17 +111,16 @@ def check_path(path: Path, inputs: Sequence[Path], output: Path | None) -> None:
         raise UsageError(f"--ledger {path} is also --output: give each a file of its own")
     if path.suffix.lower() == ".json":
         raise UsageError(f"--ledger {path} names a JSON file; a ledger is Markdown (FILE.md)")
+    if path.is_dir():
+        raise UsageError(f"--ledger {path} is a directory", hint="give --ledger a file name")
     check_writable(path)
     if not path.is_file() or path.stat().st_size == 0:
         return
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise UsageError(f"--ledger {path} is larger than {MAX_BYTES} bytes: not a ledger")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise OutputError(
-            f"cannot read --ledger {path}: {e.strerror or e}", path=str(path)
-        ) from None
+        data = read_bounded(path, MAX_LEDGER_BYTES, ParseError, "a ledger")
+    except ParseError as e:
+        raise OutputError(f"cannot read --ledger {path}: {e}", path=str(path)) from None
+    text = data.decode("utf-8", errors="replace")
     try:
         json.loads(text)
     except ValueError:
@@ -126,10 +128,12 @@ def check_path(path: Path, inputs: Sequence[Path], output: Path | None) -> None:
     else:
         raise UsageError(f"--ledger {path} is a JSON file, not a Markdown ledger; refusing to "
                          "append to it")  # fmt: skip
-    if not text.startswith(HEADER.split("\n", 1)[0]) and "\n## " not in f"\n{text}":
+    # its own heading, or an entry icount wrote: a README with a '## ' heading is neither
+    ours = text.startswith(HEADER.split("\n", 1)[0] + "\n")
+    if not ours and not any(e.decision in DECISIONS for e in parse(text)):
         raise UsageError(
             f"--ledger {path} is not an icount ledger (no '# icount ledger' heading, no "
-            "'## DATE' entry); refusing to append to it",
+            "'## DATE · kept|rejected · NOTE' entry); refusing to append to it",
             hint="name a new file or an existing ledger",
         )
 

@@ -114,6 +114,39 @@ def test_hostile_names_and_notes_stay_in_their_entry(cli: Cli, here: Path) -> No
     text = (here / "L.md").read_text()
     entries = parse(text)
     assert len(entries) == 1
-    assert entries[0].note == "a\\\\n## 2099 · kept · note \\<b>"
+    assert entries[0].note == "a\\n## 2099 · kept · note <b>"  # as it reads rendered (L6)
+    assert entries[0].moved == [
+        "x`[a](http://e)\\n## 2099-01-01 · kept · forged: 1000 → 2000 (+100.00%, regressed)"
+    ]
     assert "  - ``x`[a](http://e)\\n## 2099-01-01 · kept · forged``: 1000 → 2000" in text
     assert len([line for line in text.splitlines() if line.startswith("#")]) == 2
+
+
+def test_a_markdown_file_with_headings_is_no_ledger(cli: Cli, here: Path) -> None:
+    """A README's '## Install' is not a ledger entry (review2 L1); a directory names
+    --ledger (L3)."""
+    readme = "# My project\n\nIntro.\n\n## Install\n\npip install x\n"
+    (here / "README.md").write_text(readme)
+    done = cli(*COMPARE, "--ledger", "README.md", "--note", "x")
+    assert done.code == ExitCode.USAGE
+    assert "--ledger README.md is not an icount ledger" in done.err
+    assert (here / "README.md").read_text() == readme
+    (here / "adir").mkdir()
+    done = cli(*COMPARE, "--ledger", "adir", "--note", "x")
+    assert done.code == ExitCode.USAGE
+    assert done.err.startswith("icount: error: --ledger adir is a directory")
+    assert "give --ledger a file name" in done.err
+    # a ledger icount wrote, its heading edited away, is still one
+    text = _ledger(cli, here)
+    (here / "L2.md").write_text(text.split("\n", 1)[1])
+    assert cli(*COMPARE, "--ledger", "L2.md", "--note", "again").code == ExitCode.REGRESSION
+
+
+def test_report_refuses_a_fifo_ledger_without_reading_it(cli: Cli, here: Path) -> None:
+    import os
+
+    os.mkfifo(here / "fifo.md")
+    done = cli("report", "--ledger", "fifo.md", "-o", "r.html", "-q")  # blocked forever before
+    assert done.code == ExitCode.BAD_INPUT
+    assert "fifo.md: is not a regular file (a FIFO, socket or device)" in done.err
+    assert len(done.err.splitlines()) == 1

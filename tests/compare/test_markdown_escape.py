@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icount.text import md_code, md_text
 
@@ -48,3 +50,15 @@ def test_prose_escapes_every_character_that_starts_markdown() -> None:
 
 def test_prose_is_one_line() -> None:
     assert md_text("a\nb\u2028c") == "a\\\\nb\\\\u2028c"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("`\\*_[]<&\n "),
+               max_size=30).filter(lambda t: t.strip(" ")))  # fmt: skip
+def test_the_ledger_page_reads_back_what_was_escaped(text: str) -> None:
+    """charts.ledger reads an entry as it renders (review2 L6): md_plain undoes md_text and
+    md_code, giving printable's one line."""
+    from icount.text import md_plain, printable
+
+    assert md_plain(md_text(text)) == printable(text)
+    assert md_plain(md_code(text)) == printable(text)
