@@ -275,9 +275,11 @@ def _change(row: Row) -> str:
 
 def build_table(c: Comparison, with_verdict: bool = True, markdown: bool = False) -> Table:
     """The comparison's table; `markdown`: for a PR's Markdown, every name from the
-    files escaped for it (text.md_text) and exact counts where a side's runs repeat."""
+    files in a code span (text.md_code: GitHub links, mentions and math nothing in one),
+    other text escaped (text.md_text), and exact counts where a side's runs repeat."""
     rows = c.rows
     esc = md_text if markdown else str
+    name = md_code if markdown else str
     multi_backend = len({r.backend for r in rows}) > 1
     multi_unit = len({r.unit for r in rows}) > 1
     columns = [Column("name", "left")]
@@ -307,11 +309,11 @@ def build_table(c: Comparison, with_verdict: bool = True, markdown: bool = False
     shared = Counter(r.basis for r in rows if r.basis and not r.why)
     numbered: dict[str, int] = {}
     for r in rows:
-        cells = [esc(r.label)]
+        cells = [name(r.label)]
         if multi_backend:
-            cells.append(esc(r.backend))
+            cells.append(name(r.backend))
         if multi_unit:
-            cells.append(esc(r.unit))
+            cells.append(name(r.unit))
         verdict = verdict_text(r)
         if shared.get(r.basis, 0) > 1 and not r.why:
             if r.basis not in numbered:
@@ -319,7 +321,7 @@ def build_table(c: Comparison, with_verdict: bool = True, markdown: bool = False
                 numbered[r.basis] = len(notes)
             verdict += f" [{numbered[r.basis]}]"
         elif note(r):
-            notes.append(f"[{len(notes) + 1}] {esc(r.label)}: {esc(note(r))}")
+            notes.append(f"[{len(notes) + 1}] {name(r.label)}: {esc(note(r))}")
             verdict += f" [{len(notes)}]"
         cells += [
             _median(r.base, r.unit, markdown),
@@ -338,7 +340,7 @@ def build_table(c: Comparison, with_verdict: bool = True, markdown: bool = False
         table.add_row(cells)
     table.notes += notes
     if totals:
-        table.notes += [total_line(r.label, r.total, esc) for r in rows if r.total is not None]
+        table.notes += [total_line(r.label, r.total, name) for r in rows if r.total is not None]
         table.notes.append(TOTALS_LEGEND)
     if with_verdict:  # Markdown names them under each changed cell's line instead
         table.notes += [explain.line(r.label, r.explained) for r in rows if r.explained]
@@ -401,9 +403,10 @@ def _geomean_lines(c: Comparison) -> list[str]:
     return [text] if text and c.pairs is None else []
 
 
-def build_pairs_table(c: Comparison, row: Row | None = None) -> Table:
+def build_pairs_table(c: Comparison, row: Row | None = None, markdown: bool = False) -> Table:
     """The comparison's pairs, or (an interleave of several cells) `row`'s own; with a
-    control arm, its figure in each round beside them (compare/control.py)."""
+    control arm, its figure in each round beside them (compare/control.py); `markdown`:
+    the cell's name in its title a code span, as in the comparison's table."""
     rounds = row.rounds if row is not None else (c.rows[0].rounds if c.rows else None)
     pairs = rounds.pairs if row is not None and rounds is not None else c.pairs or ()
     ctl = rounds.control if rounds is not None else None
@@ -412,7 +415,8 @@ def build_pairs_table(c: Comparison, row: Row | None = None) -> Table:
     if ctl is not None:
         columns.append(Column("control"))
         title = "interleaved rounds (order rotated)"
-    table = Table(columns=columns, title=title if row is None else f"{row.label}: {title}")
+    label = row and (md_code(row.label) if markdown else row.label)
+    table = Table(columns=columns, title=title if row is None else f"{label}: {title}")
     for i, p in enumerate(pairs, 1):
         cells = [
             str(i),
@@ -436,11 +440,13 @@ def build_pairs_table(c: Comparison, row: Row | None = None) -> Table:
     return table
 
 
-def pairs_tables(c: Comparison) -> list[Table]:
+def pairs_tables(c: Comparison, markdown: bool = False) -> list[Table]:
     """The interleaved pairs: the comparison's (one cell), or each cell's own."""
     if c.pairs:
         return [build_pairs_table(c)]
-    return [build_pairs_table(c, r) for r in c.rows if r.rounds is not None and r.rounds.pairs]
+    return [
+        build_pairs_table(c, r, markdown) for r in c.rows if r.rounds is not None and r.rounds.pairs
+    ]
 
 
 def tables(c: Comparison) -> list[Table]:
@@ -483,7 +489,7 @@ def render_md(c: Comparison) -> str:
         "",
         render_markdown(build_table(c, with_verdict=False, markdown=True)).rstrip("\n"),
     ]
-    for t in pairs_tables(c):
+    for t in pairs_tables(c, markdown=True):
         lines += ["", render_markdown(t).rstrip("\n")]
     lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

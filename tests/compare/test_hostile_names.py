@@ -63,9 +63,9 @@ def test_markdown_renders_no_link_html_or_heading_from_a_name() -> None:
     assert not re.search(r"<h\d", html)
     # each hostile name is shown, escaped, in the bullets and the table
     assert "``tick`[a](http://e)`x/p3\\x1b[2J``" in text
-    assert "| tick\\`\\[a\\](http://e)\\`x/p3\\\\x1b\\[2J | 1000 | - |" in text
+    assert "| ``tick`[a](http://e)`x/p3\\x1b[2J`` | 1000 | - |" in text
     # runs that repeat to the instruction: the exact counts, in the Markdown only
-    assert "| nl\\\\n## 2099-01-01 · kept · forged/p4\\\\x1b\\[2J | 1000 | 2000 | +1000 |" in text
+    assert "| `nl\\n## 2099-01-01 · kept · forged/p4\\x1b[2J` | 1000 | 2000 | +1000 |" in text
 
 
 def test_the_terminal_table_shows_names_escaped() -> None:
@@ -88,3 +88,35 @@ def test_function_names_under_a_changed_cell_render_no_link() -> None:
     html = MarkdownIt("commonmark").enable("table").render(text)
     assert "<a " not in html and "<img" not in html
     assert "  - ``f`[x](http://e)`<img src=x>`` 100 -> 300" in text
+
+
+GFM = (
+    "see https://evil.example/login and www.evil.example",  # extended autolinks
+    "ping @octocat and @org/team #1",  # mentions notify, #1 links an issue
+    "$\\color{red}{FAIL}$",  # math
+    "[click](https://evil.example/x)",
+)
+
+
+def test_markdown_names_are_code_spans_for_github() -> None:
+    """GitHub's Markdown links URLs and www., @mentions, #refs and renders $math$ in
+    prose, never in a code span (review2 M2, M3): every name in the comparison's
+    table, its notes and an interleaved cell's pairs title is one."""
+    import dataclasses
+
+    from icount.compare.rounds import Pair, Rounds
+
+    base = res(*(cell(n, [1000] * 3) for n in GFM))
+    new = res(*(cell(n, [v] * 3) for n, v in zip(GFM, [2000, 1001, 1000, 500], strict=True)))
+    c = model.compare(base, new, parse_thresholds([], 10))
+    rounds = Rounds((Pair(1000.0, 1010.0),))
+    rows = tuple(dataclasses.replace(r, rounds=rounds) for r in c.rows)
+    text = export.render_comparison(dataclasses.replace(c, rows=rows), "md")
+    for name in GFM:
+        assert f"| `{name}` |" in text, name
+        assert f"**`{name}`: interleaved pairs (base then new)**" in text, name
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    for name in GFM:  # outside a code span only where a bullet's prose has it escaped
+        shown = name.replace("&", "&amp;").replace("<", "&lt;")
+        assert f"<code>{shown}</code>" in html, name
+    assert "<a " not in html
