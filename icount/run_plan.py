@@ -103,17 +103,28 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
 
 
 def resume_request(request: RunRequest, resume: Path, explicit: frozenset[str]) -> RunRequest:
-    """`request` completed from the session being resumed: its commands when none are
-    given, and every option in RESUMED_OPTIONS not given explicitly."""
+    """`request` completed from the session being resumed: every option in
+    RESUMED_OPTIONS not given explicitly. Its commands are never the file's: a results
+    file from elsewhere (a cache, an artifact) must not choose what runs, so they are
+    given again (the refusal names those it recorded)."""
     plan = resume_mod.saved_plan(resume)
     changes: dict[str, Any] = {}
     if not request.commands:
-        if "commands" not in plan:
-            raise UsageError(
-                f"no record of what {resume} was measuring (its provenance file is missing)",
-                hint="give the commands and options again",
-            )
-        changes["commands"] = _read(plan, "commands", _commands_from_json, resume)
+        import shlex
+
+        from icount.text import printable
+
+        try:
+            recorded = _commands_from_json(plan.get("commands"))
+        except ValueError:
+            recorded = ()
+        listed = "; ".join(printable(f"{c.name}={shlex.join(c.argv)}") for c in recorded[:3])
+        more = f" and {len(recorded) - 3} more" if len(recorded) > 3 else ""
+        raise UsageError(
+            f"--resume {resume} runs only the commands given again (--cmd NAME=..., --file "
+            "or after --), never those the file records",
+            hint=f"it records {listed}{more}" if recorded else "give the commands again",
+        )
     for option, read in RESUMED_OPTIONS.items():
         if option not in explicit and option in plan:
             changes[option] = _read(plan, option, read, resume)

@@ -227,7 +227,7 @@ def _collect(
         specs.append(CommandSpec(name or Path(command[0]).name, tuple(command), env))
     elif name:
         raise UsageError("--name names the command after --, but there is none")
-    if not specs and not resuming:  # resumed, the commands the file recorded
+    if not specs and not resuming:  # resumed: resume_request refuses it, naming the file's
         raise UsageError(
             "nothing to run", hint="give a command after --, --cmd or --file; see icount run --help"
         )

@@ -225,11 +225,12 @@ def test_resume_measures_only_the_missing_commands_cli(
     whole = doc["cells"]
     doc["cells"] = whole[:1]  # an interrupted session: only the first command was saved
     out.write_text(json.dumps(doc))
-    again = icount("run", "--resume", str(out), cwd=tmp_path)  # commands from the provenance
+    cmds = ["--cmd", "a=true", "--cmd", "b=true"]  # given again: never the file's
+    again = icount("run", "--resume", str(out), *cmds, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "b: run 1/1" in again.stderr and "a: run 1/1" not in again.stderr
     assert json.loads(out.read_text())["cells"] == whole
-    other = icount("run", "--resume", str(out), "--runs", "2", "-q", cwd=tmp_path)
+    other = icount("run", "--resume", str(out), *cmds, "--runs", "2", "-q", cwd=tmp_path)
     assert other.returncode == 2
     assert other.stderr.strip().splitlines() == [
         "icount: error: a/callgrind in the file to resume was measured with other parameters "

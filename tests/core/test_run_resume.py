@@ -58,7 +58,8 @@ def test_resume_measures_only_the_missing_commands(fake: list[PinnedFake], tmp_p
     partial = tmp_path / "partial.json"
     results.save(partial, results.Results(res.fingerprint, res.cells[:1]), None, overwrite=False)
     results.provenance_path(partial).write_text(results.provenance_path(full).read_text())
-    resumed = run_plan.resume_request(run_plan.RunRequest(), partial, frozenset())
+    # the commands are given again (never the file's); the options come from the file
+    resumed = run_plan.resume_request(run_plan.RunRequest(commands=SPECS), partial, frozenset())
     assert (resumed.commands, resumed.backend, resumed.runs) == (SPECS, "fake", 2)
     again = _session(resumed, partial, resume=partial)
     assert fake[1].seen == [SPECS[1].argv] * 2 + [SPECS[2].argv] * 2
@@ -66,18 +67,18 @@ def test_resume_measures_only_the_missing_commands(fake: list[PinnedFake], tmp_p
     assert results.load(partial).sorted() == res.sorted()
 
     # options given again win over the file's, and must match what it measured
-    other = run_plan.resume_request(run_plan.RunRequest(runs=3), partial, frozenset({"runs"}))
+    again3 = run_plan.RunRequest(commands=SPECS, runs=3)
+    other = run_plan.resume_request(again3, partial, frozenset({"runs"}))
     with pytest.raises(UsageError, match=r"cmd1/fake in the file to resume was measured with "
                        r"other parameters \(runs 2 there, 3 now\)"):  # fmt: skip
         _session(other, partial, resume=partial)
     changed = (CommandSpec("cmd1", ("prog", "y")), *SPECS[1:])
     with pytest.raises(UsageError, match=r"argv \['prog', 'x'\] there, \['prog', 'y'\] now"):
         _session(run_plan.RunRequest(commands=changed, backend="fake", runs=2), partial, partial)
-    # a file without provenance cannot say what it was measuring
-    bare = tmp_path / "bare.json"
-    results.save(bare, results.Results(res.fingerprint, res.cells[:1]), None, overwrite=False)
-    with pytest.raises(UsageError, match="no record of what"):
-        run_plan.resume_request(run_plan.RunRequest(), bare, frozenset())
+    # without commands given, none runs: the refusal lists those the file records
+    with pytest.raises(UsageError, match="runs only the commands given again") as err:
+        run_plan.resume_request(run_plan.RunRequest(), partial, frozenset())
+    assert err.value.hint == "it records cmd1=prog x; cmd2=prog x x; cmd3=prog x x x"
 
 
 def test_a_shard_resumes_as_itself(fake: list[PinnedFake], tmp_path: Path) -> None:
@@ -88,7 +89,8 @@ def test_a_shard_resumes_as_itself(fake: list[PinnedFake], tmp_path: Path) -> No
     res = run_plan.run_session(plan, None, environment.ProvenanceRecorder(["icount", "run"]))
     assert [c.name for c in res.cells] == ["cmd1", "cmd3"]
     results.save(out, dataclasses.replace(res, cells=res.cells[:1]), None, overwrite=True)
-    again = _session(run_plan.resume_request(run_plan.RunRequest(), out, frozenset()), out, out)
+    given = run_plan.RunRequest(commands=SPECS)
+    again = _session(run_plan.resume_request(given, out, frozenset()), out, out)
     assert fake[-1].seen == [SPECS[2].argv]  # the shard's missing command, nothing else
     assert again.shard == res.shard and [c.name for c in again.cells] == ["cmd1", "cmd3"]
     with pytest.raises(UsageError, match="the file to resume is shard 1/2 of its session"):
@@ -119,7 +121,7 @@ def test_resume_refuses_another_environment_and_other_files(
     recorded["plan"]["runs"] = "three"
     results.provenance_path(out).write_text(json.dumps(recorded))
     with pytest.raises(UsageError, match=r"the recorded runs 'three' is not valid"):
-        run_plan.resume_request(run_plan.RunRequest(), out, frozenset())
+        run_plan.resume_request(run_plan.RunRequest(commands=SPECS), out, frozenset())
 
 
 def test_a_cells_work_dir_is_named_after_the_cell_not_its_job(
