@@ -41,7 +41,7 @@ def go_windows(tmp_path: Path) -> list[Window]:
     server = _RecordedServer(tmp_path, [name for name, _ in WINDOWS])
     out = []
     for run, (_, n) in enumerate(WINDOWS):
-        rep, _, functions, _ = _window(server, _Client(), n, "rep 1", None)  # type: ignore[arg-type]
+        rep, _, functions, _, _ = _window(server, _Client(), n, "rep 1", None)  # type: ignore[arg-type]
         assert functions is not None
         out.append(Window(f"run {run + 1} rep 1", rep, functions))
     return out
