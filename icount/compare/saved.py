@@ -260,7 +260,7 @@ def check(doc: Mapping[str, Any], parsed: ComparisonDoc, src: str) -> None:
         for verdict, n in counts.items():
             claimed = summary.get(verdict, 0)
             if claimed != n:
-                what = f"its summary counts {printable(repr(claimed))} {verdict}"
+                what = f"its summary counts {claimed!r} {verdict}"  # repr escapes it
                 raise _refused(f"{what} where its cells hold {n}", src)
     _check_line(doc, parsed, limits, src)
 

@@ -41,7 +41,7 @@ def test_every_golden_comparison_agrees_with_itself(name: str) -> None:
 _RUNS = st.lists(st.integers(0, 2_000_000), min_size=1, max_size=4)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(_RUNS, _RUNS), min_size=0, max_size=5),
     st.sampled_from(["1%", "0.5%", "0.7%", "5%", "0.001%"]),
@@ -128,7 +128,7 @@ def test_report_refuses_a_forged_comparison(cli: Cli, tmp_path: Path) -> None:
     assert cli("report", path, "-o", tmp_path / "r.html", "-q").code == ExitCode.OK
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 3000), st.integers(0, 3000)), min_size=1, max_size=6),
     st.sampled_from(["1%", "0.7%", "10%", "0.001%"]),
