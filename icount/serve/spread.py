@@ -198,7 +198,8 @@ def unsymbolized_share(windows: Sequence[Window]) -> float | None:
 
 def naming_notes(windows: Sequence[Window], collectors: Sequence[str]) -> list[str]:
     """What the names in a cell's windows cannot tell: the share of its instructions in
-    code without a symbol, where it is UNSYMBOLIZED_NOTED or more, with the remedy; and
+    code without a symbol, where it is UNSYMBOLIZED_NOTED or more, with the remedy (and,
+    where no runtime was recognised, that a collector it hides is in the figure); and
     each --collector pattern that matched no function in any window (nothing was
     counted apart for it: a collector of 0 would say it cost nothing)."""
     if not windows:
@@ -212,6 +213,12 @@ def naming_notes(windows: Sequence[Window], collectors: Sequence[str]) -> list[s
             "name functions and --collector patterns cannot see: installing the debug "
             "symbols of the server and its libraries names it (Debian: their -dbgsym "
             "packages, or debuginfod); a JIT's code has none"
+            + (
+                ""
+                if any(w.rep.collector is not None for w in windows)
+                else "; no collected runtime was recognised in it, so a collector's or a "
+                "JIT compiler's work, if the server has one, is in the figure, not apart"
+            )
         )
     names = {_RECURSION.sub("", name) for w in windows for name in w.functions}
     for pattern in collectors:

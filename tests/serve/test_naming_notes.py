@@ -41,8 +41,16 @@ def test_a_stripped_programs_share_is_noted_with_the_remedy() -> None:
         "library, or a JIT's compiled code), which the notes that name functions and "
         "--collector patterns cannot see: installing the debug symbols of the server and "
         "its libraries names it (Debian: their -dbgsym packages, or debuginfod); a JIT's "
-        "code has none"
+        "code has none; no collected runtime was recognised in it, so a collector's or a "
+        "JIT compiler's work, if the server has one, is in the figure, not apart"
     )
+    # where a runtime was recognised (its collector counted apart), the note stops there
+    seen = [
+        spread.Window(w.label, Rep(w.rep.instructions, 1, collector=0.0), w.functions)
+        for w in stripped
+    ]
+    (note,) = spread.naming_notes(seen, ())
+    assert note.endswith("a JIT's code has none")
 
 
 def test_with_its_debug_symbols_installed_nothing_is_noted() -> None:
