@@ -427,8 +427,9 @@ def _check_output(output: Path, files: list[Path], force: bool) -> None:
     """Before anything is read or measured: -o names a file that can be written, and
     neither one of the inputs nor, unless --force, another results file."""
     from icount import results
+    from icount.samefile import same_file
 
-    if any(output.resolve() == f.resolve() for f in files):
+    if any(same_file(output, f) for f in files):
         raise UsageError(f"--output {output} is one of the files to compare")
     if any(f.is_dir() and output.resolve().parent == f.resolve() for f in files):
         raise UsageError(f"--output {output} is inside a folder of results to compare")

@@ -150,11 +150,12 @@ def _check_output(
     saved comparison or sizes: a report never replaces what it is drawn from)."""
     from icount import results
     from icount.errors import UsageError
+    from icount.samefile import same_file
 
     target = output.resolve()
-    if any(target == f.resolve() for f in inputs):
+    if any(same_file(output, f) for f in inputs):
         raise UsageError(f"--output {output} is one of the input files")
-    if ledger is not None and target == ledger.resolve():
+    if ledger is not None and same_file(output, ledger):
         raise UsageError(f"--output {output} is the --ledger it would draw; refusing to replace it")
     if history is not None and target.is_relative_to(history.resolve()):
         raise UsageError(f"--output {output} is inside the --history folder")

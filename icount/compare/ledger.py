@@ -103,11 +103,11 @@ def check_path(path: Path, inputs: Sequence[Path], output: Path | None) -> None:
     from icount.errors import OutputError, ParseError
     from icount.results import check_writable
     from icount.results.files import read_bounded
+    from icount.samefile import same_file
 
-    target = path.resolve()
-    if any(target == f.resolve() for f in inputs):
+    if any(same_file(path, f) for f in inputs):
         raise UsageError(f"--ledger {path} is one of the files to compare")
-    if output is not None and target == output.resolve():
+    if output is not None and same_file(path, output):
         raise UsageError(f"--ledger {path} is also --output: give each a file of its own")
     if path.suffix.lower() == ".json":
         raise UsageError(f"--ledger {path} names a JSON file; a ledger is Markdown (FILE.md)")

@@ -150,3 +150,23 @@ def test_report_refuses_a_fifo_ledger_without_reading_it(cli: Cli, here: Path) -
     assert done.code == ExitCode.BAD_INPUT
     assert "fifo.md: is not a regular file (a FIFO, socket or device)" in done.err
     assert len(done.err.splitlines()) == 1
+
+
+def test_a_hard_link_to_an_input_is_that_input(cli: Cli, here: Path) -> None:
+    """-o and --ledger compare files, not names (review2 L10): a hard link to the base is
+    the base."""
+    import os
+
+    before = _ledger(cli, here)
+    os.link(here / "L.md", here / "link.md")
+    done = cli(*COMPARE, "-f", "md", "-o", "link.md", "--ledger", "L.md", "--note", "x")
+    assert done.code == ExitCode.USAGE
+    assert "is also --output" in done.err
+    os.link(here / "loop-base.json", here / "base-link.json")
+    done = cli(*COMPARE, "-f", "json", "-o", "base-link.json")
+    assert done.code == ExitCode.USAGE and "is one of the files to compare" in done.err
+    done = cli("report", "loop-base.json", "-o", "base-link.json", "-q")
+    assert done.code == ExitCode.USAGE and "is one of the input files" in done.err
+    done = cli("report", "--ledger", "L.md", "-o", "link.md", "-q")
+    assert done.code == ExitCode.USAGE and "is the --ledger it would draw" in done.err
+    assert (here / "L.md").read_text() == before
