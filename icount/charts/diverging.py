@@ -18,6 +18,7 @@ from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure, under
 from icount.charts.inputs import CompareRow, CompareTotal, ComparisonDoc, TotalSide
+from icount.compare.render import shown_as
 from icount.size.report import UNIT as UNIT_BYTES
 
 # Figures and verdict first, bars last: a phone shows the words before it scrolls.
@@ -242,7 +243,8 @@ def _compare_row(r: CompareRow) -> DivRow:
         change = "new from 0"
     else:
         change = ""
-    verdict_tip = f"{r.label}: {r.verdict}" + (f": {r.why}" if r.why else "")
+    shown = shown_as(r.verdict, r.why, r.delta)  # "within threshold", as compare's formats
+    verdict_tip = f"{r.label}: {shown}" + (f": {r.why}" if r.why else "")
     return DivRow(
         label=r.label,
         cols=(_median(r.base, r.unit), _median(r.new, r.unit)),
@@ -252,7 +254,7 @@ def _compare_row(r: CompareRow) -> DivRow:
         pattern=pattern,
         tip=", ".join(parts),
         change=change,
-        verdict=r.verdict,
+        verdict=shown,
         verdict_tip=verdict_tip,
     )
 
