@@ -50,10 +50,12 @@ def _needs_backslash_escape(text: str) -> bool:
 
 # ASCII punctuation that starts Markdown inline syntax anywhere in a line: code (`),
 # emphasis (* ~, and _ where it is not inside a word), links and images ([ ]), raw HTML
-# and autolinks (<), entities (&) and the backslash that escapes them. CommonMark lets a
-# backslash escape any ASCII punctuation, so each is shown as itself. A table's `|` is
-# its renderer's to escape (icount.tables): outside a table row it starts nothing.
-_MD_ACTIVE = frozenset("\\`*~[]<&")
+# and autolinks (<), entities (&), GitHub's math ($) and the backslash that escapes them.
+# CommonMark lets a backslash escape any ASCII punctuation, so each is shown as itself. A
+# table's `|` is its renderer's to escape (icount.tables): outside a table row it starts
+# nothing. GitHub links a bare URL, www., @name and #1 in prose whatever the escapes:
+# names go in code spans (md_code), where it links nothing.
+_MD_ACTIVE = frozenset("\\`*~[]<&$")
 
 
 def md_text(text: str) -> str:

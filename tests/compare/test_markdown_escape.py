@@ -62,3 +62,9 @@ def test_the_ledger_page_reads_back_what_was_escaped(text: str) -> None:
 
     assert md_plain(md_text(text)) == printable(text)
     assert md_plain(md_code(text)) == printable(text)
+
+
+def test_a_reason_renders_no_github_math() -> None:
+    """GitHub renders $...$ in prose as math (a red FAIL from a results file's reason:
+    review2 M2); an escaped dollar is a dollar."""
+    assert md_text("$\\color{red}{FAIL}$") == "\\$\\\\color{red}{FAIL}\\$"

@@ -113,8 +113,8 @@ def test_names_from_input_files_are_escaped_in_every_cell() -> None:
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
         assert shown in text
     c = model.compare(res, res, parse_thresholds([], 10))
-    # a comparison's Markdown escapes its Markdown too (text.md_text): the [ as \[
-    for fmt, shown in (("table", "fib\\n\\x1b[31mred"), ("md", "fib\\\\n\\\\x1b\\[31mred")):
+    # a comparison's Markdown puts a name in a code span (text.md_code): no escape but printable's
+    for fmt, shown in (("table", "fib\\n\\x1b[31mred"), ("md", "`fib\\n\\x1b[31mred")):
         text = export.render_comparison(c, fmt, 120)
         assert "\x1b" not in text and shown in text
 
@@ -216,8 +216,13 @@ def test_one_cell_is_said_in_the_singular() -> None:
     new = Results(FP, (_cell("a", [2000, 2000]),))
     failed = model.gate(model.compare(base, new, parse_thresholds([], 10)), False)
     assert failed is not None and str(failed) == "1 of 1 cell regressed beyond its threshold"
-    missing = model.compare(base, Results(FP, ()), parse_thresholds([], 10))
-    failed = model.gate(missing, True)
+    import dataclasses
+
+    # invalid, not missing: a comparison with no cell matched fails as such first
+    crashed = (Run(None, False, "exit 1", CommandDetail(1)),)
+    failed_run = dataclasses.replace(_cell("a", [2000]), runs=crashed)
+    invalid = model.compare(base, Results(FP, (failed_run,)), parse_thresholds([], 10))
+    failed = model.gate(invalid, True)
     assert failed is not None and str(failed).startswith("1 of 1 cell is invalid or missing")
 
 
