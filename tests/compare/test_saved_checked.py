@@ -263,3 +263,24 @@ def test_a_float_verdict_at_the_threshold_loads() -> None:
     doc["summary"] |= {"regressed": 1, "unchanged": 0}
     doc["verdict_line"] = "1 regression (threshold 0.7%, min delta 0)"
     _check(doc)
+
+
+def test_a_serve_interleave_of_several_cells_loads() -> None:
+    """Each cell judged on its own rounds, one against a control that drifted, one whose
+    control failed before anything ran (unchanged, no figures), as interleave_serve
+    writes them."""
+    from icount.compare.control import judged
+    from icount.compare.rounds import ControlArm, Pair, Rounds
+
+    limits = parse_thresholds([], 10)
+    pairs = (Pair(1000.0, 1100.0), Pair(1001.0, 1102.0), Pair(999.0, 1099.0))
+    rows = []
+    for path, control in (("a", None), ("b", ControlArm((1000.0, 1200.0, 1000.0)))):
+        (row,) = model.compare_pairs("srv", "callgrind", "instructions/request", pairs, None,
+                                     limits, path).rows  # fmt: skip
+        rows.append(judged(row, Rounds(pairs, control)))
+    (none,) = model.compare_pairs("srv", "callgrind", "instructions/request", (),
+                                  (model.Verdict.UNCHANGED, ""), limits, "c").rows  # fmt: skip
+    rows.append(judged(none, Rounds((), ControlArm((), "control: cannot start"))))
+    assert [r.verdict.value for r in rows] == ["regressed", "unchanged", "unchanged"]
+    _check(_saved(model.Comparison(tuple(rows), limits, pairs=())))
