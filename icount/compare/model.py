@@ -41,7 +41,7 @@ from icount.compare.rounds import Rounds, exact
 from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
 from icount.numfmt import plain, plural, si, signed_percent
-from icount.results import Cell, Results, Run
+from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary, summarize
 from icount.text import printable
@@ -275,7 +275,24 @@ def _unusable(base: Cell | None, new: Cell | None) -> tuple[Verdict, str] | None
         return Verdict.INVALID_IN_NEW, f"new: {new.reason}"
     if base.unit != new.unit:
         return Verdict.INVALID_IN_NEW, f"new: unit {new.unit!r} differs from base's {base.unit!r}"
+    arrivals = _arrival(base), _arrival(new)
+    if arrivals[0] != arrivals[1]:
+        # a request's count follows when it arrives (docs/measuring.md, Arrival): an
+        # event loop's, and Go's total, which holds the scheduler only with idle arrival
+        return Verdict.INVALID_IN_NEW, (
+            f"new: measured with --arrival {arrivals[1]}, base with --arrival {arrivals[0]} "
+            f"(a request's count depends on when it arrives): measure the new side with "
+            f"--arrival {arrivals[0]}, or the base with --arrival {arrivals[1]}"
+        )
     return None
+
+
+def _arrival(cell: Cell) -> str:
+    """How a serve cell's requests arrived: files from before it was recorded, closed;
+    commands have none."""
+    if cell.unit != UNIT_PER_REQUEST:
+        return ""
+    return str(cell.params.get("arrival", "closed"))
 
 
 def _row(
