@@ -83,21 +83,21 @@ them anyway, and every output format says so.
 \b
 --interleave runs --base-cmd and --new-cmd alternately (base, new, base, new
 ...) for --pairs pairs and gates on the median of the per-pair ratios
-new/base; the change counts only when every pair's ratio lies on the same
-side of 1. --base-target and --new-target (adapter files or folders, as
-`icount serve` takes them) do the same for two server builds: a fresh server
-each run, measured as a serve cell's run is, every path a cell (--path NAME:
-only that one), with serve's options that decide how a run is measured, as
-serve takes them (--requests, --reps, --warmup, --concurrency, --load,
---server-cpus, --load-cpus, --max-spread, --thread, --processes, --collector,
-...; each run's figure is judged, a collected runtime's mutator: no windows are
-added for its total); -o FILE writes FILE's provenance beside it, which records
-them. Each build runs from one fixed path (WORKDIR/bin/NAME), so only the code
-differs. --control-cmd / --control-target adds a third, unchanged build to
-every round, the order rotated round by round (a place in the round that
-always ran first or last would lean every pair alike): its drift (max - min
-over median, and first -> last) is reported, and a change within it is not
-claimable (unchanged; it does not gate).
+new/base; the change counts only when every pair's ratio lies on the same side
+of 1. --base-target and --new-target (adapter files or folders, as `icount
+serve` takes them) do the same for two server builds: a fresh server each run,
+measured as a serve cell's run is, every path a cell (--path NAME: only that
+one), with serve's options that decide how a run is measured, as serve takes
+them and lists them in `icount serve --help` (--requests, --reps, --warmup,
+--concurrency, --load, --server-cpus, --load-cpus, --max-spread, --thread,
+--processes, --collector, ...; each run's figure is judged, a collected
+runtime's mutator: no windows are added for its total); -o FILE writes FILE's
+provenance beside it, which records them. Each build runs from one fixed path
+(WORKDIR/bin/NAME), so only the code differs. --control-cmd / --control-target
+adds a third, unchanged build to every round, the order rotated round by round
+(a place in the round that always ran first or last would lean every pair
+alike): its drift (max - min over median, and first -> last) is reported, and
+a change within it is not claimable (unchanged; it does not gate).
 
 \b
 Formats: table, md (verdict line first, the table in <details>), json,

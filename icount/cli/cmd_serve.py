@@ -116,9 +116,11 @@ MEASURE_OPTIONS = tuple(_MEASURE)
 
 
 def measure_option(param: str, where: str = "") -> Any:
-    """The typer option of serve's measure option `param`, its help after `where`."""
+    """The typer option of serve's measure option `param`, its help after `where`. Taken
+    by another command (`where` given), it works there but is listed in serve's help
+    only: compare's --help ran to 170 lines with serve's options repeated."""
     default, flags, text, extra = _MEASURE[param]
-    return typer.Option(default, *flags, help=where + text, **extra)
+    return typer.Option(default, *flags, help=where + text, hidden=bool(where), **extra)
 
 
 def measure_flag(param: str) -> str:
