@@ -36,6 +36,7 @@ from icount.serve.warmup import is_jit
 from icount.session import options as o
 from icount.session import resume as resume_mod
 from icount.session.options import Arrival, Processes, Warmup
+from icount.text import printable
 
 
 @dataclass(frozen=True)
@@ -144,25 +145,27 @@ def _list(value: Any) -> list[Any]:
 
 def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]) -> ServeRequest:
     """`request` completed from the session being resumed: its targets when none are
-    given, and every option in RESUMED_OPTIONS not given explicitly."""
+    given, and every option in RESUMED_OPTIONS not given explicitly. A --cmd server is
+    never the file's: a results file from elsewhere (a cache, an artifact) must not choose
+    the command that runs, so it is given again (the refusal names what the file records);
+    adapters are files on this machine, taken by their recorded paths."""
     plan = resume_mod.saved_plan(resume)
     changes: dict[str, Any] = {}
     if not request.targets and request.cmd is None:
         cmd = plan.get("cmd")
-        if cmd is True:  # icount 0.1 recorded only that --cmd was used
+        if cmd is True or isinstance(cmd, dict):  # icount 0.1 recorded only that it was used
+            shown = f": {printable(str(cmd.get('cmd')))}" if isinstance(cmd, dict) else ""
             raise UsageError(
-                f"{resume} was measured with --cmd", hint="give the same --cmd to resume it"
+                f"--resume {resume} runs only a --cmd given again, never the one the file records",
+                hint=f"give the same --cmd to resume it (the file records --cmd{shown})",
             )
-        if isinstance(cmd, dict):
-            changes["cmd"] = _cmd_from_json(cmd, resume)
-        else:
-            targets = plan.get("targets") or []
-            if not targets:
-                raise UsageError(
-                    f"no record of what {resume} was measuring (its provenance file is missing)",
-                    hint="name the targets and options again",
-                )
-            changes["targets"] = tuple(str(t) for t in targets)
+        targets = plan.get("targets") or []
+        if not targets:
+            raise UsageError(
+                f"no record of what {resume} was measuring (its provenance file is missing)",
+                hint="name the targets and options again",
+            )
+        changes["targets"] = tuple(str(t) for t in targets)
     for option, read in RESUMED_OPTIONS.items():
         if _PARAMETER.get(option, option) not in explicit and option in plan:
             try:
@@ -172,26 +175,6 @@ def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]
                     f"{resume}: the recorded {option} {plan[option]!r} is not valid"
                 ) from None
     return replace(request, **changes)
-
-
-def _cmd_from_json(doc: Mapping[str, Any], resume: Path) -> CmdServer:
-    try:
-        return CmdServer(
-            cmd=str(doc["cmd"]),
-            name=doc.get("name"),
-            paths=tuple(doc.get("paths", ())),
-            status=int(doc.get("status", 200)),
-            body=doc.get("body"),
-            json_text=doc.get("json"),
-            headers=tuple(doc.get("headers", ())),
-            ready_timeout=float(doc.get("ready_timeout", o.READY_TIMEOUT_S)),
-            env=tuple(doc.get("env", ())),
-            path_bodies=tuple(doc.get("path_bodies", ())),
-            path_jsons=tuple(doc.get("path_jsons", ())),
-            cwd=None if doc.get("cwd") is None else str(doc["cwd"]),
-        )
-    except (KeyError, TypeError, ValueError):
-        raise UsageError(f"{resume}: the recorded --cmd is not readable") from None
 
 
 @dataclass(frozen=True)

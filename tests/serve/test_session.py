@@ -316,7 +316,9 @@ def test_resume_refuses_a_target_whose_adapter_changed_fake(fake: Path, tmp_path
 
 
 def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> None:
-    """--resume restores a --cmd server from the provenance, flags and all."""
+    """--resume of a --cmd session runs only the --cmd given again, never the command
+    the file records (a results file from a cache or an artifact would choose what runs):
+    the refusal names it; given again, the rest of the plan is restored."""
     from dataclasses import replace
 
     from icount.errors import UsageError
@@ -329,7 +331,10 @@ def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> 
     first = _session(ServeRequest(cmd=cmd, backend="fake", runs=1, reps=1, idle_seconds=0), out)
     by_path = {c.path: c for c in first.cells}
     assert by_path["a"].valid and not by_path["b"].valid  # /json does not answer that body
-    resumed = resume_request(ServeRequest(), out, frozenset())
+    with pytest.raises(UsageError, match="runs only a --cmd given again") as refused:
+        resume_request(ServeRequest(), out, frozenset())
+    assert "the file records --cmd: true --port {port}" in str(refused.value.hint)
+    resumed = resume_request(ServeRequest(cmd=cmd), out, frozenset({"cmd"}))
     assert resumed.cmd == cmd and resumed.runs == 1
 
     # each path can have its own answer; one kept in the provenance like the rest
@@ -337,7 +342,6 @@ def test_a_cmd_session_resumes_with_its_cmd_fake(fake: Path, tmp_path: Path) -> 
     second = _session(ServeRequest(cmd=own, backend="fake", runs=1, reps=1, idle_seconds=0),
                       tmp_path / "own.json")  # fmt: skip
     assert all(c.valid for c in second.cells), [c.reason for c in second.cells]
-    assert resume_request(ServeRequest(), tmp_path / "own.json", frozenset()).cmd == own
     for wrong, message in (
         (replace(cmd, path_bodies=("c=x",)), "'c', which no --path names"),
         (replace(cmd, path_jsons=("b={",)), "--path-json b: not JSON"),
