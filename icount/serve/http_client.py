@@ -441,6 +441,16 @@ class KeepAliveClient:
                         stopping = True
                         continue
                     if parsed is None:
+                        if at_eof:  # ended before its response did: readable for ever after
+                            first_error = first_error or self._lost(
+                                i,
+                                f"closed by the server in the middle of a response "
+                                f"({len(data)} bytes)",
+                            )
+                            inflight -= 1
+                            busy[i] = False
+                            stopping = True
+                            continue
                         bufs[i] = data
                         continue
                     used, resp = parsed

@@ -262,3 +262,37 @@ def test_unicode_digits_are_a_framing_error(head: bytes) -> None:
 
     with pytest.raises(FramingError):
         parse_response(head)
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello",  # in the body
+        b"HTTP/1.1 200 OK\r\nContent-Len",  # in the head
+    ],
+)
+def test_a_connection_closed_in_the_middle_of_a_response_ends_the_run(cut: bytes) -> None:
+    """The end of a connection leaves it readable for ever: an incomplete response there
+    was kept to wait for the rest, and the client spun until killed (a 2 s timeout still
+    running after 8 s). It is a lost connection, said at once (milliseconds here; the
+    bound is the timeout's, which an ending by timeout would reach)."""
+    lsock = socket.create_server((HOST, 0))
+
+    def once() -> None:
+        conn, _ = lsock.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(cut)
+
+    t = threading.Thread(target=once, daemon=True)
+    t.start()
+    started = time.monotonic()
+    try:
+        result = load(int(lsock.getsockname()[1]), 1, timeout=5.0)
+    finally:
+        t.join(5)
+        lsock.close()
+    assert time.monotonic() - started < 4.0  # the error, well before the timeout
+    assert (result.completed, result.failed) == (0, 1)
+    assert result.first_error is not None
+    assert "closed by the server in the middle of a response" in result.first_error
