@@ -42,6 +42,7 @@ from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
 from icount.numfmt import plain, plural, si, signed_percent
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results.details import arrival_of
 from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary, summarize
 from icount.text import printable
@@ -292,7 +293,7 @@ def _arrival(cell: Cell) -> str:
     commands have none."""
     if cell.unit != UNIT_PER_REQUEST:
         return ""
-    return str(cell.params.get("arrival", "closed"))
+    return arrival_of(cell.params)
 
 
 def _row(

@@ -8,6 +8,7 @@ figures (a rep's per-request value) are computed, never stored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -75,6 +76,13 @@ class ProcessShare:
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "role": self.role, "instructions": self.instructions}
+
+
+def arrival_of(params: Mapping[str, Any]) -> str:
+    """The arrival a serve cell's params record (ServeParams.arrival); a file written
+    before the field existed was measured with a closed loop."""
+    value = params.get("arrival")
+    return value if isinstance(value, str) else "closed"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icount.results.details import Detail, ServeDetail, detail_to_json
+from icount.results.details import Detail, ServeDetail, arrival_of, detail_to_json
 from icount.results.profile import CellProfile
 from icount.results.runtime import RuntimeFigures
 from icount.results.runtime import figures as runtime_figures
@@ -109,7 +109,7 @@ class Cell:
         for every other cell."""
         details = [r.detail for r in self.runs if r.valid and isinstance(r.detail, ServeDetail)]
         median = self.summary.median if self.summary else None
-        idle = self.params.get("arrival") == "idle"
+        idle = arrival_of(self.params) == "idle"
         return runtime_figures(details, median, self.valid, self.max_spread, idle)
 
     def to_json(self) -> dict[str, Any]:

@@ -35,9 +35,8 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from icount.errors import UsageError
 from icount.session.options import Arrival
@@ -73,13 +72,6 @@ def not_builtin(load_kind: str) -> UsageError:
         f"--arrival idle needs the built-in client: {load_kind} sends its requests itself",
         hint="use --load builtin, or --arrival closed",
     )
-
-
-def recorded(params: Mapping[str, Any]) -> str:
-    """The arrival a cell's params record; a file written before the field existed
-    was measured with a closed loop."""
-    value = params.get("arrival")
-    return value if isinstance(value, str) else LEGACY
 
 
 @dataclass(frozen=True)

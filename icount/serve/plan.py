@@ -25,7 +25,7 @@ from icount import cpus as cpus_mod
 from icount.backends import Backend
 from icount.errors import UsageError
 from icount.results import UNIT_PER_REQUEST, Cell, Results
-from icount.results.details import COLD_START, ServeParams
+from icount.results.details import COLD_START, ServeParams, arrival_of
 from icount.results.shard import ShardRecord
 from icount.serve import arrival as arrival_mod
 from icount.serve.adapter import Adapter, PathSpec
@@ -361,7 +361,7 @@ COMPARABLE_PARAMS = (
 
 
 def _comparable(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: params.get(k) for k in COMPARABLE_PARAMS} | {"arrival": arrival_mod.recorded(params)}
+    return {k: params.get(k) for k in COMPARABLE_PARAMS} | {"arrival": arrival_of(params)}
 
 
 def _ours(cell: Cell) -> bool:
@@ -483,7 +483,7 @@ def _arrival_of(previous: Results, plan: Plan) -> Plan:
     its provenance says one (a session from before it was recorded: closed)."""
     if plan.request.arrival is not None:
         return plan
-    kinds = {arrival_mod.recorded(c.params) for c in previous.cells if c.path != COLD_START}
+    kinds = {arrival_of(c.params) for c in previous.cells if c.path != COLD_START}
     if len(kinds) != 1 or kinds == {plan.arrival}:
         return plan  # none measured, or a mix: check_resume says which differ
     kind = Arrival(kinds.pop()) if kinds <= set(Arrival) else None

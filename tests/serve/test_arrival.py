@@ -16,6 +16,7 @@ import pytest
 from icount import backends, procs, results
 from icount import cpus as cpus_mod
 from icount.errors import UsageError
+from icount.results.details import arrival_of
 from icount.results.files import provenance_path
 from icount.serve import adapter as adapters
 from icount.serve import arrival
@@ -166,8 +167,8 @@ def test_resolve_parse_and_recorded() -> None:
     assert Arrival.parse("closed") is Arrival.CLOSED
     with pytest.raises(UsageError, match="--arrival takes idle or closed, got 'open'"):
         Arrival.parse("open")
-    assert arrival.recorded({}) == "closed"  # files written before the field existed
-    assert arrival.recorded({"arrival": "idle"}) == "idle"
+    assert arrival_of({}) == "closed"  # files written before the field existed
+    assert arrival_of({"arrival": "idle"}) == "idle"
 
 
 def test_a_session_records_its_arrival_and_resumes_it(tmp_path: Path) -> None:
