@@ -1,5 +1,5 @@
 """Allocations per request (per run for a command): calls into the allocator, from the
-cells' profiles (results/profile.py), as a column beside the instructions in the table
+cells' profiles (results/cell_profile.py), as a column beside the instructions in the table
 and the CSV. Shown only where a cell measured them: other files render as before."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from icount import numfmt
 from icount.results import Cell, Results
-from icount.results.profile import PER_REQUEST, PER_RUN
+from icount.results.cell_profile import PER_REQUEST, PER_RUN
 
 CSV_COLUMNS = ("allocations", "frees")
 

@@ -123,7 +123,7 @@ IFUNC_FLAGS = frozenset(
 
 FIXED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 WORKDIR_PREFIX = "icount-"  # then 8 characters: every work dir has the same length
-# what the work dirs made in this thread are named after (session/floor.py: the cell)
+# what the work dirs made in this thread are named after (session/scheduler.py: the cell)
 _WORK_DIR_KEY: contextvars.ContextVar[str] = contextvars.ContextVar("work_dir_key", default="")
 
 

@@ -1,7 +1,7 @@
 """`icount run`: count whole commands, several fresh processes each, into cells.
 
 Core only: it reports progress through a callback and returns Results; it never
-prints. The session floor (icount/session/floor.py) takes the shard's commands not
+prints. The session floor (icount/session/scheduler.py) takes the shard's commands not
 yet measured and runs --jobs of them at once, each pinned to CPUs of its own; this
 module measures one command. Each run executes in a fresh working directory of fixed
 path length named after the command, in icount's cleared environment, with ASLR off
@@ -22,15 +22,15 @@ from icount import build_label, cache_sim, environment, jobs, memory, procs, sta
 from icount.backends import Backend, fingerprint
 from icount.cpus import pinned_self
 from icount.errors import UsageError
-from icount.profiles import WindowProfile
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
+from icount.results.cell_profile import PER_RUN, cell_profile
 from icount.results.details import CommandDetail, CommandParams
-from icount.results.profile import PER_RUN, cell_profile
 from icount.results.shard import ShardRecord
-from icount.session import floor
 from icount.session import options as o
+from icount.session import scheduler
 from icount.shards import PlannedCell
+from icount.window_profile import WindowProfile
 
 
 @dataclass(frozen=True)
@@ -222,15 +222,15 @@ def measure(
     if start is None:
         start = Results(fingerprint(opts.backend, "command"), (), shard)
     planned = [
-        floor.Planned((spec.name, "", opts.backend.name), order, opts.runs, spec)
+        scheduler.Planned((spec.name, "", opts.backend.name), order, opts.runs, spec)
         for order, spec in enumerate(specs)
     ]
 
-    def one(cell: floor.Planned[CommandSpec], job: jobs.Job, counter: jobs.Tally) -> Cell:
+    def one(cell: scheduler.Planned[CommandSpec], job: jobs.Job, counter: jobs.Tally) -> Cell:
         return _measure_cell(cell.item, cell.order, opts, artifacts, progress, counter, job)
 
-    return floor.measure_cells(
-        floor.todo(planned, start),
+    return scheduler.measure_cells(
+        scheduler.todo(planned, start),
         start,
         one,
         on_cell or (lambda res: None),

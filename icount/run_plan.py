@@ -22,9 +22,9 @@ from icount.errors import UsageError
 from icount.measure_command import CommandSpec, RunOptions, measure, planned_cells
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results
-from icount.session import floor
 from icount.session import options as o
 from icount.session import resume as resume_mod
+from icount.session import scheduler
 
 ANY_EXIT = frozenset(range(-255, 256))
 
@@ -287,7 +287,7 @@ def run_session(
 ) -> Results:
     """Measure the plan's commands (of its shard) missing from `plan.start`, saving the
     results file and its provenance after each; returns all cells."""
-    save = floor.Saver(plan.out, recorder, plan.provenance)
+    save = scheduler.Saver(plan.out, recorder, plan.provenance)
     try:
         return measure(
             plan.request.commands, plan.opts, plan.artifacts, progress, save, start=plan.start

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from icount.profiles import UNNAMED
+from icount.window_profile import UNNAMED
 
 BELOW_MAIN = "(below main)"
 PROGRAM_ENTRY = "[program entry]"

@@ -56,8 +56,8 @@ def fan_in(callers: int, calls: int, top: int, reps: int) -> None:
     from icount.callgrind.functions import window_profile
     from icount.callgrind.parser import parse_bytes
     from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
+    from icount.results.cell_profile import PER_RUN, cell_profile
     from icount.results.files import results_json
-    from icount.results.profile import PER_RUN, cell_profile
 
     data = fan_in_text(callers, calls).encode()
     print(f"profile: {callers:,} callers of one function, {calls:,} calls, {len(data):,} bytes")

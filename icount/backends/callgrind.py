@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from icount import environment, procs
-from icount.backends.profiles import read_command
+from icount.backends.callgrind_reader import read_command
 from icount.backends.protocol import (
     INSTRUCTION_FLOOR,
     ArgvKind,

@@ -53,7 +53,7 @@ from pathlib import Path
 import psutil
 
 from icount import environment, procs
-from icount.backends.profiles import read_window as read_profiled
+from icount.backends.callgrind_reader import read_window as read_profiled
 from icount.backends.protocol import ProcessCount, WindowCount
 from icount.backends.valgrind import (
     INSTALL_HINT,
@@ -63,8 +63,8 @@ from icount.backends.valgrind import (
     valgrind_problem,
 )
 from icount.errors import ParseError, RunFailedError
-from icount.profiles import WindowProfile, sum_windows
 from icount.runtimes import RuntimeWork, read_window
+from icount.window_profile import WindowProfile, sum_windows
 
 OUT_STEM = "callgrind.out"
 LOG_STEM = "valgrind.log"

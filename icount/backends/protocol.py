@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, Protocol, TypeVar
 
-from icount.profiles import WindowProfile
 from icount.runtimes import RuntimeWork
+from icount.window_profile import WindowProfile
 
 ArgvKind = Literal["command", "server"]
 # "root": count only the started process; a setting every bundled backend takes

@@ -1,4 +1,4 @@
-"""A parsed profile's functions as a cell keeps them (results/profile.py): self and
+"""A parsed profile's functions as a cell keeps them (results/cell_profile.py): self and
 inclusive `Ir` and calls by name, and the calls into the allocator.
 
 An allocation is a call into one of the allocator's entry points from code that is not
@@ -16,9 +16,8 @@ import numpy as np
 
 from icount.callgrind.model import Function, Profile
 from icount.names import ADDRESS
-from icount.profiles import FunctionCost, WindowProfile
-from icount.session.options import PROFILE_TOP
 from icount.startup import BELOW_MAIN, PROGRAM_ENTRY
+from icount.window_profile import PROFILE_TOP, FunctionCost, WindowProfile
 
 # Entry points that hand out memory, by the name callgrind shows (the parameter list of
 # a demangled C++ name left out), and those that take it back.

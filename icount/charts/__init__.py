@@ -31,8 +31,8 @@ from icount.charts.inputs import (
 from icount.charts.models import comparison_doc, size_diff_doc, size_doc
 from icount.charts.page import ComparisonInput, Input, ResultsInput, SizesInput, render
 from icount.compare.model import Comparison
-from icount.report import SORT_ORDER
 from icount.results import Results
+from icount.results_table import SORT_ORDER
 
 __all__ = [
     "COMPARE_FORMAT",

@@ -21,9 +21,9 @@ from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure, under
 from icount.charts.runtime import runtime_figure
-from icount.report import SORT_NAME, SORT_ORDER, row_names
 from icount.results import UNIT_PER_REQUEST, Cell, Results
 from icount.results.model import sort_key
+from icount.results_table import SORT_NAME, SORT_ORDER, row_names
 
 WIDTH = 760.0
 LABEL_X = 8.0
@@ -77,7 +77,7 @@ class _Row:
 
 
 def in_order(cells: Sequence[Cell], sort: str = SORT_ORDER) -> list[Cell]:
-    """The order of the tables (`--sort`): names as report.row_names gives them, and
+    """The order of the tables (`--sort`): names as results_table.row_names gives them, and
     a name's cells as asked for (SORT_ORDER) or by path and backend (SORT_NAME).
     (Charts read cells only through the fields results files promise to keep: name,
     path, backend, unit, order, valid, reason, summary, values, runs, params, extra.)"""

@@ -9,7 +9,7 @@ are levels of their own (`fib'2` under `fib`, `ping'2` under `pong` under `ping`
 as wide as its calls hold, and a call back into a function already on the path is left
 out. The figure in each mark's title says both that path's share and the function's
 whole inclusive cost as measured (a level's: that level's). Only the calls the cell
-kept (results/profile.py: the costliest, by inclusive cost) are drawn, down to
+kept (results/cell_profile.py: the costliest, by inclusive cost) are drawn, down to
 MIN_SHARE of the cell; no script, so the page stays self-contained. The differential
 graph colours each function by its whole change, base to new.
 """
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from icount.charts import svg
 from icount.charts.figure import Figure, inline
 from icount.names import clone_base, recursion_base
-from icount.profiles import UNNAMED
 from icount.results import Cell
-from icount.results.profile import CellProfile, Edge, FlameProfile
+from icount.results.cell_profile import CellProfile, Edge, FlameProfile
 from icount.startup import renames
+from icount.window_profile import UNNAMED
 
 WIDTH = 960.0
 ROW = 17.0

@@ -19,8 +19,8 @@ from icount.charts.history import HistoryInput, history_section
 from icount.charts.inputs import CompareTotal, ComparisonDoc, SizeDoc, SizeImage, TotalSide
 from icount.charts.ledger import LedgerInput, ledger_section
 from icount.compare import explain
-from icount.report import SORT_ORDER
 from icount.results import Cell, Results
+from icount.results_table import SORT_ORDER
 
 PAGE_STYLE = """\
 :root{color-scheme:light dark;--fg:#1f2328;--bg:#ffffff;--muted:#59636e;--line:#d1d9e0;\

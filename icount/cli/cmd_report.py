@@ -284,7 +284,7 @@ def _flames(doc: Any, src: str, order: Sequence[CompareRow]) -> tuple[Pair, ...]
     """The differential flame graphs' figures a comparison JSON carries (explained.flame,
     since version 2 of its format; none in files written before), in the rows' order."""
     from icount.errors import ParseError
-    from icount.results.profile import flame_pair_from_json
+    from icount.results.cell_profile import flame_pair_from_json
 
     found = {}
     for i, cell in enumerate(doc.get("cells") or (), 1):

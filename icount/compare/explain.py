@@ -1,5 +1,5 @@
 """Why a compared cell moved: the functions whose per-request self cost moved most
-between the two cells' profiles (results/profile.py), base -> new, with the share of the
+between the two cells' profiles (results/cell_profile.py), base -> new, with the share of the
 cell's change each explains.
 
 Functions are matched by their short name (`names.display_name`: templates, parameter
@@ -26,7 +26,7 @@ from typing import Any
 
 from icount import numfmt
 from icount.names import clone_base, display_name
-from icount.results.profile import CellProfile, FlameProfile, flame_pair_json
+from icount.results.cell_profile import CellProfile, FlameProfile, flame_pair_json
 from icount.startup import renames
 from icount.text import md_code, md_text, printable
 

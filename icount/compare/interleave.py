@@ -25,7 +25,7 @@ from icount.compare.control import BASE, CONTROL, NEW, ControlArm, round_order
 from icount.compare.model import Pair, Verdict
 from icount.measure_command import CommandSpec, RunOptions, measure_once
 from icount.progress import Progress
-from icount.session.floor import work_dir_key
+from icount.session.scheduler import work_dir_key
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from icount.serve.plan import Plan, ServeRequest, prepare, target_digest
 from icount.serve.runs import WindowMethod, measure_run
 from icount.serve.server import Target, launch_problem
 from icount.serve.targets import choose_targets
-from icount.session.floor import work_dir_key
+from icount.session.scheduler import work_dir_key
 
 
 @dataclass(frozen=True)

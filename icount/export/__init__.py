@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from icount.compare.model import Comparison
-    from icount.report import ExtraColumn
     from icount.results import Results
+    from icount.results_table import ExtraColumn
 
 __all__ = [
     "FORMATS",

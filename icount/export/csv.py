@@ -16,9 +16,9 @@ def render(doc: d.Document, width: int) -> str:
 
 def _csv(doc: d.Document) -> str:
     if isinstance(doc, d.ResultsDoc):
-        from icount import report
+        from icount import results_table
 
-        return render_csv(*report.csv_table(doc.results, doc.sort))
+        return render_csv(*results_table.csv_table(doc.results, doc.sort))
     if isinstance(doc, d.ComparisonDoc):
         from icount.compare import render as compare
 

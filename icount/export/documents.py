@@ -15,8 +15,8 @@ from icount.sorting import Sort
 
 if TYPE_CHECKING:
     from icount.compare.model import Comparison
-    from icount.report import ExtraColumn
     from icount.results import Results
+    from icount.results_table import ExtraColumn
     from icount.size.model import Breakdown
 
 

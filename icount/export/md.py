@@ -30,9 +30,11 @@ def _names_escaped(t: Table) -> Table:
 def render(doc: d.Document, width: int) -> str:
     del width  # Markdown keeps every line whole
     if isinstance(doc, d.ResultsDoc):
-        from icount import report
+        from icount import results_table
 
-        return render_markdown(_names_escaped(report.build_table(doc.results, doc.extra, doc.sort)))
+        return render_markdown(
+            _names_escaped(results_table.build_table(doc.results, doc.extra, doc.sort))
+        )
     if isinstance(doc, d.ComparisonDoc):
         from icount.compare import render as compare
 

@@ -13,9 +13,9 @@ def _join(tables: list[Table], width: int) -> str:
 
 def render(doc: d.Document, width: int) -> str:
     if isinstance(doc, d.ResultsDoc):
-        from icount import report
+        from icount import results_table
 
-        return render_terminal(report.build_table(doc.results, doc.extra, doc.sort), width)
+        return render_terminal(results_table.build_table(doc.results, doc.extra, doc.sort), width)
     if isinstance(doc, d.ComparisonDoc):
         from icount.compare import render as compare
 

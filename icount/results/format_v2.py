@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from icount.results.cell_profile import CellProfile, profile_from_json
 from icount.results.details import Detail, ServeDetail, detail_from_json
 from icount.results.fields import (
     bool_,
@@ -21,7 +22,6 @@ from icount.results.fields import (
     str_,
 )
 from icount.results.model import Cell, Results, Run
-from icount.results.profile import CellProfile, profile_from_json
 from icount.results.shard import shard_from_json
 from icount.text import printable
 
@@ -80,7 +80,7 @@ _REL, _ABS = 1e-6, 0.01
 
 
 def check_profile(p: CellProfile, runs: tuple[Run, ...]) -> None:
-    """A profile is the medians over the cell's windows (results/profile.py): so many
+    """A profile is the medians over the cell's windows (results/cell_profile.py): so many
     windows as its runs counted at most, its rows as `cell_profile` keeps them, and no
     figure beyond its windows' counts. A function's self cost, the calls into it (each a
     call instruction counted) and the allocator's calls are each at most the largest

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from icount.results.cell_profile import CellProfile
 from icount.results.details import Detail, ServeDetail, arrival_of, detail_to_json
-from icount.results.profile import CellProfile
 from icount.results.runtime import RuntimeFigures
 from icount.results.runtime import figures as runtime_figures
 from icount.results.runtime import to_json as runtime_json
@@ -62,7 +62,7 @@ class Cell:
     # Where the cell stands in what the user asked for (the order commands and targets
     # were given): tables list rows in this order, ties by name.
     order: int = 0
-    # where its instructions go, by function (results/profile.py), where measured
+    # where its instructions go, by function (results/cell_profile.py), where measured
     profile: CellProfile | None = None
 
     @property

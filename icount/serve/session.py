@@ -1,6 +1,6 @@
 """All the cells of one `icount serve`: build targets, measure every path.
 
-The session floor (icount/session/floor.py) saves the results file after every cell,
+The session floor (icount/session/scheduler.py) saves the results file after every cell,
 takes only the shard's cells (--shard) not already in the file to resume (--resume),
 and runs --jobs cells at once; this module supplies serve's cells and how one is
 measured: every run on a fresh server, on the job's own CPUs.
@@ -18,20 +18,20 @@ from typing import Any
 from icount import build_label, environment, jobs, memory, results
 from icount import cpus as cpus_mod
 from icount.errors import RunFailedError
-from icount.explained import NOTES
-from icount.profiles import WindowProfile
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results.cell_profile import PER_REQUEST, PER_RUN, cell_profile
 from icount.results.details import ServeDetail, request_params
-from icount.results.profile import PER_REQUEST, PER_RUN, cell_profile
 from icount.serve import native, spread
 from icount.serve.adapter import PathSpec
 from icount.serve.plan import Plan, cell_params
 from icount.serve.runs import WindowMethod, measure_cold_start, measure_run
 from icount.serve.server import Target, launch_problem
 from icount.serve.targets import binary_sizes
-from icount.session import floor
+from icount.session import scheduler
 from icount.session.resume import TARGET_DIGESTS
+from icount.spread_note import NOTES
+from icount.window_profile import WindowProfile
 
 
 @dataclass
@@ -222,24 +222,26 @@ def run_session(
     after each; returns all cells."""
     state = SessionState()
     planned = [
-        floor.Planned((t.adapter.name, p.name, plan.backend.name), i, plan.options(t).runs, (t, p))
+        scheduler.Planned(
+            (t.adapter.name, p.name, plan.backend.name), i, plan.options(t).runs, (t, p)
+        )
         for i, (t, p) in enumerate(plan.cells())
     ]
-    todo = floor.todo(planned, plan.start)
+    todo = scheduler.todo(planned, plan.start)
     state.resumed = [c.key_text for c in plan.start.cells]
     _build(sorted({c.item[0].adapter.name: c.item[0] for c in todo}.values(),
                   key=lambda t: t.adapter.name), state, progress)  # fmt: skip
     splits = plan.job_cpus.splits
 
-    def measure(cell: floor.Planned[tuple[Target, PathSpec]], job: jobs.Job,
+    def measure(cell: scheduler.Planned[tuple[Target, PathSpec]], job: jobs.Job,
                 counter: jobs.Tally) -> Cell:  # fmt: skip
         t, p = cell.item
         return _measure_cell(plan, state, t, p, splits[job.slot], cell.order, counter,
                              progress, job)  # fmt: skip
 
-    save = floor.Saver(plan.out, recorder, lambda: provenance(plan, state))
+    save = scheduler.Saver(plan.out, recorder, lambda: provenance(plan, state))
     try:
-        return floor.measure_cells(
+        return scheduler.measure_cells(
             todo, plan.start, measure, save, jobs_at_once=len(splits), progress=progress
         )
     finally:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from icount import runtimes
-from icount.explained import MUTATOR, OF_WINDOW
 from icount.results.details import Rep
+from icount.spread_note import MUTATOR, OF_WINDOW
 from icount.stats import summarize
 
 EXPLAIN_FROM = 0.25  # explain spreads of a quarter of --max-spread and more

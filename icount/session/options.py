@@ -17,12 +17,14 @@ from icount.numfmt import parse_percent
 from icount.numparse import NumberError, parse_int
 from icount.stats import DEFAULT_MAX_SPREAD
 
+# every default a command offers is read from here; the profile's lives with the profile
+from icount.window_profile import PROFILE_TOP as PROFILE_TOP
+
 RUNS = 3  # fresh processes per cell
 REPS = 3  # counted windows per server process
 CONCURRENCY = 1
 MAX_SPREAD = DEFAULT_MAX_SPREAD
 READY_TIMEOUT_S = 60.0  # --cmd: the first answer of a server
-PROFILE_TOP = 20  # functions each cell's profile keeps (~2 KB of JSON a cell); 0: none
 IDLE_SECONDS = 1.0  # an idle window after each run's reps; 0: none
 MAX_IDLE_SECONDS = 600.0
 # A collected runtime's windows added to a run until its total's interval fits

@@ -109,7 +109,7 @@ def test_compare_names_the_build_change_and_refuses_without_the_flag(
 
 
 def test_a_table_of_cells_built_in_different_modes_says_so() -> None:
-    from icount import report
+    from icount import results_table
     from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
 
     def cell(name: str, opt: str, order: int) -> Cell:
@@ -118,10 +118,10 @@ def test_a_table_of_cells_built_in_different_modes_says_so() -> None:
                     extra={"build": build}, order=order)  # fmt: skip
 
     mixed = Results({}, (cell("slow", "-O0", 0), cell("fast", "-O2", 1)))
-    notes = report.build_table(mixed).notes
+    notes = results_table.build_table(mixed).notes
     assert "built in different modes: slow -O0 no LTO; fast -O2 no LTO" in notes[-1]
     alike = Results({}, (cell("a", "-O2", 0), cell("b", "-O2", 1)))
-    assert not any("modes" in n for n in report.build_table(alike).notes)
+    assert not any("modes" in n for n in results_table.build_table(alike).notes)
 
 
 def test_a_server_is_labelled_by_its_interpreter_or_its_binary(

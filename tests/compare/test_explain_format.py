@@ -16,9 +16,9 @@ from icount.compare.inlined import netted
 from icount.compare.model import compare
 from icount.compare.thresholds import Thresholds
 from icount.names import clone_base
-from icount.profiles import FunctionCost, WindowProfile
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
-from icount.results.profile import PER_RUN, cell_profile
+from icount.results.cell_profile import PER_RUN, cell_profile
+from icount.window_profile import FunctionCost, WindowProfile
 
 T = Thresholds(0.01, (), 10)
 

@@ -20,9 +20,9 @@ import pytest
 from icount import build_label, results
 from icount.compare import explain, inlined, model, render
 from icount.compare.thresholds import Thresholds
-from icount.profiles import FunctionCost, WindowProfile
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.profile import PER_RUN, cell_profile
+from icount.results.cell_profile import PER_RUN, cell_profile
+from icount.window_profile import FunctionCost, WindowProfile
 from tests.conftest import Icount
 from tests.support.cli import run_icount_here
 

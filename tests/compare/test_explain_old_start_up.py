@@ -16,9 +16,9 @@ from icount.charts.figure import inline
 from icount.charts.flame import OLD_START_UP, flame_figure
 from icount.compare.model import compare
 from icount.compare.thresholds import Thresholds
-from icount.profiles import UNNAMED
+from icount.results.cell_profile import CellProfile
 from icount.results.files import load
-from icount.results.profile import CellProfile
+from icount.window_profile import UNNAMED
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "startup_names"
 OLD, NEW = load(FIXTURES / "old_icount_a.json"), load(FIXTURES / "new_icount_b.json")

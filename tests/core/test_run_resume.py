@@ -15,7 +15,7 @@ import pytest
 from icount import environment, results, run_plan
 from icount.errors import UsageError
 from icount.measure_command import CommandSpec
-from icount.session import floor
+from icount.session import scheduler
 from icount.shards import ShardSpec
 from tests.support import fake_backend
 
@@ -136,7 +136,7 @@ def test_a_cells_work_dir_is_named_after_the_cell_not_its_job(
     assert two == one
     assert all(len(names) == 1 for names in one.values())  # every run of a cell: one name
     assert len({n for names in one.values() for n in names}) == len(SPECS)  # a cell's own
-    name = environment.work_dir_name(floor.work_dir_key(("cmd1", "", "fake")))
+    name = environment.work_dir_name(scheduler.work_dir_key(("cmd1", "", "fake")))
     assert one[SPECS[0].argv] == {name}
     assert len(name) == len(environment.work_dir_name("")) == len("icount-") + 8
 

@@ -1,4 +1,4 @@
-"""A cell's profile from its windows (results/profile.py): medians per request, the top
+"""A cell's profile from its windows (results/cell_profile.py): medians per request, the top
 functions and the rest, allocations; kept in the results file and read back checked."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from icount import results
 from icount.callgrind.functions import allocator_kind
-from icount.profiles import FunctionCost, WindowProfile, sum_windows
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.profile import PER_REQUEST, cell_profile
+from icount.results.cell_profile import PER_REQUEST, cell_profile
+from icount.window_profile import FunctionCost, WindowProfile, sum_windows
 
 
 def window(

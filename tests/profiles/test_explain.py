@@ -8,9 +8,9 @@ import json
 from icount.compare import render
 from icount.compare.model import Verdict, compare
 from icount.compare.thresholds import Thresholds
-from icount.profiles import FunctionCost, WindowProfile
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.profile import cell_profile
+from icount.results.cell_profile import cell_profile
+from icount.window_profile import FunctionCost, WindowProfile
 
 T = Thresholds(0.01, (), 10)
 

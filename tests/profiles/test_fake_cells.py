@@ -12,12 +12,12 @@ from icount import measure_command
 from icount.backends.protocol import Counted, Server, WindowCount
 from icount.cpus import CpuSplit
 from icount.measure_command import CommandSpec, RunOptions
-from icount.profiles import FunctionCost, WindowProfile
-from icount.results.profile import PER_REQUEST, PER_RUN, cell_profile
+from icount.results.cell_profile import PER_REQUEST, PER_RUN, cell_profile
 from icount.serve import adapter as adapters
 from icount.serve.runs import CellOptions, measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
+from icount.window_profile import FunctionCost, WindowProfile
 from tests.serve.test_runs import ADAPTER  # its first path answers as expected
 from tests.support.fake_backend import FakeBackend, FakeConfig, FakeServer
 

@@ -4,7 +4,7 @@ their sum or the costliest level's when a mutual recursion inflates those."""
 
 from __future__ import annotations
 
-from icount.profiles import FunctionCost, WindowProfile
+from icount.window_profile import FunctionCost, WindowProfile
 
 
 def test_a_mutual_recursions_function_keeps_its_first_levels_inclusive() -> None:

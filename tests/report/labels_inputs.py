@@ -17,8 +17,8 @@ from icount.compare.thresholds import parse_thresholds
 from icount.history.render import build
 from icount.history.store import Entry
 from icount.results import Cell, Results
+from icount.results.cell_profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
 from icount.results.details import WINDOW_DUMPS, Rep, ServeDetail
-from icount.results.profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
 from tests.compare.runtime_cells import derived, node_cell, of
 
 from .conftest import FP, cell

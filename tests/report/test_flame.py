@@ -11,9 +11,9 @@ from typing import Any
 from icount import charts
 from icount.charts.figure import inline
 from icount.charts.flame import flame_figure, flame_sections
-from icount.profiles import FunctionCost, WindowProfile
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.profile import cell_profile
+from icount.results.cell_profile import cell_profile
+from icount.window_profile import FunctionCost, WindowProfile
 
 # main -> handle (600 a request: parse 400 of it, its own 200) and main -> log (300);
 # main's own 100: 1000 a request

@@ -17,9 +17,9 @@ from icount.callgrind.functions import window_profile
 from icount.callgrind.parser import parse_file
 from icount.charts.figure import inline
 from icount.charts.flame import Mark, _graph, _layers, flame_figure
-from icount.profiles import UNNAMED
-from icount.results.profile import PER_RUN, CellProfile, cell_profile
+from icount.results.cell_profile import PER_RUN, CellProfile, cell_profile
 from icount.startup import PROGRAM_ENTRY
+from icount.window_profile import UNNAMED
 
 ROOT = Path(__file__).resolve().parents[2]
 FIB = ROOT / "fixtures" / "callgrind" / "fib.out"  # gcc -O1 -g, dynamic loader and libc

@@ -11,7 +11,7 @@ from icount.callgrind.functions import window_profile
 from icount.callgrind.parser import parse_bytes
 from icount.charts.flame import _graph, _layers
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
-from icount.results.profile import PER_RUN, cell_profile
+from icount.results.cell_profile import PER_RUN, cell_profile
 from tests.report.fan_in import fan_in_text, inclusive
 
 CALLERS, CALLS = 400, 40_000

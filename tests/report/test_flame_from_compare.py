@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from icount.profiles import FunctionCost, WindowProfile
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.profile import cell_profile
+from icount.results.cell_profile import cell_profile
+from icount.window_profile import FunctionCost, WindowProfile
 from tests.support.cli import run_icount
 
 from .conftest import FP, run_cli, write_results

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 from icount.charts.figure import inline
 from icount.charts.flame import _graph, _layers, flame_figure, flame_sections
-from icount.profiles import UNNAMED, FunctionCost, WindowProfile
 from icount.results import UNIT_INSTRUCTIONS, Cell, Run
-from icount.results.profile import PER_RUN, CellProfile, cell_profile
+from icount.results.cell_profile import PER_RUN, CellProfile, cell_profile
+from icount.window_profile import UNNAMED, FunctionCost, WindowProfile
 
 
 def _profile(

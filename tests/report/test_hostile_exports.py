@@ -24,8 +24,8 @@ from icount.errors import ResultsFileError, UsageError
 from icount.export import Kind
 from icount.results import Cell, Results, Run
 from icount.results import files as files_mod
+from icount.results.cell_profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
 from icount.results.details import CommandDetail
-from icount.results.profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
 from icount.text import md_text, printable
 
 HOSTILE = [

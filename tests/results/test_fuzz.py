@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icount import charts, export, report, results
+from icount import charts, export, results, results_table
 from icount.compare import model, render
 from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 from icount.errors import ResultsFileError
@@ -119,7 +119,7 @@ def _must_hold(path: Path, original: results.Results) -> None:
             assert run.value is not None or not run.valid
     for fmt in ("table", "md", "csv", "json"):
         _no_unnumbers(export.render_results(res, fmt, 100))
-    report.explaining_notes(res.cells)
+    results_table.explaining_notes(res.cells)
     limits = parse_thresholds([], DEFAULT_MIN_DELTA)
     for base, new in ((res, res), (original, res), (res, original)):
         comparison = model.compare(base, new, limits, [])

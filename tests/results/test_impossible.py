@@ -112,7 +112,7 @@ def test_spread_explained_is_checked(tmp_path: Path, explained: Any) -> None:
 
 
 def test_a_well_formed_spread_explained_loads_and_is_noted(tmp_path: Path) -> None:
-    from icount import report
+    from icount import results_table
 
     doc = _bare(json.loads(BASE.read_text()))
     doc["cells"][0]["extra"]["spread_explained"] = {
@@ -124,7 +124,7 @@ def test_a_well_formed_spread_explained_loads_and_is_noted(tmp_path: Path) -> No
     }
     path = tmp_path / "ok.json"
     path.write_text(json.dumps(doc))
-    (note,) = report.explaining_notes(results.load(path).cells)
+    (note,) = results_table.explaining_notes(results.load(path).cells)
     assert note.startswith("loop/callgrind: windows differ by 2.00% (run 2 rep 1")
 
 

@@ -1,5 +1,5 @@
 """A cell's stored profile is checked against the cell: the medians over its windows
-(results/profile.py) cannot exceed the counts of those windows. A profile claiming 5e14
+(results/cell_profile.py) cannot exceed the counts of those windows. A profile claiming 5e14
 instructions for `main` in a cell of 120k loaded, and compare 'explained' its change as
 +8.33e+12%."""
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from icount.explained import cell_notes
 from icount.serve import connections
 from icount.serve.adapter import Expect, PathSpec
 from icount.serve.http_client import FramingError, KeepAliveClient, fetch, parse_response
+from icount.spread_note import cell_notes
 
 HOST = "127.0.0.1"
 PLAIN = PathSpec("plaintext", "/plaintext", Expect(200, {}, b"Hello, World!"))

@@ -372,7 +372,7 @@ def test_a_spread_between_windows_is_explained_by_the_functions_behind_it_fake(
 ) -> None:
     """Every 250th request also runs `gc_cycle` (50,000 instructions): one window in
     three counts it. The cell names the function, in its results and in its table."""
-    from icount import report
+    from icount import results_table
     from icount.serve.plan import ServeRequest
     from tests.support import fake_backend
 
@@ -394,7 +394,7 @@ def test_a_spread_between_windows_is_explained_by_the_functions_behind_it_fake(
     assert explained["functions"][:2] == [["gc_cycle", 510.0], ["handle_request", -10.0]]
     assert explained["high"] == {"window": "run 2 rep 3", "per_request": 1500.0}  # ties: by name
     assert explained["explained"] == 1.0
-    notes = report.build_table(res).notes
+    notes = results_table.build_table(res).notes
     assert any(
         "fake/plaintext/fake: windows differ by 50.00% (run 2 rep 3 1.500k vs run 1 rep 1 "
         "1.000k per request); per request, the highest minus the lowest: gc_cycle +510.0, "
@@ -462,9 +462,9 @@ def test_a_cold_start_cell_counts_from_exec_to_the_first_correct_answer_fake(
 
 
 def report_title(res: results.Results) -> str:
-    from icount import report
+    from icount import results_table
 
-    title = report.build_table(res).title
+    title = results_table.build_table(res).title
     assert title is not None
     return title
 

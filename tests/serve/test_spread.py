@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from icount.explained import describe
 from icount.names import display_name
+from icount.spread_note import describe
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from icount import report, runtimes
+from icount import results_table, runtimes
 from icount.backends.valgrind import functions_of
 from icount.callgrind.parser import parse_file
-from icount.explained import describe
 from icount.export import render_results
 from icount.results import Results
 from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
@@ -27,6 +26,7 @@ from icount.serve import spread
 from icount.serve.runs import _window
 from icount.serve.spread import Window, explain
 from icount.session.options import Warmup
+from icount.spread_note import describe
 
 from .test_go_runtime import WINDOWS, _Client, _RecordedServer, go_cell
 from .test_session import FAKE_ADAPTER, _session
@@ -265,7 +265,7 @@ def test_the_note_reads_back_from_the_results_file(tmp_path: Path) -> None:
     loaded = results_from_json(doc, "go.json").cells[0]
     assert loaded.extra["spread_explained"] == got
     line = f"go-http/plaintext/callgrind: {describe(got, 0.01)}"
-    assert line in report.explaining_notes([loaded])
+    assert line in results_table.explaining_notes([loaded])
 
 
 @pytest.fixture
@@ -304,7 +304,7 @@ def test_a_session_explains_the_mutators_windows_fake(fake_collected: Path, tmp_
     assert got["whole_spread"] == round(spread_of([r.per_request for r in reps]), 6)
     assert got["whole_spread"] != got["spread"]  # the collector's 300 a window fell unevenly
     assert got["functions_of"] == "window"  # the fake's names are no runtime's
-    notes = report.build_table(res).notes
+    notes = results_table.build_table(res).notes
     assert any(
         n.startswith("fake/plaintext/fake: the mutator's windows differ by 50.00% (run 2 rep 2 "
                      "1.500k vs run 1 rep 1 1.000k per request; whole windows ")

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icount.profiles import WindowProfile
 from icount.results.fields import count, count_int, list_, obj, str_
+from icount.window_profile import WindowProfile
 
 PER_REQUEST = "request"
 PER_RUN = "run"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from icount import export, report, results
+from icount import export, results, results_table
 from icount.results import Cell, Results, Run
 from icount.results.details import WINDOW_DUMPS, CommandDetail, Rep, ServeDetail
 from tests.support.golden import assert_golden
@@ -71,7 +71,9 @@ CASES = [(name, fmt) for name in ("serve", "run") for fmt in ("table", "md", "cs
 def test_golden(name: str, fmt: str) -> None:
     res = sample() if name == "serve" else single()
     extra = (
-        [report.ExtraColumn("binary size", lambda n: f"{len(n)} KiB")] if name == "serve" else []
+        [results_table.ExtraColumn("binary size", lambda n: f"{len(n)} KiB")]
+        if name == "serve"
+        else []
     )
     text = export.render_results(res, fmt, 100, extra)
     assert_golden(GOLDEN / f"{name}.{fmt}", text)
@@ -100,7 +102,7 @@ def test_notes_say_what_each_figure_sums() -> None:
             one("thread", served(1), thread=2, processes="root"),
         ),
     )
-    notes = report.build_table(res).notes
+    notes = results_table.build_table(res).notes
     assert (
         "workers/p/callgrind: 3 processes summed per window (the started process and its children)"
         in notes
@@ -111,7 +113,7 @@ def test_notes_say_what_each_figure_sums() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["table", "md", "csv"])
-@pytest.mark.parametrize("sort", report.SORTS)
+@pytest.mark.parametrize("sort", results_table.SORTS)
 def test_rows_come_in_the_order_given_or_by_name(fmt: str, sort: str) -> None:
     text = export.render_results(commands(), fmt, 100, sort=sort)
     assert_golden(GOLDEN / f"commands-by-{sort}.{fmt}", text)
@@ -166,7 +168,7 @@ def test_the_clock_note_is_a_share_of_each_window_only_when_most_runs_measured_o
             ),
         ),
     )
-    notes = [n for n in report.build_table(res).notes if "idle" in n]
+    notes = [n for n in results_table.build_table(res).notes if "idle" in n]
     assert notes == [
         "many/p/callgrind: 2 of 5 idle windows counted up to 900.0k instructions/s (~0.4% "
         "of a window), the others 10-20 instructions/s: work that runs now and then, not "

@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from icount import allocations, build_label, cache_sim, memory, numfmt, sorting, startup_floor
-from icount.explained import cell_notes, describe
 from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, TIME_SHARE_SHOWN, ServeDetail
 from icount.results.model import sort_key
 from icount.results.runtime import csv_columns as runtime_csv_columns
 from icount.results.runtime import csv_values as runtime_csv
 from icount.results.runtime import note as runtime_note
+from icount.spread_note import cell_notes, describe
 from icount.tables import Column, Table
 
 SORT_ORDER = sorting.Sort.ORDER  # rows in the order commands and targets were given

@@ -1,4 +1,4 @@
-"""Callgrind's profile files read for a cell's profile (results/profile.py): each file
+"""Callgrind's profile files read for a cell's profile (results/cell_profile.py): each file
 parsed once, for its total, its functions and a runtime's own work alike; the code of a
 stripped Go binary named from its function table first (callgrind/stripped.py)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from icount.profiles import WindowProfile, sum_windows
 from icount.runtimes import RuntimeWork
+from icount.window_profile import WindowProfile, sum_windows
 
 
 def read_window(

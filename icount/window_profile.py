@@ -1,7 +1,7 @@
 """A counted window's functions (a serve rep, a run of a command), as the backends that
 see functions (callgrind) hand them over: every function's self and inclusive
 instructions and the calls into it, and the calls into the allocator from outside it.
-A cell keeps the medians of these per request (results/profile.py)."""
+A cell keeps the medians of these per request (results/cell_profile.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from icount.names import ADDRESS, recursion_base
-from icount.session.options import PROFILE_TOP
 
 UNNAMED = "[code without a symbol: JIT-compiled or stripped]"
+
+PROFILE_TOP = 20  # functions each cell's profile keeps (~2 KB of JSON a cell); 0: none
 
 
 class FunctionCost(NamedTuple):
