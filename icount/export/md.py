@@ -10,14 +10,15 @@ from icount.text import md_text
 
 
 def _join(tables: list[Table]) -> str:
-    return "\n".join(render_markdown(t) for t in tables)
+    return "\n".join(render_markdown(_names_escaped(t)) for t in tables)
 
 
 def _names_escaped(t: Table) -> Table:
-    """The results table with the names from the file (the first column, the paths'
-    column titles, the title and heading) escaped for Markdown (`text.md_text`): a cell
-    named `[x](https://...)` or `<img src=...>` was a link or HTML in a PR comment. The
-    figures, footnote marks (`[1]`) and notes are icount's own and keep their bytes."""
+    """A table with the names from the files (the first column: cells, symbols,
+    sections, functions; the column titles, the title and heading) escaped for Markdown
+    (`text.md_text`): a cell or symbol named `[x](https://...)` or `<img src=...>` was a
+    link or HTML in a PR comment. The figures, footnote marks (`[1]`) and notes are
+    icount's own and keep their bytes."""
     return dataclasses.replace(
         t,
         columns=[Column(md_text(c.title), c.align, c.wrap) for c in t.columns],
@@ -42,7 +43,7 @@ def render(doc: d.Document, width: int) -> str:
     if isinstance(doc, d.SizeDoc):
         from icount.size import render as size
 
-        return render_markdown(size.table(doc.items, doc.view, doc.limit))
+        return render_markdown(_names_escaped(size.table(doc.items, doc.view, doc.limit)))
     if isinstance(doc, d.SizeDiffDoc):
         from icount.size import render as size
 

@@ -133,3 +133,31 @@ def test_pie_and_compressed_sections_golden() -> None:
     )
     b = views.by_sections(image)
     check("compressed.table", render_table(render.table([b], "sections"), "table", 100))
+
+
+HOSTILE = ["[x](https://example.com)", "<img src=x>", "a|b", "__init__", "`code`"]
+
+
+@pytest.mark.parametrize("diff", [False, True])
+def test_markdown_escapes_names_from_the_file(diff: bool) -> None:
+    """A symbol or section name is the file's, not icount's: in Markdown it reads as
+    written and renders as nothing else (no link, no HTML, no emphasis, no table cell
+    split), as the results tables' names do."""
+    from icount import export
+    from icount.export import documents as d
+    from icount.text import md_plain
+
+    rows = [(name, 100 + i, 100 + i) for i, name in enumerate(HOSTILE)]
+    old = _b("build/old/[srv](x)", "x86_64", rows)
+    new = _b("build/new/[srv](x)", "x86_64", [(n, f + 1, v + 1) for n, f, v in rows])
+    doc: d.Document = (
+        d.SizeDiffDoc([(old, new)], "sections") if diff else d.SizeDoc([old], [old], "sections")
+    )
+    text = export.render(doc, "md")
+    cells = [line.split(" | ")[0].removeprefix("| ") for line in text.splitlines()]
+    for name in HOSTILE:
+        escaped = [c for c in cells if md_plain(c.replace("\\|", "|")) == name]
+        assert escaped, f"{name!r} not found as one escaped cell in:\n{text}"
+        assert escaped[0] != name
+    assert "[x](https://example.com)" not in text
+    assert "<img" not in text.replace("\\<img", "")
