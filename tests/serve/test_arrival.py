@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from icount import backends, procs, results
+from icount import backends, procs, results, threads_idle
 from icount import cpus as cpus_mod
 from icount.errors import UsageError
 from icount.results.details import arrival_of
@@ -99,15 +99,17 @@ def test_an_idle_server_reads_idle_and_a_spinning_one_running(
     c_epoll_process: tuple[int, int],
 ) -> None:
     pid, _ = c_epoll_process
-    assert arrival.wait_idle(arrival.Watch(pid), 5.0) is None
-    assert arrival.Watch(pid).running() is None  # and it stays so: nothing wakes it
+    assert threads_idle.wait_idle(threads_idle.Watch(pid), 5.0) is None
+    assert threads_idle.Watch(pid).running() is None  # and it stays so: nothing wakes it
     spin = procs.spawn([sys.executable, "-c", "while True: pass"], leaf=True)
     try:
-        found = arrival.Watch(spin.pid).running()
+        found = threads_idle.Watch(spin.pid).running()
         assert found is not None and found.pid == spin.pid, found
         assert found.describe().startswith(f"pid {spin.pid} thread {spin.pid} (")
         ticks = iter(range(100))
-        why = arrival.wait_idle(arrival.Watch(spin.pid), 3.0, clock=lambda: float(next(ticks)))
+        why = threads_idle.wait_idle(
+            threads_idle.Watch(spin.pid), 3.0, clock=lambda: float(next(ticks))
+        )
         assert why is not None and why.startswith("the server was never idle within 3 s: pid")
         assert why.endswith("(a thread that never sleeps: measure it with --arrival closed)")
     finally:
@@ -117,7 +119,7 @@ def test_an_idle_server_reads_idle_and_a_spinning_one_running(
 def test_a_process_gone_reads_idle() -> None:
     child = procs.spawn([sys.executable, "-c", "pass"], leaf=True)
     child.wait(10)
-    assert arrival.Watch(child.pid).running() is None
+    assert threads_idle.Watch(child.pid).running() is None
 
 
 def test_descendants_are_watched_too() -> None:
@@ -125,10 +127,10 @@ def test_descendants_are_watched_too() -> None:
     code = "import os, time\nif os.fork() == 0:\n    while True: pass\ntime.sleep(60)\n"
     parent = procs.spawn([sys.executable, "-c", code])
     try:
-        found: list[arrival.Running | None] = []
+        found: list[threads_idle.Running | None] = []
 
         def only_the_child() -> bool:
-            found.append(arrival.Watch(parent.pid).running())
+            found.append(threads_idle.Watch(parent.pid).running())
             return found[-1] is not None and found[-1].pid != parent.pid
 
         # once the parent sleeps, the child still runs: the server is never idle
@@ -146,13 +148,13 @@ def test_valgrind_lock_descriptors_are_read_from_the_limits(
         "Max open files            1036                 20000                files     \n"
     )
     monkeypatch.setattr("os.readlink", lambda p: "/usr/libexec/valgrind/x-amd64-linux")
-    real = arrival._read
+    real = threads_idle._read
     monkeypatch.setattr(
-        arrival, "_read", lambda p: limits.read_text() if p.endswith("limits") else real(p)
+        threads_idle, "_read", lambda p: limits.read_text() if p.endswith("limits") else real(p)
     )
-    assert arrival._valgrind_floor(1) == 1024
+    assert threads_idle._valgrind_floor(1) == 1024
     monkeypatch.setattr("os.readlink", lambda p: "/usr/bin/python3")
-    assert arrival._valgrind_floor(1) is None
+    assert threads_idle._valgrind_floor(1) is None
 
 
 def test_resolve_parse_and_recorded() -> None:
@@ -238,9 +240,9 @@ def test_a_thread_waiting_for_valgrinds_lock_reads_running(
     for i, (state, syscall) in enumerate(threads):
         files[f"/proc/7/task/{7 + i}/stat"] = _STAT.format(tid=7 + i, state=state)
         files[f"/proc/7/task/{7 + i}/syscall"] = syscall
-    monkeypatch.setattr(arrival, "_read", files.get)
+    monkeypatch.setattr(threads_idle, "_read", files.get)
     monkeypatch.setattr("os.listdir", lambda p: [str(7 + i) for i in range(len(threads))])
-    watch = arrival.Watch(7)
+    watch = threads_idle.Watch(7)
     watch._floors[7] = floor
     found = watch.running()
     if running is None:

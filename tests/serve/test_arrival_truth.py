@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from icount import backends, procs
+from icount import backends, procs, threads_idle
 from icount import cpus as cpus_mod
 from icount.serve import arrival
 from icount.serve.adapter import load_adapter
@@ -184,9 +184,9 @@ def test_threads_waiting_for_valgrinds_lock_are_running(
     try:
         task = Path(f"/proc/{child.pid}/task")
         assert procs.wait_until(lambda: len(list(task.iterdir())) == 3, 60)
-        watch = arrival.Watch(child.pid)
+        watch = threads_idle.Watch(child.pid)
         tids = [int(t.name) for t in task.iterdir()]
-        waiting: list[arrival.Running] = []
+        waiting: list[threads_idle.Running] = []
         deadline = time.monotonic() + 10
         while not waiting and time.monotonic() < deadline:  # valgrind's time slices
             assert watch.running() is not None
