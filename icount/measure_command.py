@@ -21,9 +21,9 @@ from pathlib import Path
 from icount import build_label, cache_sim, environment, jobs, memory, procs, startup_floor
 from icount.backends import Backend, fingerprint
 from icount.cpus import pinned_self
-from icount.errors import UsageError
+from icount.errors import ParseError, UsageError
 from icount.progress import Progress
-from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run
+from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run, read_bounded
 from icount.results.cell_profile import PER_RUN, cell_profile
 from icount.results.details import CommandDetail, CommandParams
 from icount.results.shard import ShardRecord
@@ -69,6 +69,39 @@ def resolve(spec: CommandSpec, base: Path) -> CommandSpec:
     exe = procs.resolve_command(spec.argv[0])
     args = environment.absolute_file_args(spec.argv[1:], base)
     return CommandSpec(spec.name, (exe, *args), spec.env)
+
+
+MAX_COMMANDS_BYTES = 1024 * 1024  # a page of TOML
+
+
+def load_commands_file(path: Path, env: Mapping[str, str]) -> list[CommandSpec]:
+    """The [[command]] tables of a commands file (`run --file`), each with `env` under
+    its own."""
+    import tomllib
+
+    data = read_bounded(path, MAX_COMMANDS_BYTES, ParseError, "a commands file")
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ParseError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ParseError(f"invalid TOML: {e}", source=str(path)) from None
+    entries = doc.get("command")
+    if not isinstance(entries, list) or not entries:
+        raise UsageError(f"{path}: expected one or more [[command]] tables")
+    specs = []
+    for i, entry in enumerate(entries, 1):
+        argv = entry.get("argv") if isinstance(entry, dict) else None
+        label = entry.get("name") if isinstance(entry, dict) else None
+        extra = entry.get("env", {}) if isinstance(entry, dict) else None
+        if not isinstance(label, str) or not label:
+            raise UsageError(f'{path}: command {i} needs a name = "..."')
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise UsageError(f'{path}: command {label!r} needs argv = ["prog", "arg", ...]')
+        if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
+            raise UsageError(f"{path}: command {label!r}: env must map names to strings")
+        specs.append(CommandSpec(label, tuple(argv), {**env, **extra}))
+    return specs
 
 
 def measure_once(spec: CommandSpec, opts: RunOptions, run_dir: Path) -> Run:

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from icount.cli.cmd_serve import MEASURE_OPTIONS, explicit_options, measure_flag, measure_option
+from icount.cli.measure_options import (
+    MEASURE_OPTIONS,
+    explicit_options,
+    measure_flag,
+    measure_option,
+)
 from icount.cli.options import MIN_WIDTH, SORT_HELP, WIDTH_HELP, format_help
 from icount.errors import UsageError
 from icount.export import Kind
@@ -490,7 +495,7 @@ def _confirm_commands(cmd: list[str], file: Path | None) -> tuple[CommandSpec, .
     """The commands --confirm may rerun: those this invocation names, as icount run
     reads and resolves them (programs made absolute from here)."""
     from icount import measure_command
-    from icount.cli.cmd_run import _collect
+    from icount.cli.measure_options import collect_commands as _collect
 
     specs = _collect([], None, cmd, file, {}, resuming=True)
     return tuple(measure_command.resolve(s, Path.cwd()) for s in specs)
@@ -563,7 +568,7 @@ def _check_control_pairs(control: str | None, pairs: int, flag: str) -> None:
 def _serve_request(params: dict[str, Any], backend: str) -> ServeRequest:
     """The interleave's runs as serve measures a cell's: serve's options, parsed by
     serve's parser into the typed values it measures with."""
-    from icount.cli.cmd_serve import measure_fields
+    from icount.cli.measure_options import measure_fields
     from icount.serve.plan import ServeRequest
 
     return ServeRequest(backend=backend, **measure_fields(params))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -16,7 +14,6 @@ from icount.cli.options import (
     WIDTH_HELP,
     format_help,
 )
-from icount.errors import UsageError
 from icount.session import options as o
 
 HELP = """Count the user-space instructions of whole commands (fresh processes, median of --runs).
@@ -64,8 +61,6 @@ The results file is saved after every command. --resume FILE continues it: the
 commands and options it recorded (unless given again), measuring only the missing
 ones; a file measured in another environment or with other parameters is refused.
 """
-
-MAX_COMMANDS_BYTES = 1024 * 1024  # a page of TOML
 
 
 def register(app: typer.Typer) -> None:
@@ -141,7 +136,7 @@ def run_command(
     import os
 
     from icount import environment, measure_command, results, run_plan, shards
-    from icount.cli.cmd_serve import explicit_options
+    from icount.cli.measure_options import collect_commands, explicit_options
     from icount.cli.options import (
         argv_tail,
         check_format,
@@ -158,7 +153,7 @@ def run_command(
     spread = parse_percent(max_spread, "--max-spread")
     exits = parse_exit_codes(allow_exit)
     extra_env = environment.parse_env_assignments(env)
-    specs = _collect(command or [], name, cmd, file, extra_env, resuming=resume is not None)
+    specs = collect_commands(command or [], name, cmd, file, extra_env, resuming=resume is not None)
     base = Path.cwd()
     request = run_plan.RunRequest(
         commands=tuple(measure_command.resolve(s, base) for s in specs),
@@ -198,73 +193,3 @@ def run_command(
 
         res = startup_floor.minus(res)
     print_results(res, fmt, width, sort)
-
-
-def _collect(
-    command: list[str],
-    name: str | None,
-    cmds: list[str],
-    file: Path | None,
-    env: dict[str, str],
-    *,
-    resuming: bool,
-) -> list[Any]:
-    from icount.measure_command import CommandSpec
-
-    specs: list[CommandSpec] = []
-    for item in cmds:
-        label, sep, line = item.partition("=")
-        if not sep or not label or not line.strip():
-            raise UsageError(f"--cmd takes NAME=COMMAND LINE, got {item!r}")
-        try:
-            argv = shlex.split(line)
-        except ValueError as e:
-            raise UsageError(f"--cmd {label}: {e}") from None
-        specs.append(CommandSpec(label, tuple(argv), env))
-    if file is not None:
-        specs += _load_toml(file, env)
-    if command:
-        specs.append(CommandSpec(name or Path(command[0]).name, tuple(command), env))
-    elif name:
-        raise UsageError("--name names the command after --, but there is none")
-    if not specs and not resuming:  # resumed: resume_request refuses it, naming the file's
-        raise UsageError(
-            "nothing to run", hint="give a command after --, --cmd or --file; see icount run --help"
-        )
-    names = [s.name for s in specs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise UsageError(f"command names must be unique: {', '.join(dupes)}", hint="use --name")
-    return specs
-
-
-def _load_toml(path: Path, env: dict[str, str]) -> list[Any]:
-    import tomllib
-
-    from icount.errors import ParseError
-    from icount.measure_command import CommandSpec
-    from icount.results import read_bounded
-
-    data = read_bounded(path, MAX_COMMANDS_BYTES, ParseError, "a commands file")
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ParseError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise ParseError(f"invalid TOML: {e}", source=str(path)) from None
-    entries = doc.get("command")
-    if not isinstance(entries, list) or not entries:
-        raise UsageError(f"{path}: expected one or more [[command]] tables")
-    specs = []
-    for i, entry in enumerate(entries, 1):
-        argv = entry.get("argv") if isinstance(entry, dict) else None
-        label = entry.get("name") if isinstance(entry, dict) else None
-        extra = entry.get("env", {}) if isinstance(entry, dict) else None
-        if not isinstance(label, str) or not label:
-            raise UsageError(f'{path}: command {i} needs a name = "..."')
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise UsageError(f'{path}: command {label!r} needs argv = ["prog", "arg", ...]')
-        if not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values()):
-            raise UsageError(f"{path}: command {label!r}: env must map names to strings")
-        specs.append(CommandSpec(label, tuple(argv), {**env, **extra}))
-    return specs

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from icount.cli.measure_options import explicit_options, measure_fields, measure_option
 from icount.cli.options import (
     BACKEND_HELP,
     FORCE_HELP,
@@ -69,94 +68,6 @@ session's results. --jobs N measures N cells at once, each with its own server a
 load CPUs (callgrind; under perf only when the CPUs allow a clean split); jobs
 that share CPUs take longer, and time-driven work grows with the wall time.
 """
-
-
-# serve's options that decide how a run is measured, declared and parsed here only:
-# `icount compare --interleave --base-target` measures each run as a serve cell's and
-# takes them too. param -> (default, flags, help, typer's other settings).
-_MEASURE: dict[str, tuple[Any, tuple[str, ...], str, dict[str, Any]]] = {
-    "reps": (o.REPS, ("--reps",), "Windows per server process.", {"min": 1, "max": 100}),
-    "warmup": (None, ("--warmup",), "Requests before counting, or auto [callgrind 100, perf "
-               "1000, or the adapter's warmup_hint when larger].", {}),
-    "requests": (None, ("--requests",), "Requests per window [callgrind 1000, perf 40000].",
-                 {"min": 1}),
-    "concurrency": (o.CONCURRENCY, ("--concurrency", "-c"), "Keep-alive connections.",
-                    {"min": 1, "max": 10000}),
-    "server_cpus": (None, ("--server-cpus",), "CPUs for the server [half].", {}),
-    "load_cpus": (None, ("--load-cpus",), "CPUs for the load [other half].", {}),
-    "load": (None, ("--load",), "builtin, h2load, ab, wrk or oha [builtin].", {}),
-    "arrival": (None, ("--arrival",), "idle: send each request when every thread of the "
-                "server waits in the kernel; closed: as soon as the last answer is in "
-                "[idle with the built-in client].", {}),
-    "connection": ("auto", ("--connection",), "keep-alive, or close: each request on its "
-                   "own connection, counted with it [auto: close where the server closes "
-                   "after every answer].", {}),
-    "max_spread": (o.MAX_SPREAD_TEXT, ("--max-spread",), "Spread limit for a valid cell.", {}),
-    "max_load": (None, ("--max-load",), "Refuse to start above this load1.", {}),
-    "thread": (None, ("--thread",), "callgrind: count only this valgrind thread of the "
-               "started process.", {"min": 1}),
-    "processes": ("all", ("--processes",), "all: every process of the server (forked "
-                  "workers, exec'd children); root: only the started process.", {}),
-    "warmup_instrumented": (False, ("--warmup-instrumented",), "callgrind: warm up with "
-                            "instrumentation on (~5x slower; the counts are the same) "
-                            "instead of off until the first window.", {}),
-    "idle_seconds": (o.IDLE_SECONDS, ("--idle-seconds",), "An idle window after each run's "
-                     "reps, for the rate of work driven by the clock [1; 0: none].", {}),
-    "max_windows": (o.MAX_WINDOWS, ("--max-windows",), "A collected runtime: windows a run "
-                    "takes at most, --reps included, adding them until its total's 95% "
-                    f"interval fits --max-spread [{o.MAX_WINDOWS}; --reps: none added].", {}),
-    "max_extra_seconds": (o.MAX_EXTRA_SECONDS, ("--max-extra-seconds",), "A collected "
-                          "runtime: seconds a run spends at most on the windows it adds "
-                          f"[{o.MAX_EXTRA_SECONDS:g}; 0: none].", {}),
-    "collector": ([], ("--collector",), "callgrind: a collector entry point (a regular "
-                  "expression over whole function names, counted inclusively) for a runtime "
-                  "icount's table does not know; repeatable.", {"metavar": "PATTERN"}),
-}  # fmt: skip
-MEASURE_OPTIONS = tuple(_MEASURE)
-
-
-def measure_option(param: str, where: str = "") -> Any:
-    """The typer option of serve's measure option `param`, its help after `where`. Taken
-    by another command (`where` given), it works there but is listed in serve's help
-    only: compare's --help ran to 170 lines with serve's options repeated."""
-    default, flags, text, extra = _MEASURE[param]
-    return typer.Option(default, *flags, help=where + text, hidden=bool(where), **extra)
-
-
-def measure_flag(param: str) -> str:
-    return _MEASURE[param][1][0]
-
-
-def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
-    """serve's measure options as a command parsed them (`ctx.params`), as the typed
-    ServeRequest fields they are measured with: parsed here, once."""
-    from icount import cpus as cpus_mod
-
-    p = params
-    cpus = {
-        field: cpus_mod.parse_cpu_list(p[field], measure_flag(field)) if p[field] else None
-        for field in ("server_cpus", "load_cpus")
-    }
-    return {
-        "reps": p["reps"],
-        "requests": p["requests"],
-        "warmup": None if p["warmup"] is None else o.Warmup.parse(p["warmup"]),
-        "concurrency": p["concurrency"],
-        "load": p["load"],
-        # compare --interleave takes serve's options but this one: its default there
-        "arrival": o.Arrival.parse(p["arrival"]) if p.get("arrival") else None,
-        "connection": o.parse_connection(p.get("connection") or "auto"),
-        "max_spread": o.parse_spread(p["max_spread"]),
-        "max_load": p["max_load"],
-        "thread": p["thread"],
-        "processes": o.Processes.parse(p["processes"]),
-        "warmup_instrumented": p["warmup_instrumented"],
-        "idle_seconds": o.check_idle_seconds(p["idle_seconds"]),
-        "max_windows": o.check_max_windows(p["max_windows"]),
-        "max_extra_seconds": o.check_max_extra_seconds(p["max_extra_seconds"]),
-        "collectors": tuple(p["collector"]),
-        **cpus,
-    }
 
 
 def register(app: typer.Typer) -> None:
@@ -334,13 +245,3 @@ def serve_command(
     if not quiet:
         typer.echo(f"icount: results in {plan.out} (server outputs in {plan.artifacts}/)", err=True)
     print_results(res, fmt, width, sort)
-
-
-def explicit_options(ctx: typer.Context) -> frozenset[str]:
-    """The options given on the command line (not left at their defaults)."""
-    given = set()
-    for option in ctx.params:
-        source = ctx.get_parameter_source(option)
-        if source is not None and source.name != "DEFAULT":
-            given.add(option)
-    return frozenset(given)

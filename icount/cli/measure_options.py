@@ -1,0 +1,155 @@
+"""Options and arguments shared by the commands that measure (`serve`, `run`, and
+`compare --interleave`, which measures its runs as they do): declared here, so that no
+command imports another for them."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from icount.errors import UsageError
+from icount.session import options as o
+
+if TYPE_CHECKING:
+    from icount.measure_command import CommandSpec
+
+# serve's options that decide how a run is measured, declared and parsed here only:
+# `icount compare --interleave --base-target` measures each run as a serve cell's and
+# takes them too. param -> (default, flags, help, typer's other settings).
+_MEASURE: dict[str, tuple[Any, tuple[str, ...], str, dict[str, Any]]] = {
+    "reps": (o.REPS, ("--reps",), "Windows per server process.", {"min": 1, "max": 100}),
+    "warmup": (None, ("--warmup",), "Requests before counting, or auto [callgrind 100, perf "
+               "1000, or the adapter's warmup_hint when larger].", {}),
+    "requests": (None, ("--requests",), "Requests per window [callgrind 1000, perf 40000].",
+                 {"min": 1}),
+    "concurrency": (o.CONCURRENCY, ("--concurrency", "-c"), "Keep-alive connections.",
+                    {"min": 1, "max": 10000}),
+    "server_cpus": (None, ("--server-cpus",), "CPUs for the server [half].", {}),
+    "load_cpus": (None, ("--load-cpus",), "CPUs for the load [other half].", {}),
+    "load": (None, ("--load",), "builtin, h2load, ab, wrk or oha [builtin].", {}),
+    "arrival": (None, ("--arrival",), "idle: send each request when every thread of the "
+                "server waits in the kernel; closed: as soon as the last answer is in "
+                "[idle with the built-in client].", {}),
+    "connection": ("auto", ("--connection",), "keep-alive, or close: each request on its "
+                   "own connection, counted with it [auto: close where the server closes "
+                   "after every answer].", {}),
+    "max_spread": (o.MAX_SPREAD_TEXT, ("--max-spread",), "Spread limit for a valid cell.", {}),
+    "max_load": (None, ("--max-load",), "Refuse to start above this load1.", {}),
+    "thread": (None, ("--thread",), "callgrind: count only this valgrind thread of the "
+               "started process.", {"min": 1}),
+    "processes": ("all", ("--processes",), "all: every process of the server (forked "
+                  "workers, exec'd children); root: only the started process.", {}),
+    "warmup_instrumented": (False, ("--warmup-instrumented",), "callgrind: warm up with "
+                            "instrumentation on (~5x slower; the counts are the same) "
+                            "instead of off until the first window.", {}),
+    "idle_seconds": (o.IDLE_SECONDS, ("--idle-seconds",), "An idle window after each run's "
+                     "reps, for the rate of work driven by the clock [1; 0: none].", {}),
+    "max_windows": (o.MAX_WINDOWS, ("--max-windows",), "A collected runtime: windows a run "
+                    "takes at most, --reps included, adding them until its total's 95% "
+                    f"interval fits --max-spread [{o.MAX_WINDOWS}; --reps: none added].", {}),
+    "max_extra_seconds": (o.MAX_EXTRA_SECONDS, ("--max-extra-seconds",), "A collected "
+                          "runtime: seconds a run spends at most on the windows it adds "
+                          f"[{o.MAX_EXTRA_SECONDS:g}; 0: none].", {}),
+    "collector": ([], ("--collector",), "callgrind: a collector entry point (a regular "
+                  "expression over whole function names, counted inclusively) for a runtime "
+                  "icount's table does not know; repeatable.", {"metavar": "PATTERN"}),
+}  # fmt: skip
+MEASURE_OPTIONS = tuple(_MEASURE)
+
+
+def measure_option(param: str, where: str = "") -> Any:
+    """The typer option of serve's measure option `param`, its help after `where`. Taken
+    by another command (`where` given), it works there but is listed in serve's help
+    only: compare's --help ran to 170 lines with serve's options repeated."""
+    default, flags, text, extra = _MEASURE[param]
+    return typer.Option(default, *flags, help=where + text, hidden=bool(where), **extra)
+
+
+def measure_flag(param: str) -> str:
+    return _MEASURE[param][1][0]
+
+
+def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
+    """serve's measure options as a command parsed them (`ctx.params`), as the typed
+    ServeRequest fields they are measured with: parsed here, once."""
+    from icount import cpus as cpus_mod
+
+    p = params
+    cpus = {
+        field: cpus_mod.parse_cpu_list(p[field], measure_flag(field)) if p[field] else None
+        for field in ("server_cpus", "load_cpus")
+    }
+    return {
+        "reps": p["reps"],
+        "requests": p["requests"],
+        "warmup": None if p["warmup"] is None else o.Warmup.parse(p["warmup"]),
+        "concurrency": p["concurrency"],
+        "load": p["load"],
+        # compare --interleave takes serve's options but this one: its default there
+        "arrival": o.Arrival.parse(p["arrival"]) if p.get("arrival") else None,
+        "connection": o.parse_connection(p.get("connection") or "auto"),
+        "max_spread": o.parse_spread(p["max_spread"]),
+        "max_load": p["max_load"],
+        "thread": p["thread"],
+        "processes": o.Processes.parse(p["processes"]),
+        "warmup_instrumented": p["warmup_instrumented"],
+        "idle_seconds": o.check_idle_seconds(p["idle_seconds"]),
+        "max_windows": o.check_max_windows(p["max_windows"]),
+        "max_extra_seconds": o.check_max_extra_seconds(p["max_extra_seconds"]),
+        "collectors": tuple(p["collector"]),
+        **cpus,
+    }
+
+
+def explicit_options(ctx: typer.Context) -> frozenset[str]:
+    """The options given on the command line (not left at their defaults)."""
+    given = set()
+    for option in ctx.params:
+        source = ctx.get_parameter_source(option)
+        if source is not None and source.name != "DEFAULT":
+            given.add(option)
+    return frozenset(given)
+
+
+def collect_commands(
+    command: list[str],
+    name: str | None,
+    cmds: list[str],
+    file: Path | None,
+    env: dict[str, str],
+    *,
+    resuming: bool,
+) -> list[CommandSpec]:
+    """The commands to measure, in the order given: each --cmd NAME=LINE, then --file's
+    [[command]] tables, then the command after -- (named --name or by its program)."""
+    from icount.measure_command import CommandSpec, load_commands_file
+
+    specs: list[CommandSpec] = []
+    for item in cmds:
+        label, sep, line = item.partition("=")
+        if not sep or not label or not line.strip():
+            raise UsageError(f"--cmd takes NAME=COMMAND LINE, got {item!r}")
+        try:
+            argv = shlex.split(line)
+        except ValueError as e:
+            raise UsageError(f"--cmd {label}: {e}") from None
+        specs.append(CommandSpec(label, tuple(argv), env))
+    if file is not None:
+        specs += load_commands_file(file, env)
+    if command:
+        specs.append(CommandSpec(name or Path(command[0]).name, tuple(command), env))
+    elif name:
+        raise UsageError("--name names the command after --, but there is none")
+    if not specs and not resuming:  # resumed: resume_request refuses it, naming the file's
+        raise UsageError(
+            "nothing to run", hint="give a command after --, --cmd or --file; see icount run --help"
+        )
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UsageError(f"command names must be unique: {', '.join(dupes)}", hint="use --name")
+    return specs
