@@ -10,8 +10,8 @@ no files, no clock, no environment, so the same inputs give the same bytes.
   sizes_svg(doc)            `icount size --format svg`, of size_doc(breakdowns, view)
                             or size_diff_doc(pairs, view), or of a size JSON file
 
-The typed models go to the charts directly (models.py); inputs.py reads the same
-documents from the JSON files that `icount report` is given.
+The typed models go to the charts directly (models.py); compare/document.py and
+inputs.py read the same documents from the JSON files that `icount report` is given.
 """
 
 from __future__ import annotations
@@ -20,16 +20,10 @@ from collections.abc import Sequence
 
 from icount.charts import bars, diverging, sizes
 from icount.charts.figure import standalone
-from icount.charts.inputs import (
-    COMPARE_FORMAT,
-    SIZE_FORMAT,
-    ComparisonDoc,
-    SizeDoc,
-    comparison_from_json,
-    sizes_from_json,
-)
+from icount.charts.inputs import SIZE_FORMAT, SizeDoc, sizes_from_json
 from icount.charts.models import comparison_doc, size_diff_doc, size_doc
 from icount.charts.page import ComparisonInput, Input, ResultsInput, SizesInput, render
+from icount.compare.document import COMPARE_FORMAT, ComparisonDoc, comparison_from_json
 from icount.compare.model import Comparison
 from icount.results import Results
 from icount.results_table import SORT_ORDER

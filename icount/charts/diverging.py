@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure, under
-from icount.charts.inputs import CompareRow, CompareTotal, ComparisonDoc, TotalSide
+from icount.compare.document import CompareRow, CompareTotal, ComparisonDoc, TotalSide
 from icount.compare.render import shown_as
 from icount.size.report import UNIT as UNIT_BYTES
 

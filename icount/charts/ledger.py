@@ -1,54 +1,25 @@
 """The ledger (`icount compare --ledger`) as a page of the report: one row per change
 tried, kept or rejected, with its geometric mean and the cells that moved.
 
-The ledger is a Markdown file icount appends to (compare/ledger.py) and people may
-edit, so it is read leniently: an entry is a `## DATE · DECISION · NOTE` heading and
-the list under it; lines of another shape are left out, never an error. Its own
-module, so the page only dispatches to it (page.py). Pure: one file gives one page.
+The ledger is a Markdown file icount appends to and people may edit; compare/ledger.py
+writes its entries and reads them back (parse), leniently. Its own module, so the page
+only dispatches to it (page.py). Pure: one file gives one page.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from icount.charts import svg
+from icount.compare.ledger import MAX_LEDGER_BYTES, Entry, parse
 from icount.errors import ParseError
-from icount.text import md_plain
-
-MAX_LEDGER_BYTES = 16 * 1024 * 1024
-GEOMEAN = "- geometric mean"
-
-
-@dataclass
-class Entry:
-    date: str
-    decision: str
-    note: str
-    geomean: str = ""
-    moved: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class LedgerInput:
     name: str  # the ledger file, as given
     entries: tuple[Entry, ...]
-
-
-def parse(text: str) -> tuple[Entry, ...]:
-    """The entries, each field as it reads rendered (compare's escapes and code spans
-    undone: text.md_plain)."""
-    entries: list[Entry] = []
-    for line in text.splitlines():
-        if line.startswith("## "):
-            parts = [p.strip() for p in line[3:].split(" · ", 2)]
-            parts += [""] * (3 - len(parts))
-            entries.append(Entry(parts[0], parts[1], md_plain(parts[2])))
-        elif entries and line.startswith(GEOMEAN):
-            entries[-1].geomean = line.removeprefix("- ").split(": ", 1)[-1]
-        elif entries and line.startswith("  - "):
-            entries[-1].moved.append(md_plain(line[4:]))
-    return tuple(entries)
 
 
 def load(path: Path, name: str) -> LedgerInput:

@@ -8,18 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from icount.charts.inputs import (
-    CompareRow,
-    CompareTotal,
-    ComparisonDoc,
-    Side,
-    SizeDoc,
-    SizeImage,
-    SizeRow,
-    TotalSide,
-    diff_pair,
-    distinct_names,
-)
+from icount.charts.inputs import SizeDoc, SizeImage, SizeRow, diff_pair, distinct_names
+from icount.compare.document import CompareRow, CompareTotal, ComparisonDoc, Side, TotalSide
 from icount.compare.model import VERDICT_ORDER, Comparison, Row, TotalChange
 from icount.compare.render import verdict_line
 from icount.labels import distinct_suffixes

@@ -16,9 +16,10 @@ from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
 from icount.charts.flame import Pair, diff_sections, flame_sections
 from icount.charts.history import HistoryInput, history_section
-from icount.charts.inputs import CompareTotal, ComparisonDoc, SizeDoc, SizeImage, TotalSide
+from icount.charts.inputs import SizeDoc, SizeImage
 from icount.charts.ledger import LedgerInput, ledger_section
 from icount.compare import explain
+from icount.compare.document import CompareTotal, ComparisonDoc, TotalSide
 from icount.results import Cell, Results
 from icount.results_table import SORT_ORDER
 

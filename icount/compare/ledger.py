@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,17 +22,48 @@ from icount import numfmt
 from icount.compare import geomean
 from icount.compare.model import Comparison, Verdict
 from icount.errors import UsageError
-from icount.text import md_code, md_text
+from icount.text import md_code, md_plain, md_text
 
 HEADER = "# icount ledger\n\nOne entry per change measured with `icount compare --ledger`.\n"
 MOVED = (Verdict.REGRESSED, Verdict.IMPROVED)
 DECISIONS = ("kept", "rejected")
+MAX_LEDGER_BYTES = 16 * 1024 * 1024
+GEOMEAN = "- geometric mean"
 
 
 @dataclass(frozen=True)
 class Side:
     src: str  # as given: a results file or a folder of shard files
     commits: tuple[str, ...]  # those its files recorded; () when none did
+
+
+@dataclass
+class Entry:
+    """One entry as a reader sees it: the report's ledger page and the check that
+    --ledger names a ledger read entries back through parse."""
+
+    date: str
+    decision: str
+    note: str
+    geomean: str = ""
+    moved: list[str] = field(default_factory=list)
+
+
+def parse(text: str) -> tuple[Entry, ...]:
+    """The entries, each field as it reads rendered (entry's escapes and code spans
+    undone: text.md_plain). People edit ledgers, so a line of another shape is left out,
+    never an error."""
+    entries: list[Entry] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            parts = [p.strip() for p in line[3:].split(" · ", 2)]
+            parts += [""] * (3 - len(parts))
+            entries.append(Entry(parts[0], parts[1], md_plain(parts[2])))
+        elif entries and line.startswith(GEOMEAN):
+            entries[-1].geomean = line.removeprefix("- ").split(": ", 1)[-1]
+        elif entries and line.startswith("  - "):
+            entries[-1].moved.append(md_plain(line[4:]))
+    return tuple(entries)
 
 
 def today() -> str:
@@ -99,7 +130,6 @@ def check_path(path: Path, inputs: Sequence[Path], output: Path | None) -> None:
     that is not already an icount ledger."""
     import json
 
-    from icount.charts.ledger import MAX_LEDGER_BYTES, parse
     from icount.errors import OutputError, ParseError
     from icount.results import check_writable
     from icount.results.files import read_bounded

@@ -31,8 +31,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from icount.charts.inputs import CompareRow, ComparisonDoc, TotalSide
 from icount.compare import model
+from icount.compare.document import CompareRow, ComparisonDoc, TotalSide
 from icount.compare.model import VERDICT_ORDER, Verdict
 from icount.compare.render import counts_text, limits_text
 from icount.compare.rounds import Pair

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from icount.charts.ledger import parse
+from icount.compare.ledger import parse
 from icount.errors import ExitCode
 from tests.compare.conftest import Cli, cell, res
 

@@ -56,7 +56,7 @@ def test_prose_is_one_line() -> None:
 @given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("`\\*_[]<&\n "),
                max_size=30).filter(lambda t: t.strip(" ")))  # fmt: skip
 def test_the_ledger_page_reads_back_what_was_escaped(text: str) -> None:
-    """charts.ledger reads an entry as it renders (review2 L6): md_plain undoes md_text and
+    """compare.ledger.parse reads an entry as it renders (review2 L6): md_plain undoes md_text and
     md_code, giving printable's one line."""
     from icount.text import md_plain, printable
 

@@ -156,7 +156,7 @@ def test_a_long_title_breaks_where_a_phrase_ends() -> None:
 def test_a_chart_under_a_long_title_moves_down() -> None:
     """A title too long for one line takes a second, and the chart moves down by it."""
     from icount.charts import diverging
-    from icount.charts.inputs import CompareRow, ComparisonDoc, Side
+    from icount.compare.document import CompareRow, ComparisonDoc, Side
 
     def chart(backend: str) -> tuple[float, str]:
         row = CompareRow("fib", "", backend, "instructions", Side(1, 1, 1, 1),

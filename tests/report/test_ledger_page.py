@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from icount.charts import ledger
+from icount.compare.ledger import parse
 from icount.errors import ExitCode
 from tests.support.cli import run_icount_here
 
@@ -24,7 +25,7 @@ def test_each_entry_is_a_row() -> None:
 
 
 def test_a_note_with_markup_is_text() -> None:
-    (entry,) = ledger.parse("## 2025-12-01 · kept · <script>x</script>\n")
+    (entry,) = parse("## 2025-12-01 · kept · <script>x</script>\n")
     assert "<script>" not in ledger.ledger_section(ledger.LedgerInput("L", (entry,)), "s1")
 
 

@@ -17,8 +17,9 @@ import pytest
 
 from icount import charts, results
 from icount.charts import axis, bars, diverging, sizes, svg
-from icount.charts.inputs import CompareRow, ComparisonDoc, Side, SizeDoc, SizeImage, SizeRow
+from icount.charts.inputs import SizeDoc, SizeImage, SizeRow
 from icount.compare import model, render
+from icount.compare.document import CompareRow, ComparisonDoc, Side
 from icount.compare.thresholds import parse_thresholds
 from icount.names import function_name
 from icount.results import Results
