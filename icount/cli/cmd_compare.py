@@ -343,7 +343,7 @@ def compare_command(
             files[0], files[1], limits, force, allow_build_change, history, confirm, quiet, reruns
         )
 
-    from icount.size import gate
+    from icount.compare import size_gate as gate
 
     comparison, gated, said = gate.select(comparison, size_gate)  # icount size -o files
     for line in said:

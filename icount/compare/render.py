@@ -217,7 +217,7 @@ def verdict_text(row: Row) -> str:
 
 
 WITHIN = "within threshold"
-# a size row outside the gate (icount/size/gate.py): "not gated (regressed)"
+# a size row outside the gate (size_gate.py): "not gated (regressed)"
 NOT_GATED = "not gated"
 
 

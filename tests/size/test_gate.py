@@ -1,11 +1,12 @@
-"""Which cells of two `icount size -o` files compare gates (icount/size/gate.py)."""
+"""Which cells of two `icount size -o` files compare gates (icount/compare/size_gate.py)."""
 
 from __future__ import annotations
 
 from icount.compare import model
+from icount.compare import size_gate as gate
 from icount.compare.thresholds import Thresholds
 from icount.results import Cell, Results, Run
-from icount.size import gate, report
+from icount.size import report
 from icount.size.model import Breakdown, Row
 from icount.tables import render_terminal
 

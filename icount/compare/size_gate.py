@@ -15,13 +15,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from icount.compare.model import Comparison, Row, Verdict
 from icount.compare.render import NOT_GATED, WITHIN
 from icount.size.report import BACKEND
-
-if TYPE_CHECKING:
-    from icount.compare.model import Comparison, Row
 
 TOTAL = "total"
 _DEBUG = (".debug_", ".zdebug_", "[section .debug_", "[section .zdebug_", "__DWARF")
@@ -107,8 +105,6 @@ def select(comparison: Comparison, items: Sequence[str]) -> Selected:
 
 
 def _not_gated(r: Row) -> Row:
-    from icount.compare.model import Verdict
-
     moved = r.verdict is not Verdict.UNCHANGED or bool(r.delta) or bool(r.why)
     was = (r.why or WITHIN) if r.verdict is Verdict.UNCHANGED else r.verdict.value
     why = f"{NOT_GATED} ({was})" if moved else NOT_GATED
