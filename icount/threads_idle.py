@@ -42,8 +42,11 @@ class Running:
     tid: int
     state: str
     syscall: str  # /proc's first field: a number, "running", or "-1" (in the kernel, no call)
+    changed: str | None = None  # asleep in both of two scans, yet not the same thread
 
     def describe(self) -> str:
+        if self.changed is not None:
+            return f"pid {self.pid} thread {self.tid} ({self.changed})"
         where = "running" if self.syscall == "running" else f"state {self.state}"
         if self.syscall not in ("running", "-1"):
             where += f", system call {self.syscall}"
@@ -86,20 +89,50 @@ def _valgrind_floor(pid: int) -> int | None:
     return None
 
 
+def _switches(task: str) -> str | None:
+    """What changes each time the thread runs: schedstat's time on the CPU, time waiting
+    for it and times scheduled; where the kernel keeps no schedstat, its context-switch
+    counts. None where the thread ended."""
+    text = _read(f"{task}/schedstat")
+    if text is not None:
+        return text.strip()
+    status = _read(f"{task}/status")
+    if status is None:
+        return None
+    return " ".join(line for line in status.splitlines() if "ctxt_switches" in line)
+
+
+# (pid, tid) of every thread of a scan in which all waited: what shows each one ran since
+Scan = dict[tuple[int, int], str]
+
+
 class Watch:
-    """The threads of a server's processes (the started one and its descendants)."""
+    """The threads of a server's processes (the started one and its descendants).
+
+    One scan reads the threads one after another, so it is not a snapshot: a thread read
+    asleep may wake before the last is read, and a process forked after its parent's
+    children were read is not seen. The server is idle only when two scans in a row
+    agree (`wait_idle`): the same threads, every one waiting in both, none scheduled in
+    between; each was then asleep from its first read to its second, and so all of them
+    at once between the two scans.
+    """
 
     def __init__(self, root: int) -> None:
         self.root = root
-        self._floors: dict[int, int | None] = {}
-
-    def _floor(self, pid: int) -> int | None:
-        if pid not in self._floors:
-            self._floors[pid] = _valgrind_floor(pid)
-        return self._floors[pid]
 
     def running(self) -> Running | None:
-        """The first thread found with work to do; None when every thread waits."""
+        """The first thread found with work to do in one scan; None when every thread
+        waited as it was read."""
+        found = self.scan()
+        return found if isinstance(found, Running) else None
+
+    def scan(self) -> Running | Scan:
+        """The first thread found with work to do, else every thread with its counters."""
+        seen: Scan = {}
+        # valgrind's floor is read again each scan, not kept: a traced exec runs valgrind
+        # again in the same process (the same tool's path, the same start time) with a
+        # soft limit raised once more, and a pid may be reused
+        floors: dict[int, int | None] = {}
         todo = [self.root]
         while todo:
             pid = todo.pop()
@@ -109,17 +142,25 @@ class Watch:
                 continue
             for tid in tids:
                 task = f"/proc/{pid}/task/{tid}"
-                found = self._thread(pid, int(tid), task)
-                if found is not None:
+                found = self._thread(pid, int(tid), task, floors)
+                if isinstance(found, Running):
                     return found
+                if found is not None:
+                    seen[pid, int(tid)] = found
                 kids = _read(f"{task}/children")
                 if kids:
                     todo.extend(int(k) for k in kids.split())
-        return None
+        return seen
 
-    def _thread(self, pid: int, tid: int, task: str) -> Running | None:
+    def _thread(
+        self, pid: int, tid: int, task: str, floors: dict[int, int | None]
+    ) -> Running | str | None:
+        """Running, or the counters of a thread that waits; None for one that ended."""
+        # the counters first: a thread that runs after they were read and is asleep
+        # again by the state's read has new ones by the next scan
+        switches = _switches(task)
         stat = _read(f"{task}/stat")
-        if stat is None:
+        if stat is None or switches is None:
             return None
         state = stat[stat.rfind(")") + 2 : stat.rfind(")") + 3]
         if state in "ZXI":  # a zombie, a dead thread, an idle kernel thread
@@ -129,30 +170,51 @@ class Watch:
         nr = call[0] if call else "running"
         if state not in "StT" or nr == "running":
             return Running(pid, tid, state, nr)
-        floor = self._floor(pid)
-        if floor is not None and len(call) > 1 and nr == str(_READ_SYSCALL):
-            fd = int(call[1], 16)
-            if fd >= floor:  # waiting for valgrind's lock: runnable
-                return Running(pid, tid, state, nr)
-        return None
+        if len(call) > 1 and nr == str(_READ_SYSCALL):
+            if pid not in floors:
+                floors[pid] = _valgrind_floor(pid)
+            floor = floors[pid]
+            if floor is not None and int(call[1], 16) >= floor:
+                return Running(pid, tid, state, nr)  # waiting for valgrind's lock: runnable
+        return f"{state} {switches}"
+
+
+def _moved(before: Scan, after: Scan) -> Running:
+    """A thread that shows the server did not wait between two scans."""
+    for key in sorted(before.keys() ^ after.keys()):
+        return Running(*key, "S", "-1", "started or ended between two reads")
+    for key in sorted(after):
+        if before[key] != after[key]:
+            return Running(*key, after[key][:1], "-1", "ran between two reads")
+    raise ValueError("the scans agree")
 
 
 def wait_idle(
     watch: Watch, timeout_s: float, clock: Callable[[], float] = time.monotonic
 ) -> str | None:
-    """Wait until every thread of the server waits; None then, else (after `timeout_s`)
-    which thread never did."""
+    """Wait until two scans in a row find every thread of the server waiting, the same
+    threads, none of which ran in between (Watch says why two); None then, else (after
+    `timeout_s`) a thread that kept the server from it."""
     start = clock()
+    before: Scan | None = None
     while True:
         try:
-            found = watch.running()
+            found = watch.scan()
         except PermissionError as e:
             return (
                 f"cannot tell whether the server is idle: {e.filename}: {e.strerror} "
                 "(measure it with --arrival closed)"
             )
-        if found is None:
+        if isinstance(found, Running):
+            before = None
+        elif found == before:
             return None
+        else:
+            last = None if before is None else _moved(before, found)
+            before = found
+            if last is None:
+                continue  # the first of two: the second at once
+            found = last
         waited = clock() - start
         if waited > timeout_s:
             return (

@@ -236,15 +236,15 @@ def test_a_thread_waiting_for_valgrinds_lock_reads_running(
     floor: int | None,
     running: str | None,
 ) -> None:
-    files = {"/proc/7/task/children": ""}
+    files = {}
     for i, (state, syscall) in enumerate(threads):
         files[f"/proc/7/task/{7 + i}/stat"] = _STAT.format(tid=7 + i, state=state)
         files[f"/proc/7/task/{7 + i}/syscall"] = syscall
+        files[f"/proc/7/task/{7 + i}/schedstat"] = "1000 20 3\n"
     monkeypatch.setattr(threads_idle, "_read", files.get)
+    monkeypatch.setattr(threads_idle, "_valgrind_floor", lambda pid: floor)
     monkeypatch.setattr("os.listdir", lambda p: [str(7 + i) for i in range(len(threads))])
-    watch = threads_idle.Watch(7)
-    watch._floors[7] = floor
-    found = watch.running()
+    found = threads_idle.Watch(7).running()
     if running is None:
         assert found is None
     else:
