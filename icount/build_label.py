@@ -31,9 +31,7 @@ from icount.results.extras import MODE_FIELDS
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from icount.compare.model import Comparison
     from icount.results import Cell
-    from icount.serve.adapter import Adapter
 
 MAX_UNITS = 4096  # compile units read for producers: enough for any mode, bounded time
 MAX_PRODUCERS = 8
@@ -62,18 +60,16 @@ def label_of(program: str) -> dict[str, Any]:
     return label
 
 
-def of_server(adapter: Adapter, build_dir: Path) -> dict[str, Any] | None:
-    """The label of what a target's server runs: its interpreter where the start command
-    is one (python, node: their versions), else the adapter's binary, else the start
-    command's program; None when none can be found before it starts."""
-    from icount.serve.adapter import binary_path
-
-    first = adapter.start[0] if adapter.start else ""
-    start = shutil.which(first) if first and "{" not in first else None
-    if start and _INTERPRETER.match(os.path.basename(start)):
-        return label_of(start)
-    binary = binary_path(adapter, build_dir)
-    program = str(binary) if binary is not None else start
+def of_server(start: Sequence[str], binary: Path | None) -> dict[str, Any] | None:
+    """The label of what a server runs, from its start command and its adapter's binary
+    (serve/adapter.binary_path): the interpreter where the start command is one (python,
+    node: their versions), else the binary, else the start command's program; None when
+    none can be found before it starts."""
+    first = start[0] if start else ""
+    program = shutil.which(first) if first and "{" not in first else None
+    if program and _INTERPRETER.match(os.path.basename(program)):
+        return label_of(program)
+    program = str(binary) if binary is not None else program
     return label_of(program) if program else None
 
 
@@ -287,13 +283,6 @@ def refusal(changes: Sequence[str]) -> str:
         f"the two sides were built in different modes: {changes[0]}{more}; "
         "their change would be the build's, not the code's"
     )
-
-
-def with_changes(comparison: Comparison, changes: Sequence[str]) -> Comparison:
-    """The comparison saying which cells it compares across builds (--allow-build-change)."""
-    import dataclasses
-
-    return dataclasses.replace(comparison, build_changes=tuple(changes)) if changes else comparison
 
 
 def changes_line(changes: Sequence[str]) -> str | None:

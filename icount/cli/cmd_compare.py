@@ -488,7 +488,7 @@ def _from_files(
             comparison = rerun(comparison, base, new, new_path, confirm, reruns,
                                noise and noise[0], cb, announce)  # fmt: skip
     comparison = inlined.annotate(comparison, base, new, base_path, new_path)  # DWARF's word
-    return render.given_order(build_label.with_changes(comparison, builds), new, base)
+    return render.given_order(render.with_build_changes(comparison, builds), new, base)
 
 
 def _confirm_commands(cmd: list[str], file: Path | None) -> tuple[CommandSpec, ...]:

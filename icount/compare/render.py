@@ -40,7 +40,7 @@ import dataclasses
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from icount import numfmt
@@ -112,6 +112,12 @@ def given_order(c: Comparison, new: Results, base: Results) -> Comparison:
     given |= {cell.key: (0, cell.order) for cell in new.cells}
     rows = sorted(c.rows, key=lambda r: (given.get(r.key, (2, 0)), r.key))
     return dataclasses.replace(c, rows=tuple(rows))
+
+
+def with_build_changes(c: Comparison, changes: Sequence[str]) -> Comparison:
+    """`c` saying which cells it compares across builds (--allow-build-change), each
+    change as build_label.cell_changes words it."""
+    return dataclasses.replace(c, build_changes=tuple(changes)) if changes else c
 
 
 def in_order(c: Comparison, sort: str) -> Comparison:

@@ -23,7 +23,7 @@ from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, R
 from icount.results.cell_profile import PER_REQUEST, PER_RUN, cell_profile
 from icount.results.details import ServeDetail, request_params
 from icount.serve import native, spread
-from icount.serve.adapter import PathSpec
+from icount.serve.adapter import PathSpec, binary_path
 from icount.serve.plan import Plan, cell_params
 from icount.serve.runs import WindowMethod, measure_cold_start, measure_run
 from icount.serve.server import Target, launch_problem
@@ -86,7 +86,8 @@ def _extra(target: Target, windows: Sequence[spread.Window], max_spread: float) 
     """What the table shows beside the counts: the binary's size, and why the windows
     differ where they differ enough to ask."""
     extra = binary_sizes(target)
-    label = build_label.of_server(target.adapter, target.build_dir)
+    binary = binary_path(target.adapter, target.build_dir)
+    label = build_label.of_server(target.adapter.start, binary)
     if label is not None:  # what built it, which compare checks (build_label.py)
         extra["build"] = label
     explained = spread.explain(windows, max_spread)

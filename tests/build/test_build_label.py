@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,17 +128,18 @@ def test_a_table_of_cells_built_in_different_modes_says_so() -> None:
 def test_a_server_is_labelled_by_its_interpreter_or_its_binary(
     builds: dict[str, Path], tmp_path: Path
 ) -> None:
-    from icount.serve.adapter import Adapter
+    from icount.serve.adapter import Adapter, binary_path
 
-    def adapter(start: tuple[str, ...], binary: str | None) -> Adapter:
-        return Adapter("t", tmp_path, (), start, {}, "/", 5.0, binary, ())
+    def of_server(start: tuple[str, ...], binary: str | None) -> dict[str, Any] | None:
+        adapter = Adapter("t", tmp_path, (), start, {}, "/", 5.0, binary, ())
+        return build_label.of_server(adapter.start, binary_path(adapter, tmp_path))
 
     python = shutil.which("python3")
     assert python is not None
-    by_interpreter = build_label.of_server(adapter((python, "app.py"), "app.py"), tmp_path)
+    by_interpreter = of_server((python, "app.py"), "app.py")
     assert by_interpreter is not None
     assert str(by_interpreter["interpreter"]).startswith("Python 3.")
     exe = str(builds["-O2"])
-    by_binary = build_label.of_server(adapter((exe, "{port}"), exe), tmp_path)
+    by_binary = of_server((exe, "{port}"), exe)
     assert by_binary is not None and by_binary["mode"]["optimisation"] == "-O2"
-    assert build_label.of_server(adapter(("{build}/srv",), None), tmp_path) is None
+    assert of_server(("{build}/srv",), None) is None
