@@ -52,7 +52,8 @@ from pathlib import Path
 
 import psutil
 
-from icount import environment, procs
+from icount import environment, procs, threads_idle
+from icount.backends.callgrind_reader import read_self_costs
 from icount.backends.callgrind_reader import read_window as read_profiled
 from icount.backends.protocol import ProcessCount, WindowCount
 from icount.backends.valgrind import (
@@ -63,7 +64,7 @@ from icount.backends.valgrind import (
     valgrind_problem,
 )
 from icount.errors import ParseError, RunFailedError
-from icount.runtimes import RuntimeWork, read_window
+from icount.runtimes import RuntimeWork
 from icount.window_profile import WindowProfile, sum_windows
 
 OUT_STEM = "callgrind.out"
@@ -284,9 +285,14 @@ class CallgrindServer:
         """Dump every live process; returns the pids that were dumped."""
         self._dumps += 1
         dumped: set[int] = set()
+        # The client has its last response as soon as the server's write() returns, while
+        # the server still runs the rest of its loop: a dump that arrived then would be
+        # taken at valgrind's next poll point, in the middle of that code, instead of
+        # through ptrace in epoll_wait like every other window's edge. A server busy
+        # beyond IDLE_TIMEOUT_S is dumped anyway; under --arrival idle the client has
+        # waited for it before each edge (serve/arrival.settle), as long as for a request.
+        threads_idle.wait_idle(threads_idle.Watch(self.pid), IDLE_TIMEOUT_S)
         live = self.processes()
-        for p in live:
-            wait_idle(p.pid)
         for p in live:
             t0 = time.monotonic()
             done = self._vgdb(p.pid, f"dump {label}-{self._dumps}", VGDB_TIMEOUT_S)
@@ -328,7 +334,7 @@ class CallgrindServer:
                         by_function = profile
                         self._profiles.append(profile)
                     else:
-                        ir, by_function, work = read_window(self.out / f.name, self.collectors)
+                        ir, by_function, work = read_self_costs(self.out / f.name, self.collectors)
                     self._add_runtime(work)
                 except ParseError as e:
                     raise RunFailedError(f"unreadable callgrind profile: {e}") from None
@@ -502,39 +508,6 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def _task_states(pid: int) -> list[str] | None:
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return None
-    states = []
-    for task in tasks:
-        try:
-            stat = (task / "stat").read_text()
-        except OSError:
-            continue  # the thread ended
-        states.append(stat[stat.rfind(")") + 2 :][:1])
-    return states
-
-
-def wait_idle(pid: int, timeout: float = IDLE_TIMEOUT_S) -> bool:
-    """Wait until every thread of `pid` sleeps (the server is back in epoll_wait).
-
-    The client has its last response as soon as the server's write() returns, while
-    the server still runs the rest of its loop. A dump that arrived then would be taken
-    at valgrind's next poll point, in the middle of that code, instead of through
-    ptrace in epoll_wait like every other window's edge.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        states = _task_states(pid)
-        if states is None or all(s in "SDtTZX" for s in states):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.002)
 
 
 def _last_line(done: procs.Completed) -> str:

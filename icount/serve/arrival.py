@@ -25,7 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from icount.backends.protocol import Server
 from icount.errors import UsageError
+from icount.serve.http_client import KeepAliveClient
+from icount.serve.server import RunInvalid, with_server_state
 from icount.session.options import Arrival
 from icount.threads_idle import Watch, wait_idle
 
@@ -59,3 +62,17 @@ def pacer(arrival: Arrival, pid: int, timeout_s: float) -> Pace | None:
         return None
     watch = Watch(pid)
     return lambda: wait_idle(watch, timeout_s)
+
+
+def settle(server: Server, client: object, what: str, edge: str) -> None:
+    """Under idle arrival, wait for the server to be idle before a window's `edge` (open,
+    close) as before a request, so that the edge falls between requests, not in the tail
+    of the last one (the priming requests' before a window, the last counted one's after
+    it); RunInvalid with the reason where it never is. The backend's own wait before a
+    dump is shorter, and only holds the dump back."""
+    pace = client.pace if isinstance(client, KeepAliveClient) else None
+    if pace is None:
+        return
+    why = pace()
+    if why is not None:
+        raise RunInvalid(with_server_state(server, f"{what}: before the window's {edge}: {why}"))

@@ -241,8 +241,10 @@ def _window(
     if primed is not None and not primed.ok:
         lost = primed.first_error or f"{primed.failed} of {primed.requested} requests failed"
         raise RunInvalid(with_server_state(server, f"{what}: new connections: {lost}"))
+    arrival.settle(server, client, what, "open")
     server.open_window()
     result = _load(server, client, n, what)
+    arrival.settle(server, client, what, "close")
     # from the moment counting started to the moment it stops, as the idle window's
     counted_s = time.monotonic() + server.close_latency_s - server.opened_at
     count = server.close_window()
