@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from icount import build_label, cache_sim, environment, jobs, memory, procs, startup_floor
-from icount.backends import Backend, fingerprint
+from icount.backends import CommandBackend, fingerprint
 from icount.cpus import pinned_self
 from icount.errors import ParseError, UsageError
 from icount.progress import Progress
@@ -42,7 +42,7 @@ class CommandSpec:
 
 @dataclass(frozen=True)
 class RunOptions:
-    backend: Backend
+    backend: CommandBackend
     runs: int = o.RUNS
     max_spread: float = o.MAX_SPREAD
     allowed_exits: frozenset[int] = frozenset({0})

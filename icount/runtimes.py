@@ -32,7 +32,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -400,16 +399,3 @@ def _inside(prof: Profile, entry: npt.NDArray[np.bool_], ir: int) -> npt.NDArray
             return grown
         frac = grown
     return frac
-
-
-def read_window(path: Path, extra: Sequence[str] = ()) -> tuple[int, dict[str, int], RuntimeWork]:
-    """(total `Ir`, self `Ir` by function name, the runtime's work) of one callgrind file,
-    parsed once."""
-    from icount.backends.valgrind import functions_of
-    from icount.callgrind.parser import parse_file
-    from icount.callgrind.stripped import name_go_functions
-
-    # a stripped Go binary's functions are addresses until its .gopclntab names them
-    prof = name_go_functions(parse_file(path))
-    total, by_name = functions_of(prof)
-    return total, by_name, runtime_work(prof, extra)

@@ -18,7 +18,7 @@ W + N1 .. W + N2 requests. Compare it with `icount serve TARGET --runs 3`'s tota
 ~10 minutes per 100,000 requests on a 2-core VM.
 
 With --split, each life's profiles are also split as icount's callgrind backend splits
-a window's (icount/runtimes.py's `read_window`, every process summed), and the
+a window's (backends/callgrind_reader.py's `read_self_costs`, every process summed), and the
 difference prints per request as whole, mutator, collector, compiler and scheduler.
 Go's scheduler waiting for the next request is in a whole lifetime but in neither
 icount's mutator nor its total (it moves with the client's timing and the load), so the
@@ -43,7 +43,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from icount import procs, runtimes
+from icount import procs
+from icount.backends.callgrind_reader import read_self_costs
 from icount.serve import adapter as adapters
 
 READY_TIMEOUT_S = 300.0
@@ -68,13 +69,13 @@ class Split:
 
 
 def split_files(files: Sequence[Path], collectors: Sequence[str] = ()) -> Split:
-    """The split of profile files summed, each read by `runtimes.read_window` as the
+    """The split of profile files summed, each read by `read_self_costs` as the
     callgrind backend reads a window's file (`collectors`: its --collector patterns).
     One file is parsed at a time and dropped before the next."""
     whole = collector = compiler = scheduler = 0
     found: set[str] = set()
     for f in files:
-        ir, _, work = runtimes.read_window(f, collectors)
+        ir, _, work = read_self_costs(f, collectors)
         whole += ir
         if work.runtime is not None:
             found.add(work.runtime)

@@ -1,11 +1,13 @@
 """Counting backends: callgrind (exact, slow, everywhere) and perf stat (fast, needs a PMU).
 
-Each backend is one module implementing `protocol.Backend` and registering itself as
-`BACKEND` (a `protocol.Registration`: its options, how to build it, its probe, its
+Each backend is one module implementing what it counts (`protocol.CommandBackend`,
+`protocol.ServerBackend`, or both: `protocol.Backend`) and registering itself as
+`BACKEND` (a `protocol.Registration`: its settings, how to build it, its probe, its
 doctor checks); `REGISTRY` names them, in the order `--backend auto` prefers them.
 `choose()` resolves `--backend NAME|auto` to one registered name and says why;
-`create()` checks a command's backend settings against the backend's own options and
-builds it with them.
+`settings()` builds and checks, once, the chosen backend's settings (its registration's
+frozen dataclass) from a command's options; `create()` (both counts),
+`command_backend()` and `server_backend()` build the backend with them.
 """
 
 from __future__ import annotations
@@ -18,10 +20,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from icount.backends.protocol import ArgvKind, Backend, Check, Counted, Probe, Registration
+from icount.backends.protocol import (
+    ArgvKind,
+    Backend,
+    Check,
+    CommandBackend,
+    Counted,
+    CountingBackend,
+    Probe,
+    Registration,
+    ServerBackend,
+)
 from icount.errors import ToolMissingError, UsageError
 
-__all__ = ["REGISTRY", "Backend", "Check", "Choice", "Counted", "Probe", "choose", "create"]
+__all__ = [
+    "REGISTRY",
+    "Backend",
+    "Check",
+    "Choice",
+    "CommandBackend",
+    "Counted",
+    "Probe",
+    "ServerBackend",
+    "choose",
+    "command_backend",
+    "create",
+    "server_backend",
+    "settings",
+]
 
 # name -> module whose `BACKEND` is its `Registration`.
 # Order matters: `auto` takes the first whose probe says it counts here.
@@ -51,28 +77,84 @@ def checks() -> list[Check]:
     return [check for name in REGISTRY for check in registration(name).checks()]
 
 
-def create(name: str, settings: Mapping[str, object] | None = None) -> Backend:
-    """The backend `name`, built with its options from `settings` (option name -> value,
-    as a command parsed them). A setting the backend does not take is refused (UsageError,
-    naming the flag and the backends that take it) unless it holds those backends'
-    default: a command passes every setting it has, given or not."""
-    return registration(name).create(options(name, settings or {}))
-
-
-def options(name: str, settings: Mapping[str, object]) -> object:
-    """The backend's options dataclass from `settings`, each value checked against its
-    declared type (the dataclass checks the values themselves)."""
+def settings(name: str, given: Mapping[str, object]) -> Any:
+    """The settings of the backend `name`: its registration's options dataclass built
+    from `given` (option name -> value, as a command parsed them), each value checked
+    against its declared type (the dataclass's `__post_init__` checks the values), a
+    list given for a `tuple[str, ...]` field taken as a tuple. A setting the backend
+    does not take is refused (UsageError, naming the flag and the backends that take
+    it) unless it holds those backends' default: a command passes every setting it has,
+    given or not."""
     declared = registration(name).options
     fields = {f.name for f in dataclasses.fields(declared)}
     types_of = typing.get_type_hints(declared)
     taken: dict[str, object] = {}
-    for key, value in settings.items():
+    for key, value in given.items():
+        if isinstance(value, list):  # a flag given once per value, as typer parses it
+            value = tuple(value)
         if key in fields:
             _check_type(key, value, types_of[key])
             taken[key] = value
         else:
             _refuse_unless_default(name, key, value)
     return declared(**taken)
+
+
+def create(name: str, options: object = None) -> Backend:
+    """The backend `name`, one that counts commands and servers (every bundled one),
+    built with `options`: its `settings()`, or None for its defaults. A mapping of
+    settings is the form `icount serve`'s and `icount run`'s plans pass, `--collector`'s
+    patterns one string joined by newlines: it goes through `settings()`."""
+    built = _built(name, options)
+    if not isinstance(built, Backend):
+        raise _counts_no(name, "both commands and servers")
+    return built
+
+
+def command_backend(name: str, options: object = None) -> CommandBackend:
+    """`create` for code that counts commands: refuses a backend that counts none."""
+    built = _built(name, options)
+    if not isinstance(built, CommandBackend):
+        raise _counts_no(name, "commands")
+    return built
+
+
+def server_backend(name: str, options: object = None) -> ServerBackend:
+    """`create` for code that counts servers: refuses a backend that counts none."""
+    built = _built(name, options)
+    if not isinstance(built, ServerBackend):
+        raise _counts_no(name, "servers")
+    return built
+
+
+def _built(name: str, options: object) -> CountingBackend:
+    found = registration(name)
+    if options is None or isinstance(options, Mapping):
+        options = settings(name, _from_flat(options or {}))
+    elif not isinstance(options, found.options):
+        raise TypeError(f"{type(options).__name__} are not the {name} backend's settings")
+    return found.create(options)
+
+
+def _counts_no(name: str, what: str) -> UsageError:
+    return UsageError(f"the {name} backend does not count {what}")
+
+
+def _from_flat(given: Mapping[str, object]) -> dict[str, object]:
+    """Settings with a tuple's values joined by newlines in one string, as the plans
+    pass `--collector` (`create`), as `settings()` takes them."""
+    out = dict(given)
+    for key, value in given.items():
+        if isinstance(value, str) and any(
+            typing.get_origin(_declared_type(other, key)) is tuple for other in REGISTRY
+        ):
+            out[key] = tuple(v for v in value.split("\n") if v)
+    return out
+
+
+def _declared_type(name: str, key: str) -> Any:
+    declared = registration(name).options
+    return typing.get_type_hints(declared).get(key)
 
 
 def flag(key: str) -> str:
@@ -109,6 +191,9 @@ def _fits(value: object, expected: Any) -> bool:
     origin = typing.get_origin(expected)
     if origin is typing.Literal:
         return value in typing.get_args(expected)
+    if origin is tuple:  # tuple[X, ...]: the values of a flag given once per value
+        (item, _) = typing.get_args(expected)
+        return isinstance(value, tuple) and all(_fits(v, item) for v in value)
     if origin in (typing.Union, types.UnionType):
         return any(_fits(value, arm) for arm in typing.get_args(expected))
     if expected is type(None):
@@ -121,6 +206,8 @@ def _fits(value: object, expected: Any) -> bool:
 
 
 def _type_name(expected: Any) -> str:
+    if typing.get_origin(expected) is tuple:
+        return f"a list of {_type_name(typing.get_args(expected)[0])}"
     arms = typing.get_args(expected) or (expected,)
     return " or ".join("none" if a is type(None) else getattr(a, "__name__", str(a)) for a in arms)
 
@@ -150,7 +237,7 @@ def choose(requested: str) -> Choice:
     )
 
 
-def fingerprint(backend: Backend, kind: ArgvKind) -> dict[str, Any]:
+def fingerprint(backend: CountingBackend, kind: ArgvKind) -> dict[str, Any]:
     """What moves counts here, with this backend's version and arguments for `kind`."""
     from icount import environment
 

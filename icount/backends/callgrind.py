@@ -44,7 +44,7 @@ from icount.backends.valgrind import (
 )
 from icount.errors import ParseError, RunFailedError, UsageError
 from icount.runtimes import check_pattern
-from icount.session.options import PROFILE_TOP
+from icount.window_profile import PROFILE_TOP
 
 NAME = "callgrind"
 SERVE_DEFAULTS = ServeDefaults(
@@ -73,9 +73,8 @@ class CallgrindOptions:
     processes: ProcessMode = "all"
     keep_profiles: bool = False  # keep the profile files
     warmup_instrumented: bool = False  # warm up instrumented (the old, slow way)
-    # --collector: regular expressions of collector entry points (icount/runtimes.py),
-    # joined by newlines (a setting holds one value)
-    collector: str = ""
+    # --collector: regular expressions of collector entry points (icount/runtimes.py)
+    collector: tuple[str, ...] = ()
     profile_top: int = PROFILE_TOP  # functions each cell's profile keeps (0: no profile)
 
     def __post_init__(self) -> None:
@@ -85,25 +84,15 @@ class CallgrindOptions:
             )
         if self.thread is not None and self.thread < 1:
             raise UsageError(f"--thread takes a valgrind thread number from 1, got {self.thread}")
-        for pattern in self.patterns:
+        for pattern in self.collector:
             why = check_pattern(pattern)
             if why:
                 raise UsageError(why)
 
     @property
-    def patterns(self) -> tuple[str, ...]:
-        return tuple(p for p in self.collector.split("\n") if p)
-
-
-def create(options: CallgrindOptions) -> CallgrindBackend:
-    return CallgrindBackend(
-        thread=options.thread,
-        root_only=options.processes == "root",
-        keep_profiles=options.keep_profiles,
-        warmup_instrumented=options.warmup_instrumented,
-        collectors=options.patterns,
-        profile_top=options.profile_top,
-    )
+    def root_only(self) -> bool:
+        """Only the started process counts (a thread of it is in it)."""
+        return self.processes == "root" or self.thread is not None
 
 
 def checks() -> list[Check]:
@@ -131,33 +120,15 @@ def checks() -> list[Check]:
     return [*out, Check(name, ok, f"kernel.yama.ptrace_scope={ptrace}")]
 
 
-BACKEND = Registration(CallgrindOptions, create, probe, checks)
-
-
 class CallgrindBackend:
+    """Counts commands and servers (`protocol.Backend`) with its settings."""
+
     name = NAME
     serve_defaults = SERVE_DEFAULTS
     instruction_floor = INSTRUCTION_FLOOR
 
-    def __init__(
-        self,
-        *,
-        thread: int | None = None,
-        root_only: bool = False,
-        keep_profiles: bool = False,
-        warmup_instrumented: bool = False,
-        collectors: Sequence[str] = (),
-        profile_top: int = PROFILE_TOP,
-    ) -> None:
-        self.profile_top = profile_top
-        self.warmup_instrumented = warmup_instrumented
-        self.collectors = tuple(collectors)
-        self.thread = thread
-        self.root_only = root_only or thread is not None  # a thread of the started process
-        self.keep_profiles = keep_profiles
-
-    def probe(self) -> Probe:
-        return probe()
+    def __init__(self, options: CallgrindOptions | None = None) -> None:
+        self.options = options or CallgrindOptions()
 
     def version(self) -> str:
         return valgrind_version()
@@ -180,18 +151,18 @@ class CallgrindBackend:
                 Path("<run>/valgrind.log.%p"),
                 trace_children=True,
                 vgdb_prefix=Path("<run>/vgdb"),
-                separate_threads=self.thread is not None,
-                instrumented_at_start=self.warmup_instrumented,
+                separate_threads=self.options.thread is not None,
+                instrumented_at_start=self.options.warmup_instrumented,
             )
         return ["valgrind", *opts]
 
     def cell_params(self) -> dict[str, object]:
         params: dict[str, object] = {
-            "thread": self.thread,
-            "processes": "root" if self.root_only else "all",
+            "thread": self.options.thread,
+            "processes": "root" if self.options.root_only else "all",
         }
-        if self.collectors:  # absent otherwise: cells measured before read the same
-            params["collectors"] = list(self.collectors)
+        if self.options.collector:  # absent otherwise: cells measured before read the same
+            params["collectors"] = list(self.options.collector)
         return params
 
     def count_command(
@@ -232,10 +203,11 @@ class CallgrindBackend:
             said = next((w for log in logs if (w := valgrind_problem(log))), None)
             problem = said or problem or _uncounted(run_dir, profiles)
             profile = None
-            if problem is None and self.profile_top:  # parsed again: rarely worth a second
-                profile = read_command(profiles, self.profile_top)[1]
+            top = self.options.profile_top
+            if problem is None and top:  # parsed again: rarely worth a second
+                profile = read_command(profiles, top)[1]
         finally:
-            if not self.keep_profiles:
+            if not self.options.keep_profiles:
                 for f in run_dir.glob(PROFILE_GLOB):
                     f.unlink()
         if done.timed_out:
@@ -265,19 +237,23 @@ class CallgrindBackend:
     ) -> Server:
         from icount.backends.callgrind_server import CallgrindServer
 
+        o = self.options
         return CallgrindServer(
             argv,
             run_dir,
             env=env,
             cwd=cwd,
             cpus=cpus,
-            thread=self.thread,
-            root_only=self.root_only,
-            keep_profiles=self.keep_profiles,
-            instrumented=whole_life or self.warmup_instrumented,
-            collectors=self.collectors,
-            profile_top=self.profile_top,
+            thread=o.thread,
+            root_only=o.root_only,
+            keep_profiles=o.keep_profiles,
+            instrumented=whole_life or o.warmup_instrumented,
+            collectors=o.collector,
+            profile_top=o.profile_top,
         )
+
+
+BACKEND = Registration(CallgrindOptions, CallgrindBackend, probe, checks)
 
 
 def _uncounted(run_dir: Path, profiles: Sequence[Path]) -> str | None:

@@ -105,9 +105,10 @@ class PerfOptions:
     processes: ProcessMode = "all"  # "root": perf stat --no-inherit
     event: str = EVENT  # the event to count (tests use software events where no PMU counts)
 
-
-def create(options: PerfOptions) -> PerfBackend:
-    return PerfBackend(event=options.event, inherit=options.processes != "root")
+    @property
+    def inherit(self) -> bool:
+        """Children are counted too (perf's default)."""
+        return self.processes != "root"
 
 
 def checks() -> list[Check]:
@@ -128,17 +129,18 @@ def checks() -> list[Check]:
 
 
 class PerfBackend:
+    """Counts commands and servers (`protocol.Backend`) with its settings."""
+
     name = NAME
     serve_defaults = SERVE_DEFAULTS
 
-    def __init__(self, *, event: str = EVENT, inherit: bool = True) -> None:
-        self.event = event
-        self.inherit = inherit
+    def __init__(self, options: PerfOptions | None = None) -> None:
+        self.options = options or PerfOptions()
+        self.event = self.options.event
+        self.inherit = self.options.inherit
         # only instruction events have a floor; software events (task-clock) do not
-        self.instruction_floor = INSTRUCTION_FLOOR if event.startswith("instructions") else None
-
-    def probe(self) -> Probe:
-        return probe()
+        floor = self.event.startswith("instructions")
+        self.instruction_floor = INSTRUCTION_FLOOR if floor else None
 
     def version(self) -> str:
         return perf_version()
@@ -216,4 +218,4 @@ class PerfBackend:
         )
 
 
-BACKEND = Registration(PerfOptions, create, probe, checks)
+BACKEND = Registration(PerfOptions, PerfBackend, probe, checks)

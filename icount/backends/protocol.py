@@ -1,11 +1,16 @@
-"""What every counting backend provides, and what a server running under one provides.
+"""What a counting backend provides, split by what it counts, and what a server started
+under one provides.
 
-A backend is an object: its name, whether it can count on this machine and why, its
-version and the exact arguments it runs with (both recorded in the fingerprint), how
-it counts a whole command, and how it starts a server whose instructions can be counted
-in windows. `icount run` and `icount serve` only ever talk to these two protocols, so a
-new backend is one module implementing them, declaring its settings and its doctor checks
-in a `Registration` named `BACKEND`, plus a line in `icount.backends.REGISTRY`.
+A backend is an object: its name, its version and the exact arguments it runs with
+(both recorded in the fingerprint: `CountingBackend`), and what it counts: whole
+commands (`CommandBackend`, for `icount run`), servers in windows (`ServerBackend`,
+for `icount serve`), or both (`Backend`, every bundled one). Callers depend on the
+protocol they use. A server is a process that starts and stops (`ServerProcess`, all
+that `serve/server.py` uses, and all that a native run of `--memory` is) and, under a
+counting backend, one counted in windows (`Server`, what `serve/runs.py` uses). A new
+backend is one module implementing what it counts, declaring its settings (a frozen
+dataclass) and its doctor checks in a `Registration` named `BACKEND`, plus a line in
+`icount.backends.REGISTRY`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from icount.runtimes import RuntimeWork
 from icount.window_profile import WindowProfile
@@ -104,8 +109,9 @@ class ServeDefaults:
     window_why: str
 
 
-class Server(Protocol):
-    """A server process started under a backend, counted in windows."""
+class ServerProcess(Protocol):
+    """A server started by a backend, as the code that starts, checks and stops it sees
+    it (`serve/server.py`): whether or not anything counts it."""
 
     @property
     def pid(self) -> int: ...
@@ -113,6 +119,27 @@ class Server(Protocol):
     def run_dir(self) -> Path: ...
 
     def alive(self) -> bool: ...
+
+    def stop(self) -> int:
+        """Stop the server (SIGTERM, then SIGKILL); its return code."""
+        ...
+
+    def cleanup(self) -> None:
+        """Remove what the backend left in `run_dir` (unless asked to keep it)."""
+        ...
+
+    def left_behind(self) -> str | None:
+        """After the started process exited: what it left running, described."""
+        ...
+
+    def failure(self) -> str | None:
+        """The backend's own complaint about the server (an assertion, a profile it could
+        not write), with the remedy where one is known; None when there is none."""
+        ...
+
+
+class Server(ServerProcess, Protocol):
+    """A server process started under a backend, counted in windows (`serve/runs.py`)."""
 
     def preflight(self) -> str | None:
         """None when windows can be taken on this process, else why not (the caller
@@ -140,66 +167,21 @@ class Server(Protocol):
 
     def close_window(self) -> WindowCount: ...
 
-    def stop(self) -> int:
-        """Stop the server (SIGTERM, then SIGKILL); its return code."""
-        ...
-
     def lifetime_count(self) -> WindowCount:
         """After `stop()`: what the whole life executed."""
-        ...
-
-    def cleanup(self) -> None:
-        """Remove what the backend left in `run_dir` (unless asked to keep it)."""
-        ...
-
-    def left_behind(self) -> str | None:
-        """After the started process exited: what it left running, described."""
         ...
 
     def uncounted(self) -> list[str]:
         """Live processes of the server that the backend does not count, described."""
         ...
 
-    def failure(self) -> str | None:
-        """The backend's own complaint about the server (an assertion, a profile it could
-        not write), with the remedy where one is known; None when there is none."""
-        ...
+
+S_co = TypeVar("S_co", bound=ServerProcess, covariant=True)
 
 
-class Backend(Protocol):
-    @property
-    def name(self) -> str: ...
-    @property
-    def serve_defaults(self) -> ServeDefaults: ...
-    @property
-    def instruction_floor(self) -> float | None:
-        """Fewer instructions per request than this, and the counted processes cannot
-        have served the requests (None where the backend counts no instructions)."""
-        ...
-
-    def probe(self) -> Probe: ...
-    def version(self) -> str: ...
-
-    def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
-        """The tool's argv with run-specific paths masked, as recorded in the fingerprint."""
-        ...
-
-    def cell_params(self) -> dict[str, object]:
-        """Backend settings that move a cell's count, recorded in its params."""
-        ...
-
-    def count_command(
-        self,
-        argv: Sequence[str],
-        run_dir: Path,
-        *,
-        env: Mapping[str, str],
-        cwd: Path,
-        timeout: float | None,
-    ) -> Counted:
-        """Run `argv` once to completion, every process it starts counted; the command's
-        stdout and stderr go to `run_dir`."""
-        ...
+class ServerStarter(Protocol[S_co]):
+    """Starts servers: a counting backend (its servers are `Server`s), or none at all
+    (`serve/native.py`'s memory runs)."""
 
     def server_problem(self, argv: Sequence[str]) -> str | None:
         """Why a server started as `argv` could not be measured, or None."""
@@ -214,10 +196,63 @@ class Backend(Protocol):
         cwd: Path,
         cpus: Sequence[int],
         whole_life: bool = False,
-    ) -> Server:
+    ) -> S_co:
         """Start a server to count in windows; `whole_life`: counted from its exec (the
         differential method's lifetimes, cold starts)."""
         ...
+
+
+class CountingBackend(Protocol):
+    """What every backend is, whatever it counts: recorded in the fingerprint."""
+
+    @property
+    def name(self) -> str: ...
+
+    def version(self) -> str: ...
+
+    def fingerprint_argv(self, kind: ArgvKind) -> list[str]:
+        """The tool's argv with run-specific paths masked, as recorded in the fingerprint."""
+        ...
+
+
+@runtime_checkable
+class CommandBackend(CountingBackend, Protocol):
+    """A backend that counts whole commands (`icount run`, `measure_command.py`)."""
+
+    def count_command(
+        self,
+        argv: Sequence[str],
+        run_dir: Path,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        timeout: float | None,
+    ) -> Counted:
+        """Run `argv` once to completion, every process it starts counted; the command's
+        stdout and stderr go to `run_dir`."""
+        ...
+
+
+@runtime_checkable
+class ServerBackend(CountingBackend, ServerStarter[Server], Protocol):
+    """A backend that counts servers in windows (`icount serve`, `serve/runs.py`)."""
+
+    @property
+    def serve_defaults(self) -> ServeDefaults: ...
+    @property
+    def instruction_floor(self) -> float | None:
+        """Fewer instructions per request than this, and the counted processes cannot
+        have served the requests (None where the backend counts no instructions)."""
+        ...
+
+    def cell_params(self) -> dict[str, object]:
+        """Backend settings that move a serve cell's count, recorded in its params."""
+        ...
+
+
+@runtime_checkable
+class Backend(CommandBackend, ServerBackend, Protocol):
+    """A backend that counts both (every bundled one)."""
 
 
 Options = TypeVar("Options")
@@ -229,9 +264,10 @@ class Registration(Generic[Options]):
     of the settings the backend takes, typed, with their defaults: the registry
     (`icount.backends.create`) checks a command's settings against it and refuses, naming
     the flag, those the backend does not take; the dataclass's `__post_init__` checks
-    their values. A field `keep_profiles` is the flag `--keep-profiles`."""
+    their values. A field `keep_profiles` is the flag `--keep-profiles`; a field typed
+    `tuple[str, ...]` a flag given once per value (`--collector`)."""
 
     options: type[Options]
-    create: Callable[[Options], Backend]
+    create: Callable[[Options], CountingBackend]
     probe: Callable[[], Probe]
     checks: Callable[[], list[Check]]  # `icount doctor`'s lines for what this backend needs

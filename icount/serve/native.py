@@ -18,8 +18,6 @@ from typing import Any
 import psutil
 
 from icount import environment, memory, procs
-from icount.backends.protocol import Counted, Probe, ServeDefaults, WindowCount
-from icount.errors import RunFailedError
 from icount.results import Run
 from icount.results.details import ServeDetail
 from icount.serve.adapter import PathSpec
@@ -32,11 +30,10 @@ from icount.serve.server import (
     with_server_state,
 )
 
-NAME = "native"
-
 
 class NativeServer:
-    """A server run with no instrumentation: it counts nothing, it only runs."""
+    """A server run with no backend at all (`protocol.ServerProcess`): nothing counts it,
+    it only runs."""
 
     def __init__(
         self,
@@ -58,8 +55,6 @@ class NativeServer:
             stderr=run_dir / "server.stderr",
         )
         self.pid = self.child.pid
-        self.opened_at = 0.0
-        self.close_latency_s = 0.0
 
     def peak_rss(self) -> int | None:
         """The sum of the high-water marks of the server's live processes."""
@@ -72,68 +67,22 @@ class NativeServer:
     def alive(self) -> bool:
         return self.child.poll() is None
 
-    def preflight(self) -> str | None:
-        return None
-
-    def instrument(self, on: bool) -> None:
-        pass
-
-    def open_window(self) -> None:
-        raise RunFailedError("a native server counts no windows")
-
-    def close_window(self) -> WindowCount:
-        raise RunFailedError("a native server counts no windows")
-
-    def lifetime_count(self) -> WindowCount:
-        raise RunFailedError("a native server counts nothing")
-
     def stop(self) -> int:
         return self.child.stop()
 
     def cleanup(self) -> None:
-        pass
+        pass  # nothing of a backend's to remove
 
     def left_behind(self) -> str | None:
         return self.child.left_behind
 
-    def uncounted(self) -> list[str]:
-        return []
-
     def failure(self) -> str | None:
-        return None
+        return None  # no backend to complain: a crash is in the server's exit status
 
 
-class NativeBackend:
-    """The backend of the memory runs: the counting backend's client timeout (the same
-    server answers as fast natively), and no counting."""
-
-    def __init__(self, counting: ServeDefaults) -> None:
-        self.name = NAME
-        self.serve_defaults = counting
-        self.instruction_floor = None
-
-    def probe(self) -> Probe:
-        return Probe(True, "runs natively")
-
-    def version(self) -> str:
-        return NAME
-
-    def fingerprint_argv(self, kind: Any) -> list[str]:
-        return []
-
-    def cell_params(self) -> dict[str, object]:
-        return {}
-
-    def count_command(
-        self,
-        argv: Sequence[str],
-        run_dir: Path,
-        *,
-        env: Mapping[str, str],
-        cwd: Path,
-        timeout: float | None,
-    ) -> Counted:
-        raise RunFailedError("the native backend counts no commands")
+class NativeStarter:
+    """Starts the memory runs' servers (`protocol.ServerStarter`): no backend runs them,
+    so none refuses a launcher."""
 
     def server_problem(self, argv: Sequence[str]) -> str | None:
         return None
@@ -211,15 +160,13 @@ def server_peaks(
 ) -> dict[str, Any]:
     """opts.runs native runs of the target's server, each served `warmup` requests then
     reps x requests more; a run that fails ends them, with the reason."""
-    backend = NativeBackend(opts.backend.serve_defaults)
     peaks: list[int] = []
     for i in range(opts.runs):
         note(f"peak memory: native run {i + 1}/{opts.runs}")
         try:
             with running_server(
-                target, backend, opts.cpus.server, run_dir / f"native-{i + 1}", note
+                target, NativeStarter(), opts.cpus.server, run_dir / f"native-{i + 1}", note
             ) as (server, port):
-                assert isinstance(server, NativeServer)
                 _serve(server, opts, port, path, warmup)
                 peak = server.peak_rss()
         except RunInvalid as e:

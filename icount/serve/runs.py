@@ -83,7 +83,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from icount import runtimes
-from icount.backends import Backend
+from icount.backends import ServerBackend
 from icount.backends.protocol import Server
 from icount.cpus import CpuSplit
 from icount.results.details import (
@@ -97,7 +97,7 @@ from icount.results.details import (
     RequestIdentity,
     ServeDetail,
 )
-from icount.results.runtime import windows_to_fit
+from icount.results.runtime import span_refused, windows_to_fit
 from icount.serve import arrival, connections
 from icount.serve.adapter import PathSpec
 from icount.serve.http_client import KeepAliveClient, LoadResult
@@ -134,7 +134,7 @@ CLOCK: Callable[[], float] = time.monotonic
 class CellOptions:
     """How every run of a cell is measured."""
 
-    backend: Backend
+    backend: ServerBackend
     cpus: CpuSplit
     runs: int = options.RUNS
     reps: int = options.REPS
@@ -359,7 +359,9 @@ def _idle(
     # in the rate too, it would be taken out twice
     work = count.runtime
     apart = work.collector + work.compiler + work.scheduler if work is not None else 0
-    idle = IdleCount(max(count.instructions - apart, 0), round(counted_s, 6))
+    # the runtime's own work with no request, kept for its bound (results/runtime.py)
+    own = None if work is None else float(work.collector + work.compiler)
+    idle = IdleCount(max(count.instructions - apart, 0), round(counted_s, 6), own)
     window_s = statistics.median(walls)
     per_window = statistics.median(r.instructions for r in reps)
     share = idle.instructions / idle.seconds * window_s / per_window if per_window else 0.0
@@ -395,7 +397,7 @@ def _clock_uncertain(detail: ServeDetail, took: Sequence[float], max_spread: flo
     )
 
 
-def _decide(server: Server, backend: Backend) -> WindowMethod:
+def _decide(server: Server, backend: ServerBackend) -> WindowMethod:
     problem = server.preflight()
     if problem is None:
         defaults = backend.serve_defaults
@@ -466,6 +468,7 @@ def _windows(
         functions: list[Mapping[str, float] | None] = []
         runtime_names: list[str] = []
         inside = 0  # connections a window opened
+        known = connections.known(client)
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
             t0 = CLOCK()
@@ -493,7 +496,7 @@ def _windows(
             # and so is the idle window's measured length: elsewhere the seconds asked
             # for, so that a server without clock-driven work writes the same file
             if idle is not None:
-                idle = IdleCount(idle.instructions, opts.idle_seconds)
+                idle = dataclasses.replace(idle, seconds=opts.idle_seconds)
         runtime = next(iter(runtime_names), None)
         if runtime == runtimes.USER and not any(r.runtime_work or r.runtime_calls for r in reps):
             # --collector alone, and nothing it names ran in any window: no runtime's work
@@ -506,6 +509,7 @@ def _windows(
             window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle,
             time_share=share, runtime=runtime, clock_subtracted=subtract,
             runtime_curve=_runtime_curve(curve, probes),
+            contiguous=runtime is not None and _contiguous(client, known),
         )  # fmt: skip
         mutator = detail.mutator_per_request
         # the advice a refusal gives names a warm-up the user can ask for: not the stagger
@@ -515,10 +519,21 @@ def _windows(
         if not why and runtime is not None:
             detail, added_rps = _added_windows(server, client, opts, detail, earlier, took, note)
             rps.extend(added_rps)
+            if detail.contiguous and not _contiguous(client, known):
+                detail = dataclasses.replace(detail, contiguous=False)
     check_alive(server)
     if why:
         raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)
+
+
+def _contiguous(client: LoadGenerator, known: object) -> bool:
+    """Whether the windows since the client knew `known` of the server's connections were
+    taken back to back: no window taken again (its requests uncounted), and no new
+    connection sent a request between two windows (a server closing at a limit)."""
+    if connections.known(client) != known:
+        return False
+    return not (isinstance(client, KeepAliveClient) and client.per_connection is not None)
 
 
 def _added_windows(
@@ -544,6 +559,8 @@ def _added_windows(
         need = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 1.0, idle)
         if need is not None and need <= have:
             break
+        if span_refused([*earlier, detail], idle):
+            break  # the bound does not hold here: no window brings it in (its reason says)
         # the need read with half the spread measured: beyond the caps, none are taken
         hope = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 0.5, idle)
         if have >= opts.max_windows or hope is None or hope > opts.max_windows:

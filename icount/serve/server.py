@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from icount import environment, procs
-from icount.backends import Backend
-from icount.backends.protocol import Server
+from icount.backends.protocol import ServerProcess, ServerStarter
 from icount.errors import LaunchError, ParseError, RunFailedError
 from icount.serve.adapter import Adapter, Expect, PathSpec
 
@@ -29,6 +29,7 @@ READY_POLL_S = 0.1
 EXIT_WAIT_S = 3.0
 
 Note = Callable[[str], None]
+S = TypeVar("S", bound=ServerProcess)  # what the backend starts: counted in windows, or not
 
 
 class RunInvalid(Exception):
@@ -64,14 +65,14 @@ def free_port() -> int:
 
 def _start(
     target: Target,
-    backend: Backend,
+    backend: ServerStarter[S],
     cpus: tuple[int, ...],
     run_dir: Path,
     workdir: Path,
     cwd: Path,
     port: int,
     whole_life: bool,
-) -> Server:
+) -> S:
     from icount.serve import adapter as adapter_mod
 
     a = target.adapter
@@ -109,7 +110,7 @@ def ran_in(cwd: Path, given: bool) -> str:
     )
 
 
-def launch_problem(target: Target, backend: Backend) -> str | None:
+def launch_problem(target: Target, backend: ServerStarter[ServerProcess]) -> str | None:
     """Why the backend cannot measure the target's server as its adapter starts it (a
     launcher script under callgrind), asked once before any of its cells starts a
     server: its cells are invalid with it, and no server is started in vain. None when
@@ -126,14 +127,14 @@ def launch_problem(target: Target, backend: Backend) -> str | None:
     return backend.server_problem([program, *a.start[1:]])
 
 
-def gone(server: Server) -> str | None:
+def gone(server: ServerProcess) -> str | None:
     """Why the server is gone ('exited with status 1; stderr: ...'), or None if alive:
     with the backend's own complaint when it has one, and what a server that
     daemonized left running (which icount stops)."""
     return _gone(server)[0]
 
 
-def _gone(server: Server) -> tuple[str | None, bool]:
+def _gone(server: ServerProcess) -> tuple[str | None, bool]:
     """`gone`'s reason, and whether the server crashed (a signal, or a complaint of the
     backend's): not a server that exited for want of its files."""
     if server.alive():
@@ -152,13 +153,13 @@ def _gone(server: Server) -> tuple[str | None, bool]:
     return (f"{why}; {failure}" if failure else why), crashed
 
 
-def check_alive(server: Server) -> None:
+def check_alive(server: ServerProcess) -> None:
     why = gone(server)
     if why:
         raise RunInvalid(why)
 
 
-def ended(server: Server) -> str | None:
+def ended(server: ServerProcess) -> str | None:
     """How the server ended, if it is ending: `gone`, after a moment's wait. A server
     that crashed closes its sockets before valgrind has finished writing its profile
     and exits, and one that daemonized can still be exiting when its child answers:
@@ -167,7 +168,7 @@ def ended(server: Server) -> str | None:
     return gone(server)
 
 
-def with_server_state(server: Server | None, what: str) -> str:
+def with_server_state(server: ServerProcess | None, what: str) -> str:
     """`what`, with how the server ended if it did."""
     if server is None:
         return what
@@ -175,7 +176,7 @@ def with_server_state(server: Server | None, what: str) -> str:
     return f"{what} ({why})" if why else what
 
 
-def _wait_ready(server: Server, port: int, adapter: Adapter, note: Note, where: str) -> None:
+def _wait_ready(server: ServerProcess, port: int, adapter: Adapter, note: Note, where: str) -> None:
     """Until the ready target answers with the status that says the server is up (a
     proxy answers 502 until its upstream listens), within the adapter's ready timeout."""
     from icount.serve.http_client import fetch
@@ -228,7 +229,7 @@ def _not_ready(adapter: Adapter, wrong: tuple[int, float] | None, now: float) ->
     )
 
 
-def verify(server: Server, port: int, path: PathSpec, timeout: float) -> None:
+def verify(server: ServerProcess, port: int, path: PathSpec, timeout: float) -> None:
     """The path's answer is checked before anything is counted: a wrong one ends the run."""
     from icount.serve.adapter import check_response
     from icount.serve.http_client import fetch
@@ -244,7 +245,7 @@ def verify(server: Server, port: int, path: PathSpec, timeout: float) -> None:
         raise RunInvalid(f"wrong answer from {path.request_target}: {diff}")
 
 
-def first_correct_answer(server: Server, port: int, path: PathSpec, timeout_s: float) -> int:
+def first_correct_answer(server: ServerProcess, port: int, path: PathSpec, timeout_s: float) -> int:
     """Ask `path` until the server answers it correctly; the attempts it took. Refused
     connections do not reach the server; wrong answers (a 503 while it starts) do, and
     are part of what a cold start costs."""
@@ -280,8 +281,12 @@ def first_correct_answer(server: Server, port: int, path: PathSpec, timeout_s: f
 
 @contextlib.contextmanager
 def started_server(
-    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, whole_life: bool
-) -> Iterator[tuple[Server, int]]:
+    target: Target,
+    backend: ServerStarter[S],
+    cpus: tuple[int, ...],
+    run_dir: Path,
+    whole_life: bool,
+) -> Iterator[tuple[S, int]]:
     """A started server, not waited for: yields (server, port); stops it and removes its
     working directory whatever happens."""
     with _started(target, backend, cpus, run_dir, whole_life) as (server, port, _):
@@ -290,8 +295,12 @@ def started_server(
 
 @contextlib.contextmanager
 def _started(
-    target: Target, backend: Backend, cpus: tuple[int, ...], run_dir: Path, whole_life: bool
-) -> Iterator[tuple[Server, int, str]]:
+    target: Target,
+    backend: ServerStarter[S],
+    cpus: tuple[int, ...],
+    run_dir: Path,
+    whole_life: bool,
+) -> Iterator[tuple[S, int, str]]:
     """started_server's work, yielding where the server runs too (`ran_in`)."""
     from icount.serve.adapter import working_dir
 
@@ -301,7 +310,7 @@ def _started(
     given = working_dir(target.adapter, target.build_dir)
     cwd = given if given is not None else workdir
     port = free_port()
-    server: Server | None = None
+    server: S | None = None
     interrupted = False
     try:
         server = _start(target, backend, cpus, run_dir, workdir, cwd, port, whole_life)
@@ -315,7 +324,7 @@ def _started(
         _shut_down(server, workdir, interrupted)
 
 
-def _shut_down(server: Server | None, workdir: Path, interrupted: bool) -> None:
+def _shut_down(server: ServerProcess | None, workdir: Path, interrupted: bool) -> None:
     """Stop the server and remove what icount made for it (valgrind's folder, the work
     dir), also when a Ctrl-C comes while it stops: a server that ignores SIGTERM would
     keep icount waiting out its whole grace, and whatever was left then stayed behind
@@ -340,12 +349,12 @@ def _shut_down(server: Server | None, workdir: Path, interrupted: bool) -> None:
 @contextlib.contextmanager
 def running_server(
     target: Target,
-    backend: Backend,
+    backend: ServerStarter[S],
     cpus: tuple[int, ...],
     run_dir: Path,
     note: Note,
     whole_life: bool = False,
-) -> Iterator[tuple[Server, int]]:
+) -> Iterator[tuple[S, int]]:
     """A started, ready server: yields (server, port). Stops it and removes its working
     directory whatever happens; a RunFailedError inside (a window that failed, a client
     that could not connect) ends the run with the server's state. The caller checks

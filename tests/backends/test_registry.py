@@ -35,13 +35,13 @@ def test_every_registered_backend_declares_frozen_typed_options() -> None:
 def test_settings_reach_the_backend_typed() -> None:
     cg = backends.create("callgrind", {**SERVE_DEFAULTS, "thread": 2, "keep_profiles": True})
     assert isinstance(cg, callgrind.CallgrindBackend)
-    assert (cg.thread, cg.root_only, cg.keep_profiles) == (2, True, True)
+    assert (cg.options.thread, cg.options.root_only, cg.options.keep_profiles) == (2, True, True)
     pf = backends.create("perf", {"processes": "root", "event": "task-clock"})
     assert isinstance(pf, perf.PerfBackend)
     assert (pf.event, pf.inherit, pf.instruction_floor) == ("task-clock", False, None)
     # the commands' typed --processes (a StrEnum) is one of the declared literals
     rooted = backends.create("callgrind", {"processes": Processes.ROOT})
-    assert isinstance(rooted, callgrind.CallgrindBackend) and rooted.root_only
+    assert isinstance(rooted, callgrind.CallgrindBackend) and rooted.options.root_only
 
 
 @pytest.mark.parametrize(
