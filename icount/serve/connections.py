@@ -54,7 +54,7 @@ def before_window(client: LoadGenerator) -> LoadResult | None:
 
 def describe(client: LoadGenerator, requests: int, inside: int, said: Said) -> None:
     """The cell's notes on how the server used its connections (none where it kept
-    them open), and the run's connection param; `inside`: the most connections a
+    them open, idle or not), and the run's connection param; `inside`: the most connections a
     window of `requests` opened."""
     if not isinstance(client, KeepAliveClient):
         return
@@ -71,6 +71,13 @@ def describe(client: LoadGenerator, requests: int, inside: int, said: Said) -> N
             "its connect, accept and close are part of the figure (params: connection close)"
         )
         return
+    if client.idle_closes:
+        n = client.idle_closes
+        said.notes.append(
+            f"the server closed {n} idle connection{'s' if n != 1 else ''} while the "
+            "client was away (a keep-alive idle timeout, not a limit): each was reopened "
+            "and sent one request before the next window, outside it"
+        )
     limit = client.per_connection
     if limit is None:
         return

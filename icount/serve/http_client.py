@@ -23,7 +23,10 @@ alike; `connection="close"` does so with any server. One that closes a connectio
 some responses (a keep-alive limit: lighttpd's, Apache's, nginx's) gets a fresh
 connection when it closes one, and `fresh()` before a window replaces every connection
 and sends each one request, so that the window starts on connections the server has
-accepted, each with the most requests left; `per_connection` is the limit found.
+accepted, each with the most requests left; `per_connection` is the limit found. A
+connection the server closed while idle (a keep-alive idle timeout) is seen before a
+request is sent on it, and replaced: by `fresh()` before a window, outside it
+(`idle_closes`, not a limit), or when the request goes.
 """
 
 from __future__ import annotations
@@ -205,6 +208,9 @@ class KeepAliveClient:
         # the fewest responses the server gave a connection before closing it; None: none
         # closed. 1: it closes after every response
         self.per_connection: int | None = None
+        # connections the server closed while the client was away (between runs: a
+        # keep-alive idle timeout), reopened outside the windows; not a limit
+        self.idle_closes = 0
         self.server_software: str | None = None  # its Server header, which names its settings
 
     def __enter__(self) -> KeepAliveClient:
@@ -295,14 +301,38 @@ class KeepAliveClient:
             return "close"
         return "keep-alive"
 
+    def _closed(self, i: int) -> bool:
+        """Whether the server has closed connection i, which has no request in flight
+        (the end of the connection is readable, or it was reset). Bytes waiting are left
+        for the run to find."""
+        sock = self._socks[i]
+        if sock.fileno() < 0:
+            return False
+        try:
+            return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
     def fresh(self) -> LoadResult | None:
-        """Before a window, where the server closes connections at a limit: every
-        connection replaced and sent one request, outside the window, so that the window
-        starts on connections the server has accepted (an accept inside it would be its
-        work) with the most requests left. None where nothing was done."""
-        if self.mode == "close" or self.per_connection is None or self._broken is not None:
+        """Before a window, outside it: where the server closes connections at a limit,
+        every connection replaced and sent one request, so that the window starts on
+        connections the server has accepted (an accept inside it would be its work) with
+        the most requests left; elsewhere, connections the server closed while idle (a
+        keep-alive idle timeout: Apache's, lighttpd's and Node's are 5 s, and a window's
+        dumps or the warm-up's end can leave one idle that long) replaced so, and counted
+        in `idle_closes`. None where nothing was done."""
+        if self.mode == "close" or self._broken is not None or self._ep is None:
             return None
-        for i in range(len(self._socks)):
+        if self.per_connection is not None:
+            gone = list(range(len(self._socks)))
+        else:
+            gone = [i for i in range(len(self._socks)) if self._closed(i)]
+            self.idle_closes += len(gone)
+        if not gone:
+            return None
+        for i in gone:
             self._drop(i)
         return self.run(self.concurrency)
 
@@ -338,12 +368,27 @@ class KeepAliveClient:
         answered = self._answered
         bufs: list[bytes] = [b""] * len(socks)
         busy = [False] * len(socks)  # a request is in flight on this connection
+        sent_on = [False] * len(socks)  # a request was sent on this connection in this run
+        pace = self.pace
         first_error: str | None = None
         sent = completed = inflight = received = opened = 0
         stopping = False
 
         def send(i: int) -> str | None:
             nonlocal opened
+            # Closed since its last answer without saying so: paced, the server had time
+            # to close it (at a limit it did not announce, if its last answer was in this
+            # run; else while the client was away). Sent on, the request would meet the
+            # end of the connection and read as a crash.
+            if answered[i] and (pace is not None or not sent_on[i]) and self._closed(i):
+                if sent_on[i]:
+                    why = self._server_closed(i, "was closed by the server")
+                    if why is not None:
+                        return why
+                else:
+                    self._drop(i)
+                    self.idle_closes += 1
+            sent_on[i] = True
             if socks[i].fileno() < 0:  # closed after its last answer: a new one
                 why = self._connect(i)
                 if why is not None:
@@ -358,7 +403,6 @@ class KeepAliveClient:
                 quota[i] -= 1
             return None
 
-        pace = self.pace
         waiting: list[int] = []  # paced: connections whose next request waits for the wave
         first = range(min(n, len(socks)))
         if pace is not None and first:

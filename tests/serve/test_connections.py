@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
+from icount import procs
 from icount.serve import connections
 from icount.serve.adapter import Expect, PathSpec
 from icount.serve.http_client import FramingError, KeepAliveClient, fetch, parse_response
@@ -34,10 +36,18 @@ class Scripted:
 
     reply: Callable[[int], tuple[bytes, bool]]
     accepted: int = 0
+    closed: int = 0  # connections it closed
+    inside: int = 0  # requests it has read and not yet answered (and closed after)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def idle(self) -> str | None:
+        """A pace that waits, as the idle check does, until no request is inside."""
+        assert procs.wait_until(lambda: self.inside == 0, 5)
+        return None
 
 
 Reply = Callable[[int], tuple[bytes, bool]]
-Serve = Callable[[Reply], tuple[Scripted, int]]
+Serve = Callable[..., tuple[Scripted, int]]
 
 
 @pytest.fixture
@@ -46,23 +56,29 @@ def scripted() -> Iterator[Serve]:
     threads: list[threading.Thread] = []
     listeners: list[socket.socket] = []
 
-    def serve(reply: Reply) -> tuple[Scripted, int]:
+    def serve(reply: Reply, idle_close_s: float | None = None) -> tuple[Scripted, int]:
+        """`idle_close_s`: each connection closed after that long without a request."""
         state = Scripted(reply)
         lsock = socket.create_server((HOST, 0))
         lsock.settimeout(0.1)
         listeners.append(lsock)
 
         def conn_loop(conn: socket.socket) -> None:
-            conn.settimeout(0.1)
+            conn.settimeout(0.05)
             k, buf = 0, b""
-            with conn:
+            last = time.monotonic()
+            try:
                 while not stop.is_set():
                     try:
                         data = conn.recv(4096)
                     except TimeoutError:
+                        if idle_close_s is not None and time.monotonic() - last > idle_close_s:
+                            return
                         continue
                     if not data:
                         break
+                    with state.lock:
+                        state.inside += 1
                     buf += data
                     while b"\r\n\r\n" in buf:
                         _, buf = buf.split(b"\r\n\r\n", 1)
@@ -71,6 +87,14 @@ def scripted() -> Iterator[Serve]:
                         conn.sendall(out)
                         if close:
                             return
+                    last = time.monotonic()
+                    with state.lock:
+                        state.inside -= 1
+            finally:
+                conn.close()
+                with state.lock:
+                    state.closed += 1
+                    state.inside = 0
 
         def accept_loop() -> None:
             while not stop.is_set():
@@ -260,3 +284,54 @@ def test_a_server_that_closes_each_connection_is_recorded_as_close() -> None:
 def test_a_cells_notes_are_read_escaped_and_what_is_not_text_left_out() -> None:
     assert cell_notes({}) == [] and cell_notes({"notes": "one line"}) == []
     assert cell_notes({"notes": ["a\nb\x1b[31m", 3, None, "c"]}) == ["a\\nb\\x1b[31m", "c"]
+
+
+def test_a_connection_closed_while_idle_is_replaced_before_the_window(scripted: Serve) -> None:
+    """A keep-alive idle timeout of 0.3 s: the client, away longer (a window's dumps),
+    finds the connection closed before the next window and replaces it outside it, sent
+    one request; not a keep-alive limit, and the window runs on the new connection."""
+    state, port = scripted(lambda k: (OK % b"lighttpd/1.4.69", False), idle_close_s=0.3)
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        assert client.run(5).ok
+        assert procs.wait_until(lambda: state.closed == 1, 5)
+        primed = client.fresh()
+        assert primed is not None and primed.ok and primed.connections == 1
+        result = client.run(5)
+        assert result.ok and result.connections == 0, result
+        assert (client.idle_closes, client.per_connection, client.mode) == (1, None, "keep-alive")
+        said = connections.Said()
+        connections.describe(client, 5, 0, said)
+    assert said.notes == [
+        "the server closed 1 idle connection while the client was away (a keep-alive idle "
+        "timeout, not a limit): each was reopened and sent one request before the next "
+        "window, outside it"
+    ]
+    assert state.accepted == 2
+
+
+def test_a_connection_closed_between_runs_is_replaced_when_the_next_run_sends(
+    scripted: Serve,
+) -> None:
+    """Without fresh() (a warm-up's run after another), the first request of a run on a
+    connection closed since finds it closed, and opens a new one."""
+    state, port = scripted(lambda k: (OK % b"x", False), idle_close_s=0.3)
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        assert client.run(3).ok
+        assert procs.wait_until(lambda: state.closed == 1, 5)
+        result = client.run(3)
+        assert result.ok and result.connections == 1, result
+        assert (client.idle_closes, client.per_connection) == (1, None)
+
+
+def test_an_unannounced_limit_is_found_by_a_paced_client(scripted: Serve) -> None:
+    """A server that closes after 4 answers without Connection: close. Paced, the client
+    sends only once the server is idle, so it has closed by then: the close is seen
+    before the request goes, and a new connection takes it (the limit is found)."""
+    box: list[Scripted] = []
+    state, port = scripted(lambda k: (OK % b"lighttpd/1.4.69", k >= 4))
+    box.append(state)
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0, lambda: box[0].idle()) as client:
+        result = client.run(10)
+        assert result.ok and result.completed == 10, result
+        assert (client.per_connection, client.idle_closes, result.connections) == (4, 0, 2)
+    assert state.accepted == 3
