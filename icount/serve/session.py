@@ -9,51 +9,55 @@ measured: every run on a fresh server, on the job's own CPUs.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from icount import build_label, environment, jobs, memory, results
 from icount import cpus as cpus_mod
+from icount import environment, eta, jobs, memory, results
 from icount.errors import RunFailedError
 from icount.progress import Progress
-from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results, Run
-from icount.results.cell_profile import PER_REQUEST, PER_RUN, cell_profile
-from icount.results.details import ServeDetail, request_params
-from icount.serve import native, spread
-from icount.serve.adapter import PathSpec, binary_path
-from icount.serve.plan import Plan, cell_params
-from icount.serve.runs import WindowMethod, measure_cold_start, measure_run
+from icount.results import UNIT_INSTRUCTIONS, UNIT_PER_REQUEST, Cell, Results
+from icount.serve import cell_extras
+from icount.serve.adapter import PathSpec
+from icount.serve.cell_runs import CellRuns, Learnt, Reporter, no_more_runs, run_cell
+from icount.serve.cell_windows import gather
+from icount.serve.plan import Plan
 from icount.serve.server import Target, launch_problem
-from icount.serve.targets import binary_sizes
+from icount.serve.targets import shown_beside
 from icount.session import scheduler
 from icount.session.resume import TARGET_DIGESTS
-from icount.spread_note import NOTES
-from icount.window_profile import WindowProfile
 
 
 @dataclass
 class SessionState:
     """What the session learnt on the way, for the provenance."""
 
-    window: WindowMethod | None = None
+    learnt: Learnt = field(default_factory=Learnt)  # by the runs
     built: dict[str, str] = field(default_factory=dict)  # adapter -> "built" or why not
     resumed: list[str] = field(default_factory=list)
-    client_rps: dict[str, list[list[float]]] = field(default_factory=dict)
-    durations: dict[str, list[float]] = field(default_factory=dict)  # target -> run seconds
 
     def to_json(self) -> dict[str, Any]:
+        window = self.learnt.window
         return {
-            "client_rps_per_run_and_rep": dict(sorted(self.client_rps.items())),
+            "client_rps_per_run_and_rep": dict(sorted(self.learnt.client_rps.items())),
             "callgrind_window": {
-                "method": self.window.name if self.window else None,
-                "why": self.window.why if self.window else "",
+                "method": window.name if window else None,
+                "why": window.why if window else "",
             },
             "builds": dict(sorted(self.built.items())),
             "resumed_cells": sorted(self.resumed),
         }
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A target as the session built it, read once before its cells: why none of them
+    can run, and what the table shows beside their counts (serve/targets.py)."""
+
+    setup_error: str | None
+    beside: Mapping[str, Any]
 
 
 def _build(targets: Sequence[Target], state: SessionState, progress: Progress) -> None:
@@ -71,29 +75,11 @@ def _build(targets: Sequence[Target], state: SessionState, progress: Progress) -
             state.built[t.adapter.name] = f"build failed: {e}"
 
 
-def _eta(durations: Sequence[float], left: int) -> str:
-    if not durations:
-        return ""  # nothing measured yet to estimate from
-    secs = sum(durations) / len(durations) * left
-    return f"cell eta {secs:.0f} s" if secs < 120 else f"cell eta {secs / 60:.1f} min"
-
-
-def _note(progress: Progress, head: str, eta: str, done: int, total: int, text: str) -> None:
-    progress(f"{head}: {text} ({eta})" if eta else f"{head}: {text}", done, total)
-
-
-def _extra(target: Target, windows: Sequence[spread.Window], max_spread: float) -> dict[str, Any]:
-    """What the table shows beside the counts: the binary's size, and why the windows
-    differ where they differ enough to ask."""
-    extra = binary_sizes(target)
-    binary = binary_path(target.adapter, target.build_dir)
-    label = build_label.of_server(target.adapter.start, binary)
-    if label is not None:  # what built it, which compare checks (build_label.py)
-        extra["build"] = label
-    explained = spread.explain(windows, max_spread)
-    if explained is not None:
-        extra["spread_explained"] = explained
-    return extra
+def _ready(target: Target, plan: Plan, state: SessionState) -> Ready:
+    built = state.built.get(target.adapter.name, "")
+    setup_error = built if built.startswith("build failed") else None
+    setup_error = setup_error or launch_problem(target, plan.backend)
+    return Ready(setup_error, shown_beside(target))
 
 
 def provenance(plan: Plan, state: SessionState) -> dict[str, Any]:
@@ -111,116 +97,70 @@ def provenance(plan: Plan, state: SessionState) -> dict[str, Any]:
     }
 
 
-def _measure_cell(
-    plan: Plan,
-    state: SessionState,
-    target: Target,
-    path: PathSpec,
-    cpus: cpus_mod.CpuSplit,
-    order: int,
-    counter: jobs.Tally,
-    progress: Progress,
-    job: jobs.Job,
-) -> Cell:
-    """Every run of one cell, on `cpus` (the built-in client runs in this thread)."""
-    t, p, backend = target, path, plan.backend.name
-    opts = dataclasses.replace(plan.options(t), cpus=cpus)
-    # no square brackets: the progress bar reads its text as rich markup
-    key = f"{t.adapter.name}/{p.name}/{backend}"
-    runs: list[Run] = []
-    windows: list[spread.Window] = []
-    profiled: list[tuple[WindowProfile, int]] = []  # valid runs' windows, with their requests
-    built = state.built.get(t.adapter.name, "")
-    setup_error = built if built.startswith("build failed") else None
-    setup_error = setup_error or launch_problem(t, plan.backend)
-    history = state.durations.setdefault(t.adapter.name, [])
-    said: list[str] = []  # the runs' notes (serve/connections.py), each once
-    connection: str | None = None
+Planned = scheduler.Planned[tuple[Target, PathSpec]]
 
-    def note(head: str, eta: str, text: str) -> None:
-        job.check()  # a cell still running when the session stops ends here
-        _note(progress, head, eta, counter.done, counter.total, text)
 
-    with cpus_mod.pinned_self(cpus.load):
-        for i in range(opts.runs if setup_error is None else 0):
-            job.check()
-            t0 = time.monotonic()
-            head = f"{key} run {i + 1}/{opts.runs}"
-            eta = _eta(history, opts.runs - i)
-            safe = environment.safe_name
-            run_dir = plan.artifacts / "runs" / safe(t.adapter.name) / safe(p.name) / f"run-{i + 1}"
-            noted = functools.partial(note, head, eta)
-            if p.cold_start:
-                outcome = measure_cold_start(t, p, opts, run_dir, noted)
-            else:
-                earlier = [r.detail for r in runs
-                           if r.valid and isinstance(r.detail, ServeDetail)]  # fmt: skip
-                outcome = measure_run(t, p, opts, run_dir, state.window, noted, earlier, i)
-            if state.window is None:
-                state.window = outcome.window
-            state.client_rps.setdefault(key, []).append(list(outcome.client_rps))
-            history.append(time.monotonic() - t0)
-            runs.append(Run(outcome.value, outcome.reason is None, outcome.reason, outcome.detail))
-            said += [line for line in outcome.notes if line not in said]
-            connection = connection or outcome.connection
-            if outcome.detail is not None and outcome.reason is None:
-                pairs = zip(outcome.detail.reps, outcome.functions, strict=False)
-                profiled += [(f, r.requests) for r, f in pairs if isinstance(f, WindowProfile)]
-            if outcome.detail is not None:
-                windows += [
-                    # the figure the run's median takes: the mutator, for a collected runtime
-                    spread.Window(
-                        f"run {i + 1} rep {j + 1}", rep, functions, outcome.detail.mutator(rep)
-                    )
-                    for j, (rep, functions) in enumerate(
-                        zip(outcome.detail.reps, outcome.functions, strict=False)
-                    )
-                    if functions is not None
-                ]
-            counter.add(1)
-            if outcome.reason is not None:
-                break
-    counter.add(opts.runs - len(runs))
-    extra = _extra(t, windows, opts.max_spread)
-    said += spread.naming_notes(windows, plan.request.collectors)
-    if said:
-        extra[NOTES] = said
-    if plan.request.memory and setup_error is None:  # --memory: native runs after the counted
-        with cpus_mod.pinned_self(cpus.load):
-            memo = functools.partial(note, f"{key} memory", "")
-            peaks = native.cell_peaks(t, p, opts, runs, plan.artifacts / "runs", memo)
-        if peaks is not None:
-            extra[memory.KEY] = peaks
-    request = next(
-        (r.detail.request for r in runs if isinstance(r.detail, ServeDetail) and r.detail.request),
-        None,
-    )
-    params = cell_params(p, opts)
-    params.update(request_params(request))  # type: ignore[typeddict-item]
-    if connection is not None:  # absent: keep-alive, as in files from before it was recorded
-        params["connection"] = connection
-    return Cell(
-        name=t.adapter.name,
-        path=p.name,
-        backend=backend,
-        unit=UNIT_INSTRUCTIONS if p.cold_start else UNIT_PER_REQUEST,
-        runs=tuple(runs),
-        params=params,
-        runs_wanted=opts.runs,
-        max_spread=opts.max_spread,
-        extra=extra,
-        setup_error=setup_error,
-        order=order,
-        profile=cell_profile(profiled, PER_RUN if p.cold_start else PER_REQUEST),
-    )
+@dataclass(frozen=True)
+class _Cells:
+    """What measuring any cell of the session takes: the plan, its targets as built, what
+    the runs learn on the way, and where they report."""
+
+    plan: Plan
+    ready: Mapping[str, Ready]  # by target name
+    learnt: Learnt
+    progress: Progress
+    pace: eta.Pace
+
+    def runs(self, target: Target, path: PathSpec, job: jobs.Job) -> CellRuns:
+        opts = self.plan.options(target)
+        cpus = self.plan.job_cpus.splits[job.slot]
+        return CellRuns(target, path, dataclasses.replace(opts, cpus=cpus), self.plan.artifacts)
+
+    def measure(self, planned: Planned, job: jobs.Job, counter: jobs.Tally) -> Cell:
+        """Every run of one cell, on its job's CPUs (the built-in client runs in this
+        thread), and what the cell holds beside them."""
+        target, path = planned.item
+        cell = self.runs(target, path, job)
+        report = Reporter(self.progress, counter, self.pace, job)
+        ready = self.ready[target.adapter.name]
+        if ready.setup_error is None:
+            outcomes = run_cell(cell, self.learnt, report)
+        else:
+            outcomes = []
+            no_more_runs(cell, report)
+        got = gather(outcomes, path.cold_start)
+        request = self.plan.request
+        extra = cell_extras.extra(ready.beside, got, cell.opts.max_spread, request.collectors)
+        if request.memory and ready.setup_error is None:  # --memory: after the counted runs
+            peaks = cell_extras.memory_peaks(cell, got, report)
+            if peaks is not None:
+                extra[memory.KEY] = peaks
+        return Cell(
+            name=target.adapter.name,
+            path=path.name,
+            backend=self.plan.backend.name,
+            unit=UNIT_INSTRUCTIONS if path.cold_start else UNIT_PER_REQUEST,
+            runs=got.runs,
+            params=cell_extras.params(cell, got),
+            runs_wanted=cell.opts.runs,
+            max_spread=cell.opts.max_spread,
+            extra=extra,
+            setup_error=ready.setup_error,
+            order=planned.order,
+            profile=got.profile,
+        )
 
 
 def run_session(
-    plan: Plan, progress: Progress, recorder: environment.ProvenanceRecorder
+    plan: Plan,
+    progress: Progress,
+    recorder: environment.ProvenanceRecorder,
+    *,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Results:
     """Measure every (target, path) cell of the plan (of its shard, with --shard) missing
     from `plan.start`, --jobs at a time, saving the results file (and its provenance)
-    after each; returns all cells."""
+    after each; returns all cells. `clock` times the runs for the time left."""
     state = SessionState()
     planned = [
         scheduler.Planned(
@@ -230,20 +170,18 @@ def run_session(
     ]
     todo = scheduler.todo(planned, plan.start)
     state.resumed = [c.key_text for c in plan.start.cells]
-    _build(sorted({c.item[0].adapter.name: c.item[0] for c in todo}.values(),
-                  key=lambda t: t.adapter.name), state, progress)  # fmt: skip
+    targets = sorted({c.item[0].adapter.name: c.item[0] for c in todo}.values(),
+                     key=lambda t: t.adapter.name)  # fmt: skip
+    _build(targets, state, progress)
     splits = plan.job_cpus.splits
-
-    def measure(cell: scheduler.Planned[tuple[Target, PathSpec]], job: jobs.Job,
-                counter: jobs.Tally) -> Cell:  # fmt: skip
-        t, p = cell.item
-        return _measure_cell(plan, state, t, p, splits[job.slot], cell.order, counter,
-                             progress, job)  # fmt: skip
-
+    each = [CellRuns(*c.item, plan.options(c.item[0]), plan.artifacts) for c in todo]
+    pace = eta.Pace({c.key: c.work for c in each}, jobs=len(splits), clock=clock)
     save = scheduler.Saver(plan.out, recorder, lambda: provenance(plan, state))
     try:
+        ready = {t.adapter.name: _ready(t, plan, state) for t in targets}
+        cells = _Cells(plan, ready, state.learnt, progress, pace)
         return scheduler.measure_cells(
-            todo, plan.start, measure, save, jobs_at_once=len(splits), progress=progress
+            todo, plan.start, cells.measure, save, jobs_at_once=len(splits), progress=progress
         )
     finally:
         results.release_unused(plan.out)  # written: another icount may write it now

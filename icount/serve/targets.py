@@ -1,5 +1,5 @@
 """What `icount serve` measures: bundled or named adapters, or a `--cmd` server, and
-the size of each target's binary for the table.
+what the table shows beside each target's counts (its binary's size, what built it).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icount import environment, procs
+from icount import build_label, environment, procs
 from icount.errors import ParseError, ToolMissingError, UsageError
 from icount.serve import adapter as adapter_mod
 from icount.serve.adapter import Adapter, PathSpec
@@ -255,6 +255,18 @@ def _own_answers(cmd: CmdServer) -> dict[str, dict[str, Any]]:
                 except ValueError as e:
                     raise UsageError(f"--path-json {label}: not JSON: {e}") from None
     return own
+
+
+def shown_beside(target: Target) -> dict[str, Any]:
+    """What the table shows beside the counts of every cell of a built target, read
+    once for the session: its binary's sizes and the label of what built it, which
+    compare checks (build_label.py)."""
+    shown = binary_sizes(target)
+    binary = adapter_mod.binary_path(target.adapter, target.build_dir)
+    label = build_label.of_server(target.adapter.start, binary)
+    if label is not None:
+        shown["build"] = label
+    return shown
 
 
 def binary_sizes(target: Target) -> dict[str, Any]:

@@ -1,0 +1,122 @@
+"""The time a session has left, by what its work costs rather than by how many runs.
+
+A cell's runs are not alike across cells: a run of 10,000 requests to a Python server
+under callgrind takes a hundred times one of 1,000 to a C server. Each cell's work is
+given in units of what a run costs (for `icount serve`, the requests a run sends); its
+rate (seconds a unit) is measured from its own runs as they end. A cell none of whose
+runs has ended yet takes the rate of the cells like it measured so far, the likest
+first (the same target's other paths, then any cell of its kind); one like none takes
+the mean time of the runs so far, as a count of runs would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Work:
+    """One cell's work: its runs, the units of cost each takes, and the groups of cells
+    whose rate it takes before any run of its own has ended, the likest first."""
+
+    runs: int
+    units: float
+    likes: tuple[str, ...] = ()
+
+
+@dataclass
+class _Cell:
+    work: Work
+    begun: int = 0  # runs begun, the running one included
+    seconds: float = 0.0  # of its ended runs that measure a rate
+    units: float = 0.0  # the same runs' units
+    running_since: float | None = None
+    finished: bool = False
+
+
+class Pace:
+    """Time left of a session's cells (`Work` by key), timed on `clock`. Safe to call
+    from the threads of cells measured at once (--jobs), whose time is shared: the
+    session's time left is the cells' divided by `jobs`."""
+
+    def __init__(
+        self,
+        work: Mapping[Hashable, Work],
+        jobs: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cells = {key: _Cell(w) for key, w in work.items()}
+        self._jobs = max(jobs, 1)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._run_seconds: list[float] = []  # every run that measures a rate
+
+    def begin(self, key: Hashable) -> None:
+        """A run of the cell begins."""
+        with self._lock:
+            cell = self._cells[key]
+            cell.begun += 1
+            cell.running_since = self._clock()
+
+    def end(self, key: Hashable, measured: bool = True) -> None:
+        """The cell's run ended; `measured`: its time says what a run costs (not a run
+        that failed at once: its cell ends with it)."""
+        with self._lock:
+            cell = self._cells[key]
+            if cell.running_since is None:
+                return
+            took = self._clock() - cell.running_since
+            cell.running_since = None
+            if measured:
+                cell.seconds += took
+                cell.units += cell.work.units
+                self._run_seconds.append(took)
+
+    def finish(self, key: Hashable) -> None:
+        """The cell has no run left (all done, or one failed and ended it)."""
+        with self._lock:
+            cell = self._cells[key]
+            cell.finished = True
+            cell.running_since = None
+
+    def cell_left(self, key: Hashable) -> float | None:
+        """Seconds until the cell's last run ends: None before anything was measured."""
+        with self._lock:
+            return self._left(self._cells[key], self._clock())
+
+    def left(self) -> float | None:
+        """Seconds until the session's last cell ends: None before anything was measured."""
+        with self._lock:
+            now = self._clock()
+            lefts = [self._left(c, now) for c in self._cells.values()]
+        if any(v is None for v in lefts):
+            return None
+        return sum(v for v in lefts if v is not None) / self._jobs
+
+    def _left(self, cell: _Cell, now: float) -> float | None:
+        if cell.finished:
+            return 0.0
+        run = self._run_cost(cell)
+        if run is None:
+            return None
+        waiting = max(cell.work.runs - cell.begun, 0) * run
+        if cell.running_since is None:
+            return waiting
+        return waiting + max(run - (now - cell.running_since), 0.0)
+
+    def _run_cost(self, cell: _Cell) -> float | None:
+        """Seconds one run of the cell takes: its own rate, else its likest group's,
+        else the mean run so far; None before any run ended."""
+        if cell.units:
+            return cell.seconds / cell.units * cell.work.units
+        for group in cell.work.likes:
+            alike = [c for c in self._cells.values() if group in c.work.likes and c.units]
+            if alike:
+                rate = sum(c.seconds for c in alike) / sum(c.units for c in alike)
+                return rate * cell.work.units
+        if not self._run_seconds:
+            return None
+        return sum(self._run_seconds) / len(self._run_seconds)
