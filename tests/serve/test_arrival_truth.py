@@ -191,8 +191,8 @@ def test_threads_waiting_for_valgrinds_lock_are_running(
         while not waiting and time.monotonic() < deadline:  # valgrind's time slices
             assert watch.running() is not None
             for tid in tids:
-                r = watch._thread(child.pid, tid, f"{task}/{tid}")
-                if r is not None and r.state == "S" and r.syscall == "0":
+                r = watch._thread(child.pid, tid, f"{task}/{tid}", {})
+                if isinstance(r, threads_idle.Running) and r.state == "S" and r.syscall == "0":
                     waiting.append(r)  # read() on valgrind's pipe: asleep, yet runnable
         assert waiting
     finally:
