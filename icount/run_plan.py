@@ -11,7 +11,7 @@ the fingerprint and the cells already measured, checking the file to resume.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,8 @@ from icount.measure_command import CommandSpec, RunOptions, measure, planned_cel
 from icount.progress import Progress
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results
 from icount.session import options as o
+from icount.session import planning, scheduler
 from icount.session import resume as resume_mod
-from icount.session import scheduler
 
 ANY_EXIT = frozenset(range(-255, 256))
 
@@ -44,6 +44,10 @@ class RunRequest:
     floor: str | None = None  # --floor: 'auto' (each cell's kind) or a command line
     cache_sim: bool = False  # --cache-sim: estimated cycles from callgrind's caches
     profile_top: int = o.PROFILE_TOP  # functions each cell's profile keeps (callgrind)
+
+    def backend_settings(self) -> dict[str, object]:
+        """The settings the backend is built with (backends.create), given or not."""
+        return {"keep_profiles": self.keep_profiles, "profile_top": self.profile_top}
 
     def to_json(self) -> dict[str, Any]:
         """The plan as the provenance records it, as `resume_request` reads it back."""
@@ -100,6 +104,8 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "floor": o.str_from_json,
     "cache_sim": o.bool_from_json,
 }
+# the command-line parameter of an option whose field is named otherwise
+_PARAMETER = {"allowed_exits": "allow_exit"}
 
 
 def resume_request(request: RunRequest, resume: Path, explicit: frozenset[str]) -> RunRequest:
@@ -108,7 +114,6 @@ def resume_request(request: RunRequest, resume: Path, explicit: frozenset[str]) 
     file from elsewhere (a cache, an artifact) must not choose what runs, so they are
     given again (the refusal names those it recorded)."""
     plan = resume_mod.saved_plan(resume)
-    changes: dict[str, Any] = {}
     if not request.commands:
         import shlex
 
@@ -125,17 +130,8 @@ def resume_request(request: RunRequest, resume: Path, explicit: frozenset[str]) 
             "or after --), never those the file records",
             hint=f"it records {listed}{more}" if recorded else "give the commands again",
         )
-    for option, read in RESUMED_OPTIONS.items():
-        if option not in explicit and option in plan:
-            changes[option] = _read(plan, option, read, resume)
+    changes = planning.resumed_options(RESUMED_OPTIONS, plan, explicit, resume, _PARAMETER)
     return replace(request, **changes)
-
-
-def _read(plan: Mapping[str, Any], option: str, read: Callable[[Any], Any], resume: Path) -> Any:
-    try:
-        return read(plan[option])
-    except ValueError:
-        raise UsageError(f"{resume}: the recorded {option} {plan[option]!r} is not valid") from None
 
 
 @dataclass(frozen=True)
@@ -215,14 +211,8 @@ def prepare(
     """Resolve and check everything before the first command runs. The results file's
     number, when it is not given, is reserved (results.output_path) and released again
     when the plan is refused."""
-    out = results.output_path(output if output is not None else resume, "run")
-    try:
-        if not force and out != resume:
-            results.refuse_to_replace(out)  # the provenance beside it too
+    with planning.reserved_output(output, resume, "run", force=force) as out:
         return _prepare(request, out, resume, shard, jobs)
-    except BaseException:
-        results.release_unused(out)
-        raise
 
 
 def _prepare(
@@ -240,10 +230,7 @@ def _prepare(
             f"--cache-sim simulates caches under callgrind, not {choice.backend}",
             hint="give --backend callgrind",
         )
-    backend = backends.create(
-        choice.backend,
-        {"keep_profiles": request.keep_profiles, "profile_top": request.profile_top},
-    )
+    backend = backends.create(choice.backend, request.backend_settings())
     job_cpus = (
         cpus_mod.command_cpus(
             cpus_mod.allowed_cpus(),
@@ -266,19 +253,17 @@ def _prepare(
         cache_sim=request.cache_sim,
     )
     fp = backends.fingerprint(backend, "command")
-    previous = None
-    if resume is not None:
-        previous = resume_mod.load(resume, "run", _ours)
-        shard = shard or resume_mod.shard_of(previous, resume)
+    previous, shard = planning.to_resume(resume, "run", _ours, shard)
     specs = request.commands
-    record = None if shard is None else shards.make_record("run", planned_cells(specs, opts), shard)
-    start = Results(fp, (), record)
-    if previous is not None:
-        resume_mod.check_environment(previous, fp)
-        resume_mod.check_shard(previous, record)
-        planned = {c.key: c.identity for c in planned_cells(specs, opts)}
-        resume_mod.check_params(previous.cells, planned, _measured_with)
-        start = Results(fp, previous.cells, record)
+    record = planning.shard_record("run", lambda: planned_cells(specs, opts), shard)
+    start = planning.start(
+        fp,
+        record,
+        previous,
+        resume,
+        lambda: {c.key: c.identity for c in planned_cells(specs, opts)},
+        _measured_with,
+    )
     return RunPlan(request, opts, choice.why, out, start, shard)
 
 

@@ -170,8 +170,7 @@ def run_command(
     )
     if resume is not None:
         resume = Path(os.path.normpath(resume.absolute()))  # as output_path names it
-        given = {"allowed_exits" if n == "allow_exit" else n for n in explicit_options(ctx)}
-        request = run_plan.resume_request(request, resume, frozenset(given))
+        request = run_plan.resume_request(request, resume, explicit_options(ctx))
     spec = shards.resolve(shard, shard_total, os.environ)
     plan = run_plan.prepare(
         request, output=output, resume=resume, force=force, shard=spec, jobs=jobs

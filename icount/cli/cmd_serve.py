@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from icount.cli.measure_options import explicit_options, measure_fields, measure_option
+from icount.cli.measure_options import explicit_options, measure_option, serve_request
 from icount.cli.options import (
     BACKEND_HELP,
     FORCE_HELP,
@@ -212,7 +212,7 @@ def serve_command(
             path_jsons=tuple(path_json),
             cwd=cwd,
         )
-    request = plan_mod.ServeRequest(
+    request = serve_request(
         targets=tuple(targets or ()),
         cmd=server,
         runs=runs,
@@ -222,7 +222,24 @@ def serve_command(
         keep_profiles=keep_profiles,
         profile_top=profile_top,
         only_paths=only,
-        **measure_fields(ctx.params),
+        reps=reps,
+        warmup=warmup,
+        requests=requests,
+        concurrency=concurrency,
+        server_cpus=server_cpus,
+        load_cpus=load_cpus,
+        load=load,
+        arrival=arrival,
+        connection=connection,
+        max_spread=max_spread,
+        max_load=max_load,
+        thread=thread,
+        processes=processes,
+        warmup_instrumented=warmup_instrumented,
+        idle_seconds=idle_seconds,
+        max_windows=max_windows,
+        max_extra_seconds=max_extra_seconds,
+        collector=collector,
     )
     if resume is not None:
         resume = Path(os.path.normpath(resume.absolute()))  # as output_path names it
@@ -232,8 +249,6 @@ def serve_command(
         request, output=output, resume=resume, force=force, shard=spec, jobs=jobs
     )
     try:
-        if not force and plan.out != resume:
-            results.refuse_to_replace(plan.out)  # the provenance beside it too
         if not quiet:
             for line in plan.notes():
                 typer.echo(f"icount: {line}", err=True)

@@ -5,7 +5,7 @@ command imports another for them."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from icount.session import options as o
 
 if TYPE_CHECKING:
     from icount.measure_command import CommandSpec
+    from icount.serve.plan import ServeRequest
 
 # serve's options that decide how a run is measured, declared and parsed here only:
 # `icount compare --interleave --base-target` measures each run as a serve cell's and
@@ -73,36 +74,67 @@ def measure_flag(param: str) -> str:
     return _MEASURE[param][1][0]
 
 
-def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
-    """serve's measure options as a command parsed them (`ctx.params`), as the typed
-    ServeRequest fields they are measured with: parsed here, once."""
+def serve_request(
+    *,
+    reps: int = o.REPS,
+    warmup: str | None = None,
+    requests: int | None = None,
+    concurrency: int = o.CONCURRENCY,
+    server_cpus: str | None = None,
+    load_cpus: str | None = None,
+    load: str | None = None,
+    arrival: str | None = None,
+    connection: str = "auto",
+    max_spread: str = o.MAX_SPREAD_TEXT,
+    max_load: float | None = None,
+    thread: int | None = None,
+    processes: str = "all",
+    warmup_instrumented: bool = False,
+    idle_seconds: float = o.IDLE_SECONDS,
+    max_windows: int = o.MAX_WINDOWS,
+    max_extra_seconds: float = o.MAX_EXTRA_SECONDS,
+    collector: Sequence[str] = (),
+    **given: Any,
+) -> ServeRequest:
+    """The ServeRequest of serve's measure options as typer parsed them (each of
+    MEASURE_OPTIONS, by name; one not taken keeps serve's default), checked and typed
+    here, once; `given`: the request's other fields, typed by the command."""
     from icount import cpus as cpus_mod
+    from icount.serve.plan import ServeRequest
 
-    p = params
-    cpus = {
-        field: cpus_mod.parse_cpu_list(p[field], measure_flag(field)) if p[field] else None
-        for field in ("server_cpus", "load_cpus")
-    }
-    return {
-        "reps": p["reps"],
-        "requests": p["requests"],
-        "warmup": None if p["warmup"] is None else o.Warmup.parse(p["warmup"]),
-        "concurrency": p["concurrency"],
-        "load": p["load"],
-        # compare --interleave takes serve's options but this one: its default there
-        "arrival": o.Arrival.parse(p["arrival"]) if p.get("arrival") else None,
-        "connection": o.parse_connection(p.get("connection") or "auto"),
-        "max_spread": o.parse_spread(p["max_spread"]),
-        "max_load": p["max_load"],
-        "thread": p["thread"],
-        "processes": o.Processes.parse(p["processes"]),
-        "warmup_instrumented": p["warmup_instrumented"],
-        "idle_seconds": o.check_idle_seconds(p["idle_seconds"]),
-        "max_windows": o.check_max_windows(p["max_windows"]),
-        "max_extra_seconds": o.check_max_extra_seconds(p["max_extra_seconds"]),
-        "collectors": tuple(p["collector"]),
-        **cpus,
-    }
+    def cpus(text: str | None, param: str) -> tuple[int, ...] | None:
+        return cpus_mod.parse_cpu_list(text, measure_flag(param)) if text else None
+
+    return ServeRequest(
+        server_cpus=cpus(server_cpus, "server_cpus"),
+        load_cpus=cpus(load_cpus, "load_cpus"),
+        reps=reps,
+        requests=requests,
+        warmup=None if warmup is None else o.Warmup.parse(warmup),
+        concurrency=concurrency,
+        load=load,
+        arrival=o.Arrival.parse(arrival) if arrival else None,
+        connection=o.parse_connection(connection or "auto"),
+        max_spread=o.parse_spread(max_spread),
+        max_load=max_load,
+        thread=thread,
+        processes=o.Processes.parse(processes),
+        warmup_instrumented=warmup_instrumented,
+        idle_seconds=o.check_idle_seconds(idle_seconds),
+        max_windows=o.check_max_windows(max_windows),
+        max_extra_seconds=o.check_max_extra_seconds(max_extra_seconds),
+        collectors=tuple(collector),
+        **given,
+    )
+
+
+def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ServeRequest fields of serve's measure options in `params` (a command's
+    `ctx.params`): what `compare --interleave` measures its servers' runs with, until it
+    reads its parameters by name as serve does."""
+    request = serve_request(**{p: params[p] for p in MEASURE_OPTIONS if p in params})
+    fields = {"collector": "collectors"}
+    return {fields.get(p, p): getattr(request, fields.get(p, p)) for p in MEASURE_OPTIONS}
 
 
 def explicit_options(ctx: typer.Context) -> frozenset[str]:

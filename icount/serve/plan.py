@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from icount import backends, environment, results, shards
+from icount import backends, environment, shards
 from icount import cpus as cpus_mod
 from icount.backends import Backend
 from icount.errors import UsageError
@@ -34,6 +34,7 @@ from icount.serve.server import Target
 from icount.serve.targets import CmdServer, PathChoice, check_paths, choose_targets, selected_paths
 from icount.serve.warmup import is_jit
 from icount.session import options as o
+from icount.session import planning
 from icount.session import resume as resume_mod
 from icount.session.options import Arrival, Processes, Warmup
 from icount.text import printable
@@ -73,6 +74,17 @@ class ServeRequest:
     max_extra_seconds: float = o.MAX_EXTRA_SECONDS
     # --path NAME / TARGET:NAME with adapter targets: only those paths (); every path
     only_paths: tuple[PathChoice, ...] = ()
+
+    def backend_settings(self) -> dict[str, object]:
+        """The settings the backend is built with (backends.create), given or not."""
+        return {
+            "thread": self.thread,
+            "processes": self.processes,
+            "keep_profiles": self.keep_profiles,
+            "warmup_instrumented": self.warmup_instrumented,
+            "collector": "\n".join(self.collectors),
+            "profile_top": self.profile_top,
+        }
 
     def to_json(self, adapters: tuple[Target, ...]) -> dict[str, Any]:
         """The plan as the provenance records it (targets as absolute adapter paths),
@@ -166,14 +178,7 @@ def resume_request(request: ServeRequest, resume: Path, explicit: frozenset[str]
                 hint="name the targets and options again",
             )
         changes["targets"] = tuple(str(t) for t in targets)
-    for option, read in RESUMED_OPTIONS.items():
-        if _PARAMETER.get(option, option) not in explicit and option in plan:
-            try:
-                changes[option] = read(plan[option])
-            except ValueError:
-                raise UsageError(
-                    f"{resume}: the recorded {option} {plan[option]!r} is not valid"
-                ) from None
+    changes |= planning.resumed_options(RESUMED_OPTIONS, plan, explicit, resume, _PARAMETER)
     return replace(request, **changes)
 
 
@@ -389,10 +394,8 @@ def prepare(
     shard: shards.ShardSpec | None = None,
     jobs: int = 1,
 ) -> Plan:
-    """Resolve and check everything before the first server starts."""
-    o.check_idle_seconds(request.idle_seconds)
-    o.check_max_windows(request.max_windows)
-    o.check_max_extra_seconds(request.max_extra_seconds)
+    """Resolve and check everything before the first server starts (`request`'s values
+    are checked where it is made: by the CLI, or read back from a provenance)."""
     split = cpus_mod.split(request.server_cpus, request.load_cpus)
     chosen = choose_targets(request.targets, request.cmd)
     check_paths(chosen.adapters, request.only_paths)
@@ -404,17 +407,7 @@ def prepare(
             hint="wait, or raise --max-load",
         )
     choice = backends.choose(request.backend)
-    backend = backends.create(
-        choice.backend,
-        {
-            "thread": request.thread,
-            "processes": request.processes,
-            "keep_profiles": request.keep_profiles,
-            "warmup_instrumented": request.warmup_instrumented,
-            "collector": "\n".join(request.collectors),
-            "profile_top": request.profile_top,
-        },
-    )
+    backend = backends.create(choice.backend, request.backend_settings())
     load_kind, load_why = _load_kind(request.load, backend)
     arrival, arrival_why = arrival_mod.resolve(request.arrival, load_kind)
     if request.connection != "auto" and load_kind != "builtin":
@@ -431,10 +424,7 @@ def prepare(
         load_independent=backend.serve_defaults.instrumented,
         backend=backend.name,
     )
-    out = results.output_path(output if output is not None else resume, "serve")
-    try:
-        if out.exists() and not force and out != resume:
-            raise UsageError(f"{out} exists; refusing to overwrite it", hint="pass --force")
+    with planning.reserved_output(output, resume, "serve", force=force) as out:
         artifacts = out.with_suffix(".artifacts")
         targets = tuple(
             Target(a, artifacts / "build" / environment.safe_name(a.name)) for a in chosen.adapters
@@ -456,26 +446,26 @@ def prepare(
             arrival_why=arrival_why,
         )
         return _resumed(plan, resume, shard)
-    except BaseException:
-        results.release_unused(out)  # the number reserved, the claim on the file
-        raise
 
 
 def _resumed(plan: Plan, resume: Path | None, shard: shards.ShardSpec | None) -> Plan:
     """The plan of this shard (--shard, or the file's), starting from the file to resume."""
-    fp = plan.fingerprint
-    previous = None
-    if resume is not None:
-        previous = resume_mod.load(resume, "serve", _ours)
-        shard = shard or resume_mod.shard_of(previous, resume)
-    if shard is not None:
-        record = shards.make_record("serve", planned_cells(plan), shard)
-        plan = replace(plan, shard=record, shard_spec=shard, start=Results(fp, (), record))
-    if previous is not None and resume is not None:
+    previous, shard = planning.to_resume(resume, "serve", _ours, shard)
+    record = planning.shard_record("serve", lambda: planned_cells(plan), shard)
+    if record is not None:
+        plan = replace(plan, shard=record, shard_spec=shard)
+    if previous is not None:
         plan = _arrival_of(previous, plan)
-        check_resume(previous, plan, resume)
-        plan = replace(plan, start=Results(fp, previous.cells, plan.shard))
-    return plan
+    start = planning.start(
+        plan.fingerprint,
+        record,
+        previous,
+        resume,
+        lambda: _planned_params(plan),
+        lambda c: _comparable(c.params),
+        plan.digests,
+    )
+    return replace(plan, start=start)
 
 
 def _arrival_of(previous: Results, plan: Plan) -> Plan:
@@ -492,15 +482,9 @@ def _arrival_of(previous: Results, plan: Plan) -> Plan:
     return replace(plan, arrival=kind, arrival_why="as the cells of the file to resume were")
 
 
-def check_resume(previous: Results, plan: Plan, resume: Path) -> None:
-    """Refuse to continue a file whose cells are not comparable with this session's."""
-    resume_mod.check_environment(previous, plan.fingerprint)
-    resume_mod.check_targets(
-        previous, resume_mod.recorded_digests(previous, resume), plan.digests, resume
-    )
-    resume_mod.check_shard(previous, plan.shard)
-    planned = {
+def _planned_params(plan: Plan) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """What each cell of the plan is measured with, as a resumed file's cells must share."""
+    return {
         (t.adapter.name, p.name, plan.backend.name): _comparable(cell_params(p, plan.options(t)))
         for t, p in plan.cells()
     }
-    resume_mod.check_params(previous.cells, planned, lambda c: _comparable(c.params))
