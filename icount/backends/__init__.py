@@ -90,13 +90,12 @@ def settings(name: str, given: Mapping[str, object]) -> Any:
     types_of = typing.get_type_hints(declared)
     taken: dict[str, object] = {}
     for key, value in given.items():
-        if isinstance(value, list):  # a flag given once per value, as typer parses it
-            value = tuple(value)
         if key in fields:
             _check_type(key, value, types_of[key])
-            taken[key] = value
+            # a flag given once per value: typer parses a list, the settings hold a tuple
+            taken[key] = tuple(value) if isinstance(value, list) else value
         else:
-            _refuse_unless_default(name, key, value)
+            _refuse_unless_default(name, key, tuple(value) if isinstance(value, list) else value)
     return declared(**taken)
 
 
@@ -193,7 +192,7 @@ def _fits(value: object, expected: Any) -> bool:
         return value in typing.get_args(expected)
     if origin is tuple:  # tuple[X, ...]: the values of a flag given once per value
         (item, _) = typing.get_args(expected)
-        return isinstance(value, tuple) and all(_fits(v, item) for v in value)
+        return isinstance(value, (tuple, list)) and all(_fits(v, item) for v in value)
     if origin in (typing.Union, types.UnionType):
         return any(_fits(value, arm) for arm in typing.get_args(expected))
     if expected is type(None):

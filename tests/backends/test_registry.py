@@ -106,3 +106,31 @@ def test_a_new_backend_is_its_module_and_its_registry_line(
     with pytest.raises(UsageError, match="--thread needs the callgrind backend, not fake"):
         backends.create("fake", {"thread": 3})
     assert "fake backend" in [c.name for c in doctor.checks()]
+
+
+def test_collector_patterns_are_a_tuple_from_the_command_to_the_cells_params() -> None:
+    settings = backends.settings("callgrind", {"collector": ["my_gc", r"Sweep\w*"]})
+    assert settings.collector == ("my_gc", r"Sweep\w*")
+    cg = backends.create("callgrind", settings)
+    assert cg.cell_params()["collectors"] == ["my_gc", r"Sweep\w*"]  # as files record them
+    # the plans' flat form, its patterns joined by newlines, builds the same settings
+    flat = backends.create("callgrind", {"collector": "my_gc\nSweep\\w*"})
+    assert isinstance(flat, callgrind.CallgrindBackend) and flat.options == settings
+    assert "collectors" not in backends.create("callgrind", {"collector": ""}).cell_params()
+    # another backend takes the flag at its default only
+    assert backends.create("perf", {"collector": []}).name == "perf"
+    assert backends.create("perf", {"collector": ""}).name == "perf"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"collector": [3]}, "--collector takes a list of str, got [3]"),
+        ({"collector": "gc"}, "--collector takes a list of str, got 'gc'"),
+        ({"collector": ["("]}, "--collector '(' is not a regular expression"),
+    ],
+)
+def test_collector_patterns_are_checked_once(given: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError) as e:
+        backends.settings("callgrind", given)
+    assert e.value.message.startswith(message)
