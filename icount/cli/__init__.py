@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "icount.cli.cmd_compare",
         "Compare two results files cell by cell and fail on regressions.",
     ),
+    "interleave": (
+        "icount.cli.cmd_interleave",
+        "Measure two builds alternately, A B A B, and fail on regressions.",
+    ),
     "history": (
         "icount.cli.cmd_history",
         "Keep results files by commit in a folder, and show each cell over commits.",
@@ -87,6 +91,15 @@ class _LazyGroup(TyperGroup):
         if cmd_name not in self.commands:
             self.commands[cmd_name] = build_command(cmd_name)
         return self.commands[cmd_name]
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if len(args) > 1 and args[0] == "compare" and "--interleave" in args:
+            # the interleaved modes were compare's before they were a command of their
+            # own: users' scripts and CI keep running them this way
+            from icount.cli.cmd_interleave import route_compare
+
+            args = route_compare(ctx, args[1:])
+        return super().resolve_command(ctx, args)
 
     def get_help_option(self, ctx: Any) -> Any:
         # `icount size` runs in ~0.15 s: typer's pydantic conversion of this flag would

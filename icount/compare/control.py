@@ -1,20 +1,13 @@
-"""The rounds of an interleaved comparison, and its control arm (pure).
+"""A row of an interleaved comparison judged against its control arm (pure).
 
 A control arm is a third build, unchanged, measured in the same rounds as base and
-new (`--control-cmd`, `--control-target`). Nothing about it changed, so whatever its
-figure does from round to round is the measurement's own drift: the machine warming
-up, a cache, a counter that grows. That drift bounds what the comparison can claim: a
-change of new against base no larger than the control's drift (max - min over the
-median of its rounds) could be that drift alone, so it is reported as not claimable
-and does not gate, whatever the threshold says.
-
-With a control, each round's order is rotated (base new control, new control base,
-control base new, ...): an arm that always ran in the same place of a round would
-carry whatever that place does to a count (a cache the previous process warmed, a
-clock that ramps up) in every round alike, and every pair's ratio would lean the same
-way, which is what the pair rule takes for a real change. Rotated, a place's effect
-moves from round to round, into the pairs' spread and the control's drift, where it
-shows. Two arms keep base then new (A B A B), as they always have.
+new (`--control-cmd`, `--control-target`; icount/interleave/turns.py rotates the
+order of each round). Nothing about it changed, so whatever its figure does from
+round to round is the measurement's own drift: the machine warming up, a cache, a
+counter that grows. That drift bounds what the comparison can claim: a change of new
+against base no larger than the control's drift (max - min over the median of its
+rounds) could be that drift alone, so it is reported as not claimable and does not
+gate, whatever the threshold says.
 """
 
 from __future__ import annotations
@@ -30,17 +23,7 @@ from icount.numfmt import signed_percent
 if TYPE_CHECKING:
     from icount.compare.model import Row
 
-__all__ = ["BASE", "CONTROL", "NEW", "ControlArm", "Rounds", "judged", "round_order"]
-
-BASE, NEW, CONTROL = "base", "new", "control"
-
-
-def round_order(i: int, control: bool) -> tuple[str, ...]:
-    """The arms of round `i` (from 0) in the order they run."""
-    if not control:
-        return (BASE, NEW)
-    arms = (BASE, NEW, CONTROL)
-    return arms[i % 3 :] + arms[: i % 3]
+__all__ = ["ControlArm", "Rounds", "judged"]
 
 
 def _exact_change(pairs: tuple[Pair, ...]) -> Fraction | None:

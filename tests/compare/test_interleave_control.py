@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from icount.compare.control import ControlArm, Rounds, judged, round_order
-from icount.compare.interleave import rounds
+from icount.compare.control import ControlArm, Rounds, judged
 from icount.compare.model import Pair, Verdict, compare_pairs
 from icount.compare.thresholds import parse_thresholds
+from icount.interleave.turns import round_order, rounds
 
 from .conftest import Cli
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from icount import results
-from icount.compare import interleave_serve
+from icount.interleave import servers as interleave_serve
 from icount.session.options import Warmup
 
 from .conftest import Cli

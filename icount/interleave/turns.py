@@ -1,31 +1,26 @@
-"""`--interleave`: measure base and new alternately, A B A B ..., with a control arm
-where one is given.
+"""The turns of an interleave: base and new alternately, A B A B ..., with a control arm
+where one is given, run by one loop whatever an arm's run is (a command, a server).
 
-On a noisy backend (perf on a shared machine) slow drifts in the machine's state
-hit both sides of a pair alike, so the ratio new/base of each pair carries less
-noise than two separate batches would; the median of the ratios is what is gated
-on (see model.compare_pairs). A control arm (a third, unchanged build) runs in the
-same rounds; its drift bounds what the comparison may claim, and with it each
-round's order is rotated (compare/control.py says why).
-
-Commands: each run is a fresh process measured exactly as `icount run` measures one
-(measure_command.measure_once), in the work dir `icount run` gives the cell, so that
-every arm runs from the same fixed path (environment.fixed_program). Servers:
-compare/interleave_serve.py, on `rounds` here.
+With a control, each round's order is rotated (base new control, new control base,
+control base new, ...): an arm that always ran in the same place of a round would
+carry whatever that place does to a count (a cache the previous process warmed, a
+clock that ramps up) in every round alike, and every pair's ratio would lean the same
+way, which is what the pair rule takes for a real change. Rotated, a place's effect
+moves from round to round, into the pairs' spread and the control's drift, where it
+shows (compare/control.py judges a row against that drift). Two arms keep base then
+new (A B A B), as they always have.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from icount import environment
-from icount.compare.control import BASE, CONTROL, NEW, ControlArm, round_order
-from icount.compare.model import Pair, Verdict
-from icount.measure_command import CommandSpec, RunOptions, measure_once
+from icount.compare.model import Verdict
+from icount.compare.rounds import ControlArm, Pair
 from icount.progress import Progress
-from icount.session.scheduler import work_dir_key
+
+BASE, NEW, CONTROL = "base", "new", "control"
 
 
 @dataclass(frozen=True)
@@ -38,6 +33,14 @@ class Interleaved:
 
 # (arm, round from 1) -> (the run's value, or None and why it is invalid)
 MeasureArm = Callable[[str, int], tuple[float | None, str | None]]
+
+
+def round_order(i: int, control: bool) -> tuple[str, ...]:
+    """The arms of round `i` (from 0) in the order they run."""
+    if not control:
+        return (BASE, NEW)
+    arms = (BASE, NEW, CONTROL)
+    return arms[i % 3 :] + arms[: i % 3]
 
 
 def rounds(
@@ -75,27 +78,3 @@ def rounds(
     if progress:
         progress("done", arms * pairs, arms * pairs)
     return Interleaved(tuple(done), None, ControlArm(tuple(controls)) if control else None)
-
-
-def run_pairs(
-    base: CommandSpec,
-    new: CommandSpec,
-    opts: RunOptions,
-    pairs: int,
-    artifacts: Path,
-    progress: Progress | None = None,
-    control: CommandSpec | None = None,
-    backend: str = "",
-) -> Interleaved:
-    """Rounds of fresh processes of the commands, base first in each (rotated with a
-    control), every arm in the work dir of the cell (name, backend) of `icount run`."""
-    specs = {BASE: base, NEW: new, CONTROL: control}
-
-    def measure(arm: str, i: int) -> tuple[float | None, str | None]:
-        spec = specs[arm]
-        assert spec is not None
-        run = measure_once(spec, opts, artifacts / f"pair-{i:03d}-{arm}")
-        return (run.value, None) if run.valid else (None, run.reason or "not counted")
-
-    with environment.work_dirs_named(work_dir_key((new.name, "", backend))):
-        return rounds(measure, pairs, control is not None, progress)

@@ -1,6 +1,6 @@
-"""`icount compare --interleave --base-target A --new-target B`: two server builds
-measured alternately, a fresh server process each run (base, new, base, new ...), and
-a control build in the same rounds where one is given (compare/control.py).
+"""`icount interleave --base-target A --new-target B`: two server builds measured
+alternately, a fresh server process each run (base, new, base, new ...), and a control
+build in the same rounds where one is given (turns.py, compare/control.py).
 
 Every path of the targets is a cell. Each run is one run of that serve cell: planned
 by `icount serve`'s plan (serve/plan.py: backend, load generator, CPUs, each target's
@@ -15,18 +15,20 @@ binary from two folders counts the same.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from icount import cpus as cpus_mod
 from icount import environment, results
-from icount.compare.control import BASE, CONTROL, NEW, ControlArm, Rounds, judged
-from icount.compare.interleave import Interleaved, rounds
+from icount.compare.control import ControlArm, Rounds, judged
 from icount.compare.model import Comparison, Row, Verdict, compare_pairs
 from icount.compare.thresholds import Thresholds
 from icount.errors import RunFailedError, UsageError
+from icount.interleave.turns import BASE, CONTROL, NEW, Interleaved, rounds
 from icount.progress import Progress
 from icount.results import UNIT_PER_REQUEST
 from icount.serve.adapter import PathSpec
@@ -62,8 +64,10 @@ class Arms:
         arms = {}
         for arm, t in self.targets.items():
             opts = plan.options(t)
+            # arrival as a serve cell's params record it (one for every arm: the plan's)
             arms[arm] = {"target": t.adapter.name, "digest": target_digest(t.adapter),
-                         "requests": opts.requests, "warmup": opts.warmup.param()}  # fmt: skip
+                         "requests": opts.requests, "warmup": opts.warmup.param(),
+                         "arrival": str(opts.arrival)}  # fmt: skip
         return {**saved, "pairs": pairs, "paths": list(self.paths),
                 "backend": plan.backend.name, "load": plan.load_kind,
                 "server_cpus": list(plan.cpus.server), "load_cpus": list(plan.cpus.load),
@@ -119,6 +123,30 @@ def prepare_arms(
 
 
 _ORDER = {BASE: 0, NEW: 1, CONTROL: 2}
+
+
+@contextmanager
+def prepared(request: ServeRequest, given: dict[str, str], only: Sequence[str]) -> Iterator[Arms]:
+    """prepare_arms in a temporary folder of its own, removed when the interleave ends."""
+    with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp:
+        yield prepare_arms(request, given, only, Path(tmp))
+
+
+def compare(
+    arms: Arms,
+    pairs: int,
+    name: str | None,
+    limits: Thresholds,
+    argv: Sequence[str],
+    progress: Progress | None = None,
+) -> tuple[Comparison, dict[str, Any]]:
+    """The comparison (the cell named `name`, or the new target's name), and its
+    provenance: the machine's state over the measurement (`argv` the command line) and
+    what it measured with (Arms.record)."""
+    cell = name or arms.targets[NEW].adapter.name
+    recorder = environment.ProvenanceRecorder(list(argv))
+    comparison = measure(arms, pairs, cell, limits, progress)
+    return comparison, recorder.finish({"plan": arms.record(pairs)})
 
 
 def _setup(arms: Arms, progress: Progress | None) -> dict[str, str]:
