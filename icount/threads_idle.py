@@ -119,6 +119,7 @@ class Watch:
 
     def __init__(self, root: int) -> None:
         self.root = root
+        self._kids: dict[tuple[int, int], str | None] = {}  # each thread's, at the last scan
 
     def running(self) -> Running | None:
         """The first thread found with work to do in one scan; None when every thread
@@ -126,9 +127,14 @@ class Watch:
         found = self.scan()
         return found if isinstance(found, Running) else None
 
-    def scan(self) -> Running | Scan:
-        """The first thread found with work to do, else every thread with its counters."""
+    def scan(self, before: Scan | None = None) -> Running | Scan:
+        """The first thread found with work to do, else every thread with its counters.
+        `before`: the scan just taken, where every thread waited; a thread that has not
+        run since (the same state and counters) still waits in the same call, and has
+        forked nothing: its system call and children are not read again (reading
+        `syscall` waits for the thread to be off its CPU, the dearest read of a scan)."""
         seen: Scan = {}
+        kids_now: dict[tuple[int, int], str | None] = {}
         # valgrind's floor is read again each scan, not kept: a traced exec runs valgrind
         # again in the same process (the same tool's path, the same start time) with a
         # soft limit raised once more, and a pid may be reused
@@ -141,21 +147,34 @@ class Watch:
             except OSError:
                 continue
             for tid in tids:
+                key = (pid, int(tid))
                 task = f"/proc/{pid}/task/{tid}"
-                found = self._thread(pid, int(tid), task, floors)
+                known = before.get(key) if before else None
+                found = self._thread(pid, int(tid), task, floors, known)
                 if isinstance(found, Running):
                     return found
                 if found is not None:
-                    seen[pid, int(tid)] = found
-                kids = _read(f"{task}/children")
+                    seen[key] = found
+                if found is not None and found == known and key in self._kids:
+                    kids = self._kids[key]
+                else:
+                    kids = _read(f"{task}/children")
+                kids_now[key] = kids
                 if kids:
                     todo.extend(int(k) for k in kids.split())
+        self._kids = kids_now
         return seen
 
     def _thread(
-        self, pid: int, tid: int, task: str, floors: dict[int, int | None]
+        self,
+        pid: int,
+        tid: int,
+        task: str,
+        floors: dict[int, int | None],
+        known: str | None = None,
     ) -> Running | str | None:
-        """Running, or the counters of a thread that waits; None for one that ended."""
+        """Running, or the state and counters of a thread that waits; None for one that
+        ended. `known`: what the last scan read of it, where it waited."""
         # the counters first: a thread that runs after they were read and is asleep
         # again by the state's read has new ones by the next scan
         switches = _switches(task)
@@ -165,6 +184,9 @@ class Watch:
         state = stat[stat.rfind(")") + 2 : stat.rfind(")") + 3]
         if state in "ZXI":  # a zombie, a dead thread, an idle kernel thread
             return None
+        waits = f"{state} {switches}"
+        if waits == known and state in "StT":
+            return waits  # not run since it was read waiting: in the same call
         # read after the state: a thread that woke in between shows "running" here
         call = (_read(f"{task}/syscall") or "").split()
         nr = call[0] if call else "running"
@@ -176,7 +198,7 @@ class Watch:
             floor = floors[pid]
             if floor is not None and int(call[1], 16) >= floor:
                 return Running(pid, tid, state, nr)  # waiting for valgrind's lock: runnable
-        return f"{state} {switches}"
+        return waits
 
 
 def _moved(before: Scan, after: Scan) -> Running:
@@ -199,7 +221,7 @@ def wait_idle(
     before: Scan | None = None
     while True:
         try:
-            found = watch.scan()
+            found = watch.scan(before)
         except PermissionError as e:
             return (
                 f"cannot tell whether the server is idle: {e.filename}: {e.strerror} "

@@ -141,8 +141,9 @@ def test_a_process_forked_after_its_parent_was_read_is_seen_by_the_next_scan(
     """The first scan read the parent's children before the fork: it saw every thread
     waiting. The child, runnable, is seen next."""
     before = frame((7, 7, Thread()))
-    forked = frame((7, 7, Thread(children=(9,))), (9, 9, Thread(state="R", syscall="running")))
-    settled = frame((7, 7, Thread(children=(9,))), (9, 9, Thread()))
+    parent = Thread(children=(9,), runs=4)  # it ran to fork
+    forked = frame((7, 7, parent), (9, 9, Thread(state="R", syscall="running")))
+    settled = frame((7, 7, parent), (9, 9, Thread()))
     fake = FakeProc(7, [before, forked, settled, settled])
     assert wait(fake, proc) is None
     assert fake.scans == 4
@@ -221,3 +222,23 @@ def test_a_pid_reused_by_a_process_not_under_valgrind_is_read_as_such(
 
 def test_a_root_gone_reads_idle(proc: list[FakeProc]) -> None:
     assert wait(FakeProc(7, [frame()]), proc) is None
+
+
+def test_a_thread_that_has_not_run_since_the_last_scan_is_not_read_again(
+    proc: list[FakeProc], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its system call and children stand as the first scan read them (reading syscall
+    waits for the thread to leave its CPU); its state and counters are read again."""
+    fake = FakeProc(7, [frame((7, 7, Thread()), (7, 8, Thread()))])
+    proc.append(fake)
+    read: list[str] = []
+
+    def reading(path: str) -> str | None:
+        read.append(path)
+        return fake.now.read(path)
+
+    monkeypatch.setattr(threads_idle, "_read", reading)
+    assert threads_idle.wait_idle(threads_idle.Watch(7), 5.0) is None
+    names = [p.rsplit("/", 1)[1] for p in read]
+    assert names.count("syscall") == names.count("children") == 2  # the first scan's
+    assert names.count("stat") == names.count("schedstat") == 4  # both scans'
