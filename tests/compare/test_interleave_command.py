@@ -1,0 +1,113 @@
+"""`icount interleave`, the command the interleaved modes of `icount compare` became:
+`compare --interleave ...` runs it with the same output, exit code and provenance;
+`--arrival` measures both server builds under one arrival, recorded as serve records
+it; compare of results files refuses the interleave's options, naming them. On the
+fake backend (tests/support/fake_backend.py), in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icount import results
+from icount.session.options import Arrival
+
+from . import test_interleave_options as options
+from .conftest import Cli
+from .test_interleave_control import SERVE
+
+targets = options.targets  # the fixture: two fake adapters, 1000 and 1020 a request
+
+
+def _ab(cli: Cli, targets: dict[str, Any], command: list[str], *extra: str | Path) -> Any:
+    return cli(*command, "--base-target", targets["base"], "--new-target", targets["new"],
+               "--path", "json", "--pairs", "2", *SERVE, *extra)  # fmt: skip
+
+
+def _provenance(out: Path) -> dict[str, Any]:
+    doc = json.loads(results.provenance_path(out).read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+@pytest.mark.parametrize("arrival", ["idle", "closed"])
+def test_both_builds_run_under_the_arrival_asked_for_and_it_is_recorded(
+    cli: Cli, targets: dict[str, Any], tmp_path: Path, arrival: str
+) -> None:
+    out = tmp_path / "ab.json"
+    done = _ab(cli, targets, ["interleave"], "--arrival", arrival, "-f", "json", "-o", out)
+    assert done.code == 3, done.err  # +20 a request, every pair
+    assert {o.arrival for o in targets["opts"]} == {Arrival(arrival)}
+    assert len(targets["opts"]) == 4  # two pairs, base then new
+    plan = _provenance(out)["plan"]
+    assert plan["arrival"] == arrival  # as serve's provenance records what was asked
+    # and each arm as a serve cell's params record the arrival it was measured with
+    assert [plan["arms"][arm]["arrival"] for arm in ("base", "new")] == [arrival] * 2
+
+
+def test_without_arrival_both_builds_run_idle_with_the_builtin_client(
+    cli: Cli, targets: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "ab.json"
+    done = _ab(cli, targets, ["interleave"], "-o", out)
+    assert done.code == 3, done.err
+    assert {o.arrival for o in targets["opts"]} == {Arrival.IDLE}
+    plan = _provenance(out)["plan"]
+    assert plan["arrival"] is None  # not asked for: the default, which each arm records
+    assert {a["arrival"] for a in plan["arms"].values()} == {"idle"}
+
+
+def test_compare_interleave_runs_the_command_with_the_same_output(
+    cli: Cli, targets: dict[str, Any], tmp_path: Path
+) -> None:
+    routed = _ab(cli, targets, ["compare", "--interleave"], "-f", "json", "-o", tmp_path / "a")
+    direct = _ab(cli, targets, ["interleave"], "-f", "json", "-o", tmp_path / "b")
+    assert (routed.code, routed.out, routed.err) == (direct.code, direct.out, direct.err)
+    assert routed.code == 3 and routed.err.startswith("icount: error: 1 of 1 cell regressed")
+    assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text()
+    # the provenance records the command line as it was given
+    argv = [_provenance(tmp_path / f)["icount_argv"][:2] for f in "ab"]
+    assert argv == [["icount", "compare"], ["icount", "interleave"]]
+    assert _provenance(tmp_path / "a")["plan"] == _provenance(tmp_path / "b")["plan"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # compare of results files takes none of the interleave's options
+        (["compare", "a.json", "b.json", "--backend", "perf"], "--backend needs --interleave"),
+        (["compare", "a.json", "b.json", "--arrival", "closed", "--pairs", "3"],
+         "--pairs and --arrival need --interleave"),
+        (["compare", "a.json", "b.json", "-c", "2"], "--concurrency needs --interleave"),
+        (["compare", "a.json", "b.json", "-j", "2"], "--jobs does not go with compare"),
+        # nor does an interleave take compare's options of results files
+        (["interleave", "--base-cmd", "a", "--new-cmd", "b", "--ledger", "l.md"],
+         "--ledger records a comparison of results files, not --interleave"),
+        (["interleave", "--base-cmd", "a", "--new-cmd", "b", "--size-gate", ".text"],
+         "--size-gate names rows of `icount size -o` files"),
+        (["interleave", "x.json", "--base-cmd", "a", "--new-cmd", "b"],
+         "icount interleave measures builds; it takes no results files"),
+        (["interleave", "--base-cmd", "a", "--new-cmd", "b", "--arrival", "closed"],
+         "--arrival does not go with --base-cmd"),
+        (["interleave", "--base-cmd", "a"], "needs --base-cmd 'CMD' and --new-cmd 'CMD'"),
+    ],
+)  # fmt: skip
+def test_each_command_refuses_the_others_options_in_one_line(
+    cli: Cli, args: list[str], message: str
+) -> None:
+    done = cli(*args)
+    assert done.code == 2, done.err
+    assert message in done.err
+    assert len(done.err.strip().splitlines()) == 1
+
+
+def test_arrival_idle_needs_the_builtin_client(cli: Cli, targets: dict[str, Any]) -> None:
+    done = _ab(cli, targets, ["interleave"], "--arrival", "idle", "--load", "h2load")
+    assert done.code == 2, done.err
+    assert "--arrival idle needs the built-in client: h2load sends its requests itself" in (
+        done.err
+    )
+    assert targets["opts"] == []  # refused before any server started
