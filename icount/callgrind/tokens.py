@@ -32,24 +32,6 @@ _MAX_DIGITS = {10: MAX_DECIMAL_DIGITS, 16: 16}
 
 
 @dataclass(frozen=True)
-class Tokens:
-    """Tokens of the selected lines: [start, end) byte spans, line index, column."""
-
-    start: I64
-    end: I64
-    line: I64
-    col: I64
-    per_line: I64  # tokens in each line of the file
-
-
-def split_spans(arr: U8, line_ends: I64, selected: Mask) -> tuple[I64, I64, I64]:
-    """Tokens of the lines where `selected` is true: [start, end) byte spans, and
-    how many tokens each selected line has. `line_ends` are the lines' '\\n' offsets."""
-    ts, te, _ = _split(arr, line_ends, selected)
-    return ts, te, _counts(ts, line_ends, selected)
-
-
-@dataclass(frozen=True)
 class CostTokens:
     """The tokens of a run of cost lines (split_cost_lines)."""
 
@@ -71,8 +53,10 @@ class CostTokens:
 
 
 def split_cost_lines(arr: U8, line_ends: I64, selected: Mask, n_pos: int) -> CostTokens:
-    """split_spans of cost lines, with their first `n_pos` tokens (positions) and the
-    token bytes that are neither digits nor the sign of a relative position.
+    """The tokens of the lines where `selected` is true (cost lines; `line_ends` are the
+    lines' '\\n' offsets): their [start, end) byte spans, how many each line has, and
+    of the first `n_pos` tokens (positions) the bytes that are neither digits nor the
+    sign of a relative position.
 
     Every such byte (a hex address's, or a bad one) is `odd`: a token without one is
     1-18 digits once its length is checked, or a well-formed `+n`, `-n` or `*`. On
@@ -138,17 +122,6 @@ def _counts(ts: I64, line_ends: I64, selected: Mask) -> I64:
     of sorted values among sorted values, cheaper than looking at every token)."""
     counts: I64 = np.diff(np.searchsorted(ts, line_ends[selected]), prepend=0)
     return counts
-
-
-def split_lines(arr: U8, line_ends: I64, selected: Mask) -> Tokens:
-    """Tokens of the lines where `selected` is true, with the line and column of each."""
-    ts, te, counts = split_spans(arr, line_ends, selected)
-    per_line = np.zeros(len(line_ends), dtype=np.int64)
-    per_line[selected] = counts
-    line = np.repeat(np.arange(len(line_ends), dtype=np.int64), per_line)
-    first = np.cumsum(per_line) - per_line
-    col = np.arange(len(ts), dtype=np.int64) - first[line]
-    return Tokens(ts, te, line, col, per_line)
 
 
 def unsigned(

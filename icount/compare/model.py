@@ -41,7 +41,7 @@ from icount.compare.rounds import Rounds, exact
 from icount.compare.thresholds import Thresholds
 from icount.errors import ExitCode, IcountError
 from icount.numfmt import plain, plural, si, signed_percent
-from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
+from icount.results import UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import arrival_of
 from icount.results.runtime import RuntimeFigures
 from icount.stats import Summary, summarize
@@ -534,13 +534,6 @@ def judge_pairs(pairs: Sequence[Pair], threshold: float, min_delta: float) -> Pa
     exact_delta = exact(ns.median) - exact(bs.median)
     verdict, why = _judge(exact_ratio - 1, exact_delta, overlap, threshold, min_delta)
     return PairsJudged(bs, ns, ns.median - bs.median, ratio - 1, verdict, why)
-
-
-def pair_from_runs(base: Run, new: Run) -> Pair:
-    return Pair(
-        base.value if base.valid else None,
-        new.value if new.valid else None,
-    )
 
 
 # ---------------------------------------------------------------- the gate

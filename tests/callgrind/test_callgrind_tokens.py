@@ -89,16 +89,16 @@ def test_resolve_the_manual_example() -> None:
     assert line.tolist() == [90, 90, 91]
 
 
-def test_split_lines_counts_tokens_per_line() -> None:
+def test_split_cost_lines_counts_tokens_per_selected_line() -> None:
     data = b"fn=x\n1 2\n\n+3  4\t5\n"
     arr = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(arr == 10).astype(np.int64)
-    tok = tokens.split_lines(arr, ends, np.array([False, True, False, True]))
+    tok = tokens.split_cost_lines(arr, ends, np.array([False, True, False, True]), 1)
     words = [data[a:b] for a, b in zip(tok.start.tolist(), tok.end.tolist(), strict=True)]
     assert words == [b"1", b"2", b"+3", b"4", b"5"]
-    assert tok.line.tolist() == [1, 1, 3, 3, 3]
-    assert tok.col.tolist() == [0, 1, 0, 1, 2]
-    assert tok.per_line.tolist() == [0, 2, 0, 3]
+    assert tok.counts.tolist() == [2, 3] and tok.first.tolist() == [0, 2]
+    second = [words[i] for i in np.asarray(tok.column(1)).tolist()]
+    assert second == [b"2", b"4"]
 
 
 def test_every_byte_in_every_word_of_long_tokens() -> None:
@@ -130,16 +130,14 @@ def test_every_byte_in_every_word_of_long_tokens() -> None:
     assert ok.all() and value.tolist() == [12345678901, 1, 1]
 
 
-def test_split_spans_counts_lines_with_trailing_blanks() -> None:
-    # Counting by "the token that ends at '\n'" needs every line to end in a token;
-    # trailing blanks take the other way, which must give the same counts.
+def test_split_cost_lines_counts_lines_with_trailing_blanks() -> None:
     for data in (b"1 2\nfn=x\n3\n+4 5 6\n", b"1 2 \nfn=x\n3\t\n+4 5 6\r\n"):
         arr = np.frombuffer(data, dtype=np.uint8)
         ends = np.flatnonzero(arr == 10).astype(np.int64)
-        ts, te, counts = tokens.split_spans(arr, ends, np.array([True, False, True, True]))
-        words = [data[a:b] for a, b in zip(ts.tolist(), te.tolist(), strict=True)]
+        tok = tokens.split_cost_lines(arr, ends, np.array([True, False, True, True]), 1)
+        words = [data[a:b] for a, b in zip(tok.start.tolist(), tok.end.tolist(), strict=True)]
         assert words == [b"1", b"2", b"3", b"+4", b"5", b"6"]
-        assert counts.tolist() == [2, 1, 3]
+        assert tok.counts.tolist() == [2, 1, 3]
 
 
 def test_split_cost_lines_counts_lines_that_start_with_a_blank() -> None:
