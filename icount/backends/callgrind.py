@@ -125,6 +125,7 @@ class CallgrindBackend:
 
     name = NAME
     serve_defaults = SERVE_DEFAULTS
+    instrumented = SERVE_DEFAULTS.instrumented
     instruction_floor = INSTRUCTION_FLOOR
 
     def __init__(self, options: CallgrindOptions | None = None) -> None:

@@ -133,6 +133,7 @@ class PerfBackend:
 
     name = NAME
     serve_defaults = SERVE_DEFAULTS
+    instrumented = SERVE_DEFAULTS.instrumented
 
     def __init__(self, options: PerfOptions | None = None) -> None:
         self.options = options or PerfOptions()

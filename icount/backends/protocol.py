@@ -207,6 +207,11 @@ class CountingBackend(Protocol):
 
     @property
     def name(self) -> str: ...
+    @property
+    def instrumented(self) -> bool:
+        """The program runs under a simulator (~50x slower), not natively: its count does
+        not depend on the machine's load, so parallel jobs may share CPUs with a client."""
+        ...
 
     def version(self) -> str: ...
 

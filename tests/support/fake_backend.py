@@ -243,6 +243,7 @@ class FakeBackend:
         window="dump",
         window_why="the fake backend takes windows",
     )
+    instrumented = True  # as callgrind: its counts do not depend on the load
 
     def __init__(self, config: FakeConfig | None = None) -> None:
         self.config = config or CONFIG
