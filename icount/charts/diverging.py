@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.figure import Figure, under
-from icount.compare.document import CompareRow, CompareTotal, ComparisonDoc, TotalSide
+from icount.compare.drawn import CompareRow, CompareTotal, DrawnComparison, TotalSide
 from icount.compare.render import shown_as
 from icount.size.report import UNIT as UNIT_BYTES
 
@@ -326,7 +326,7 @@ def _total_row(r: CompareRow, t: CompareTotal) -> DivRow:
     )
 
 
-def comparison_figure(doc: ComparisonDoc, prefix: str) -> Figure:
+def comparison_figure(doc: DrawnComparison, prefix: str) -> Figure:
     units = sorted({r.unit for r in doc.rows if r.unit}) or ["instructions"]
     backends = sorted({r.backend for r in doc.rows if r.backend})
     heading = f"{', '.join(units)} ({', '.join(backends)}): change of the median, base to new"

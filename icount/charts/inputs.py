@@ -1,7 +1,7 @@
 """The JSON document of `icount size --format json` read into what the charts draw, by
 its documented keys only (others are ignored, so fields added later do not break the
 report). Pure: a parsed document in, objects out; a document that lacks what the charts
-need raises ParseError naming the file. A comparison's document is compare/document.py."""
+need raises ParseError naming the file. A comparison's document is compare/drawn.py."""
 
 from __future__ import annotations
 
@@ -34,7 +34,11 @@ class SizeImage:
 
 
 @dataclass(frozen=True)
-class SizeDoc:
+class DrawnSizes:
+    """Size breakdowns as the charts draw them: from a size JSON document (below) or from
+    breakdowns (charts/models.py). Not export/documents.SizeDoc, which is what `icount
+    size` hands to an output format."""
+
     view: str  # sections, segments, symbols (or a view added later)
     images: tuple[SizeImage, ...]
     diff: bool  # images come in (old, new) pairs
@@ -66,7 +70,7 @@ def _rows(r: Reader, raw: list[Any], what: str, prefix: str = "") -> tuple[SizeR
     return tuple(out)
 
 
-def sizes_from_json(doc: Any, src: str) -> SizeDoc:
+def sizes_from_json(doc: Any, src: str) -> DrawnSizes:
     r = Reader(src)
     d = r.obj(doc, "the document")
     if d.get("format") != SIZE_FORMAT:
@@ -86,12 +90,12 @@ def sizes_from_json(doc: Any, src: str) -> SizeDoc:
         sides = _by_path(sides)
         for k in range(0, len(sides), 2):
             images += diff_pair(sides[k], sides[k + 1])
-        return SizeDoc(view, tuple(images), True)
+        return DrawnSizes(view, tuple(images), True)
     for i, raw in enumerate(r.items(d, "images", "the size document"), 1):
         what = f"image {i}"
         img = r.obj(raw, what)
         images.append(_image(r, img, what, _rows(r, r.items(img, "rows", what), what)))
-    return SizeDoc(view, tuple(distinct_names(_by_path(images))), False)
+    return DrawnSizes(view, tuple(distinct_names(_by_path(images))), False)
 
 
 def _by_path(images: list[SizeImage]) -> list[SizeImage]:

@@ -1,5 +1,5 @@
 """icount's typed models read into what the charts draw, for `--format svg`: the same
-ComparisonDoc and SizeDoc as inputs.py reads from the JSON files, built from the
+DrawnComparison and DrawnSizes as inputs.py reads from the JSON files, built from the
 Comparison and the size Breakdowns directly (no JSON text in between), so a chart of
 a command's output and the report of its JSON file draw the same marks."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from icount.charts.inputs import SizeDoc, SizeImage, SizeRow, diff_pair, distinct_names
-from icount.compare.document import CompareRow, CompareTotal, ComparisonDoc, Side, TotalSide
+from icount.charts.inputs import DrawnSizes, SizeImage, SizeRow, diff_pair, distinct_names
+from icount.compare.drawn import CompareRow, CompareTotal, DrawnComparison, Side, TotalSide
 from icount.compare.model import VERDICT_ORDER, Comparison, Row, TotalChange
 from icount.compare.render import verdict_line
 from icount.labels import distinct_suffixes
@@ -64,9 +64,9 @@ def _total(t: TotalChange) -> CompareTotal:
     )
 
 
-def comparison_doc(c: Comparison) -> ComparisonDoc:
+def comparison_doc(c: Comparison) -> DrawnComparison:
     counts = ((v.value, c.count(v)) for v in VERDICT_ORDER)
-    return ComparisonDoc(
+    return DrawnComparison(
         verdict_line=verdict_line(c),
         forced=tuple(f"{d.field}: base {d.base!r}, new {d.new!r}" for d in c.forced),
         rows=tuple(_row(r) for r in c.rows),
@@ -83,17 +83,17 @@ def _image(b: Breakdown, name: str, rows: tuple[SizeRow, ...]) -> SizeImage:
     return SizeImage(name, b.arch, b.fmt, b.kind, b.file_total, b.vm_total, rows)
 
 
-def size_doc(items: Sequence[Breakdown], view: str) -> SizeDoc:
+def size_doc(items: Sequence[Breakdown], view: str) -> DrawnSizes:
     """What `icount size --format json` prints, for its chart."""
     names = distinct_suffixes([b.path for b in items])
     images = [
         _image(b, name, tuple(SizeRow(r.label, r.file, r.vm) for r in b.rows))
         for b, name in zip(items, names, strict=True)
     ]
-    return SizeDoc(view, tuple(distinct_names(images)), False)
+    return DrawnSizes(view, tuple(distinct_names(images)), False)
 
 
-def size_diff_doc(pairs: Sequence[tuple[Breakdown, Breakdown]], view: str) -> SizeDoc:
+def size_diff_doc(pairs: Sequence[tuple[Breakdown, Breakdown]], view: str) -> DrawnSizes:
     """What `icount size --diff --format json` prints: each side with every row of the
     diff (0 where that side lacks the row), old and new named apart."""
     images: list[SizeImage] = []
@@ -104,4 +104,4 @@ def size_diff_doc(pairs: Sequence[tuple[Breakdown, Breakdown]], view: str) -> Si
             _image(old, next(names), tuple(SizeRow(d.label, d.old_file, d.old_vm) for d in rows)),
             _image(new, next(names), tuple(SizeRow(d.label, d.new_file, d.new_vm) for d in rows)),
         )
-    return SizeDoc(view, tuple(images), True)
+    return DrawnSizes(view, tuple(images), True)

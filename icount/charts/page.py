@@ -16,10 +16,10 @@ from icount.charts import bars, diverging, sizes, svg, warmup
 from icount.charts.figure import Figure, inline
 from icount.charts.flame import Pair, diff_sections, flame_sections
 from icount.charts.history import HistoryInput, history_section
-from icount.charts.inputs import SizeDoc, SizeImage
+from icount.charts.inputs import DrawnSizes, SizeImage
 from icount.charts.ledger import LedgerInput, ledger_section
 from icount.compare import explain
-from icount.compare.document import CompareTotal, ComparisonDoc, TotalSide
+from icount.compare.drawn import CompareTotal, DrawnComparison, TotalSide
 from icount.results import Cell, Results
 from icount.results_table import SORT_ORDER
 
@@ -79,7 +79,7 @@ class ResultsInput:
 @dataclass(frozen=True)
 class ComparisonInput:
     name: str
-    doc: ComparisonDoc
+    doc: DrawnComparison
     # changed cells' two profiles (label, base, new), from the results files compared
     # (--compare) or the comparison's JSON: their differential flame graphs
     profiles: tuple[Pair, ...] = ()
@@ -88,7 +88,7 @@ class ComparisonInput:
 @dataclass(frozen=True)
 class SizesInput:
     name: str
-    doc: SizeDoc
+    doc: DrawnSizes
 
 
 Input = ResultsInput | ComparisonInput | SizesInput | HistoryInput | LedgerInput
@@ -213,7 +213,7 @@ def results_section(item: ResultsInput, sid: str) -> str:
 # ---------------------------------------------------------------- comparisons
 
 
-def _verdict_class(doc: ComparisonDoc) -> str:
+def _verdict_class(doc: DrawnComparison) -> str:
     verdicts = {r.verdict for r in doc.rows}
     if "regressed" in verdicts:
         return "verdict bad"
@@ -349,7 +349,7 @@ def _total_cells(t: CompareTotal | None) -> list[str]:
 TABLE_ROWS = 200
 
 
-def _sizes_numbers(doc: SizeDoc) -> str:
+def _sizes_numbers(doc: DrawnSizes) -> str:
     labels: dict[str, int] = {}
     for img in doc.images:
         for r in img.rows:

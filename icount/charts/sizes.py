@@ -18,7 +18,7 @@ from icount import numfmt
 from icount.charts import axis, svg
 from icount.charts.diverging import BYTES, DivRow, diverging_figure
 from icount.charts.figure import Figure, under
-from icount.charts.inputs import SizeDoc, SizeImage, SizeRow
+from icount.charts.inputs import DrawnSizes, SizeImage, SizeRow
 from icount.names import function_name
 
 WIDTH = 760.0
@@ -65,7 +65,7 @@ def size_groups(images: Sequence[SizeImage]) -> list[list[int]]:
     return axis.magnitude_groups([float(i.file_bytes) for i in images])
 
 
-def stacked_figure(doc: SizeDoc, prefix: str) -> Figure:
+def stacked_figure(doc: DrawnSizes, prefix: str) -> Figure:
     """The binaries' bars, their names drawn whole where moving the bars right (at most
     MAX_SHIFT) makes room; the legend in as many columns as its longest label allows,
     its labels told apart where they must still be shortened."""
@@ -295,7 +295,7 @@ def _signed_bytes(v: float) -> str:
     return ("+" if v > 0 else "-") + numfmt.human_bytes(int(abs(v)))
 
 
-def diff_figure(doc: SizeDoc, old: SizeImage, new: SizeImage, prefix: str) -> Figure | None:
+def diff_figure(doc: DrawnSizes, old: SizeImage, new: SizeImage, prefix: str) -> Figure | None:
     """The rows whose file bytes changed, largest change first (None when none did)."""
     olds = {r.label: r for r in old.rows}
     news = {r.label: r for r in new.rows}
@@ -348,7 +348,7 @@ def diff_figure(doc: SizeDoc, old: SizeImage, new: SizeImage, prefix: str) -> Fi
     )
 
 
-def size_figures(doc: SizeDoc, prefix: str) -> list[Figure]:
+def size_figures(doc: DrawnSizes, prefix: str) -> list[Figure]:
     """Stacked bars for section and segment views, treemaps for symbols; a diff adds
     its changes."""
     figs: list[Figure] = []

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from icount.charts import Input
     from icount.charts.flame import Pair
-    from icount.compare.document import CompareRow
+    from icount.compare.drawn import CompareRow
 
 HELP = """Draw results, comparisons and sizes as one self-contained HTML page.
 

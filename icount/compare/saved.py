@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from icount.compare import model
-from icount.compare.document import CompareRow, ComparisonDoc, TotalSide
+from icount.compare.drawn import CompareRow, DrawnComparison, TotalSide
 from icount.compare.model import VERDICT_ORDER, Verdict
 from icount.compare.render import counts_text, limits_text
 from icount.compare.rounds import Pair
@@ -242,7 +242,7 @@ def _cell_pairs(doc: Mapping[str, Any], raw: Mapping[str, Any], one: bool) -> li
     return _pairs(doc.get("pairs")) if one else None
 
 
-def check(doc: Mapping[str, Any], parsed: ComparisonDoc, src: str) -> None:
+def check(doc: Mapping[str, Any], parsed: DrawnComparison, src: str) -> None:
     """ParseError naming the first contradiction of the saved comparison `doc` (already
     read into `parsed`), in one line."""
     cells: Sequence[Any] = doc.get("cells") or []
@@ -265,7 +265,7 @@ def check(doc: Mapping[str, Any], parsed: ComparisonDoc, src: str) -> None:
     _check_line(doc, parsed, limits, src)
 
 
-def _check_line(doc: Mapping[str, Any], parsed: ComparisonDoc, limits: Thresholds,
+def _check_line(doc: Mapping[str, Any], parsed: DrawnComparison, limits: Thresholds,
                 src: str) -> None:  # fmt: skip
     """The verdict line must be the one icount builds from the cells and thresholds."""
     history = doc.get("history") if isinstance(doc.get("history"), str) else None

@@ -91,7 +91,7 @@ def test_unchanged_cells_are_not_explained() -> None:
 
 def test_the_report_lists_the_moves_under_the_changed_cell() -> None:
     from icount.charts.page import ComparisonInput, comparison_section
-    from icount.compare.document import comparison_from_json
+    from icount.compare.drawn import comparison_from_json
 
     c = compare(_res(_cell(1000, BASE)), _res(_cell(1500, NEW)), T)
     doc = comparison_from_json(json.loads(json.dumps(render.to_json(c))), "c.json")
@@ -105,7 +105,7 @@ def test_the_report_lists_the_moves_under_the_changed_cell() -> None:
 def test_a_damaged_explanation_is_refused_naming_the_cell() -> None:
     import pytest
 
-    from icount.compare.document import comparison_from_json
+    from icount.compare.drawn import comparison_from_json
     from icount.errors import ParseError
 
     c = compare(_res(_cell(1000, BASE)), _res(_cell(1500, NEW)), T)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from icount import charts
 from icount.charts.history import HistoryInput
-from icount.charts.inputs import SizeDoc, SizeImage, SizeRow
+from icount.charts.inputs import DrawnSizes, SizeImage, SizeRow
 from icount.compare import model
 from icount.compare.thresholds import parse_thresholds
 from icount.history.render import build
@@ -117,7 +117,7 @@ def _times(c: Cell, factor: float, plus: float = 0.0) -> Cell:
 CHANGES = (1.0, 1.05, 0.9, 1.3, 1.0, 1.001, 0.7, 1.02, 1.0, 1.5, 1.2, 1.0, 1.0, 1.1, 1.0)
 
 
-def comparison() -> charts.ComparisonDoc:
+def comparison() -> charts.DrawnComparison:
     base = results()
     new = Results(FP, tuple(_times(c, f) for c, f in zip(base.cells, CHANGES, strict=False)))
     limits = parse_thresholds(["1%"], 10)
@@ -133,19 +133,19 @@ def _image(name: str, scale: float, shift: int = 0) -> SizeImage:
     return SizeImage(name, "x86_64", "ELF", "executable", total, total, rows)
 
 
-def sizes() -> SizeDoc:
-    return SizeDoc("sections", tuple(_image(b, 1 + k / 4) for k, b in enumerate(BUILDS)), False)
+def sizes() -> DrawnSizes:
+    return DrawnSizes("sections", tuple(_image(b, 1 + k / 4) for k, b in enumerate(BUILDS)), False)
 
 
-def symbols() -> SizeDoc:
+def symbols() -> DrawnSizes:
     rows = tuple(SizeRow(s, 40_000 // (i + 1), 0) for i, s in enumerate(CXX))
     total = sum(r.file_bytes for r in rows)
     img = SizeImage(BUILDS[2], "x86_64", "ELF", "executable", total, total, rows)
-    return SizeDoc("symbols", (img,), False)
+    return DrawnSizes("symbols", (img,), False)
 
 
-def size_diff() -> SizeDoc:
-    return SizeDoc("sections", (_image(BUILDS[0], 1.0), _image(BUILDS[2], 1.0, 4321)), True)
+def size_diff() -> DrawnSizes:
+    return DrawnSizes("sections", (_image(BUILDS[0], 1.0), _image(BUILDS[2], 1.0, 4321)), True)
 
 
 def history() -> HistoryInput:

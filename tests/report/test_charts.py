@@ -38,7 +38,7 @@ def loop_comparison_json() -> dict[str, object]:
     return render.to_json(model.compare(base, new, parse_thresholds([], 10), []))
 
 
-def size_doc(name: str) -> inputs.SizeDoc:
+def size_doc(name: str) -> inputs.DrawnSizes:
     return charts.sizes_from_json(load_json(FIXTURES / name), name)
 
 

@@ -156,12 +156,12 @@ def test_a_long_title_breaks_where_a_phrase_ends() -> None:
 def test_a_chart_under_a_long_title_moves_down() -> None:
     """A title too long for one line takes a second, and the chart moves down by it."""
     from icount.charts import diverging
-    from icount.compare.document import CompareRow, ComparisonDoc, Side
+    from icount.compare.drawn import CompareRow, DrawnComparison, Side
 
     def chart(backend: str) -> tuple[float, str]:
         row = CompareRow("fib", "", backend, "instructions", Side(1, 1, 1, 1),
                          Side(2, 2, 2, 1), 1, 1.0, 0.01, "regressed", "")  # fmt: skip
-        fig = diverging.comparison_figure(ComparisonDoc("v", (), (row,), (), None, None), "p")
+        fig = diverging.comparison_figure(DrawnComparison("v", (), (row,), (), None, None), "p")
         return fig.height, fig.body
 
     short_h, short_body = chart("callgrind")

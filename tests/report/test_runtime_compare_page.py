@@ -29,7 +29,7 @@ from .test_browser import count, open_page, shots_dir, titles, write_page
 from .test_charts import NS, marks, parse, tip
 
 
-def _from_json() -> charts.ComparisonDoc:
+def _from_json() -> charts.DrawnComparison:
     doc = json.loads(export.render_comparison(sample(), "json"))
     return charts.comparison_from_json(doc, "runtime.json")
 

@@ -17,9 +17,9 @@ import pytest
 
 from icount import charts, results
 from icount.charts import axis, bars, diverging, sizes, svg
-from icount.charts.inputs import SizeDoc, SizeImage, SizeRow
+from icount.charts.inputs import DrawnSizes, SizeImage, SizeRow
 from icount.compare import model, render
-from icount.compare.document import CompareRow, ComparisonDoc, Side
+from icount.compare.drawn import CompareRow, DrawnComparison, Side
 from icount.compare.thresholds import parse_thresholds
 from icount.names import function_name
 from icount.results import Results
@@ -143,7 +143,7 @@ def test_rows_keep_the_order_asked_for_not_a_text_sort() -> None:
 # ---------------------------------------------------------------- comparisons
 
 
-def comparison(changes: dict[str, float], threshold: float = 0.01) -> ComparisonDoc:
+def comparison(changes: dict[str, float], threshold: float = 0.01) -> DrawnComparison:
     rows = []
     for name, pct in changes.items():
         base, new = 100_000.0, 100_000.0 * (1 + pct)
@@ -163,7 +163,7 @@ def comparison(changes: dict[str, float], threshold: float = 0.01) -> Comparison
                 "",
             )
         )
-    return ComparisonDoc("verdicts", (), tuple(rows), (), None, None)
+    return DrawnComparison("verdicts", (), tuple(rows), (), None, None)
 
 
 def test_a_threshold_band_shows_beside_a_change_fifty_times_larger() -> None:
@@ -209,7 +209,7 @@ def test_size_comparison_labels_that_share_a_start_still_differ() -> None:
         )
         for lb in labels
     )
-    root = parse(charts.comparison_svg(ComparisonDoc("v", (), rows, (), None, None)))
+    root = parse(charts.comparison_svg(DrawnComparison("v", (), rows, (), None, None)))
     shown = [
         t
         for t in root.iter(f"{NS}text")
@@ -254,7 +254,7 @@ def image(name: str, rows: dict[str, int]) -> SizeImage:
 def test_a_tiny_module_beside_libc_has_a_visible_bar() -> None:
     wasm = image("mod.wasm", {"CODE": 400, "DATA": 300, "[header]": 37})
     libc = image("libc.so.6", {".text": 1_500_000, ".rodata": 250_000, ".data": 179_000})
-    root = parse(charts.sizes_svg(SizeDoc("sections", (wasm, libc), False)))
+    root = parse(charts.sizes_svg(DrawnSizes("sections", (wasm, libc), False)))
     segs = rects(root, "seg")
     small = sum(width(s) for s in segs if tip(s).startswith("mod.wasm: "))
     large = sum(width(s) for s in segs if tip(s).startswith("libc.so.6: "))
@@ -272,7 +272,7 @@ def test_a_tiny_module_beside_libc_has_a_visible_bar() -> None:
 def test_binaries_of_like_size_share_one_axis() -> None:
     a = image("a", {".text": 1000, ".data": 200})
     b = image("b", {".text": 600, ".data": 100})
-    root = parse(charts.sizes_svg(SizeDoc("sections", (a, b), False)))
+    root = parse(charts.sizes_svg(DrawnSizes("sections", (a, b), False)))
     assert not any("axes" in t for t in texts(root))
     groups = sizes.size_groups([a, b, image("c", {".text": 10}), image("d", {".text": 15})])
     assert groups == [[0, 1], [2, 3]]
@@ -290,7 +290,7 @@ def test_treemap_tiles_show_the_function_name_and_one_others_tile() -> None:
     rows = {CXX: 90_000, "long v8::internal::Heap::Size(int)": 60_000, "[300 others]": 50_000}
     rows |= {f"fn_{k}": 1000 - k for k in range(sizes.TILES + 5)}
     img = image("libstdc++.so.6", rows)
-    root = parse(charts.sizes_svg(SizeDoc("symbols", (img,), False)))
+    root = parse(charts.sizes_svg(DrawnSizes("symbols", (img,), False)))
     inside = [t.text or "" for t in root.iter(f"{NS}text") if t.get("class") == "in"]
     assert "std::__cxx11::money_get::_M_extract" in inside
     assert any(t.endswith("::Heap::Size") for t in inside)  # shortened from the left
@@ -389,7 +389,7 @@ def test_one_of_a_thing_is_said_in_the_singular() -> None:
 def test_a_size_diff_heads_its_percentages_relative_not_verdict() -> None:
     old = image("srv", {".text": 1000, ".data": 100})
     new = image("srv", {".text": 1100, ".data": 100, ".bss": 8})
-    root = parse(charts.sizes_svg(SizeDoc("sections", (old, new), True)))
+    root = parse(charts.sizes_svg(DrawnSizes("sections", (old, new), True)))
     assert "relative" in texts(root) and "verdict" not in texts(root)
     assert {"+10.00%", "new"} <= set(texts(root))
     assert any("2 sections changed" in t for t in texts(root))
@@ -415,10 +415,10 @@ def test_section_names_that_clip_alike_are_shown_from_where_they_differ() -> Non
 
 def test_a_tall_stack_of_binaries_repeats_its_axis_below() -> None:
     images = tuple(image(f"lib{k}.so", {".text": 100_000 + k, ".data": 5000}) for k in range(20))
-    root = parse(charts.sizes_svg(SizeDoc("sections", images, False)))
+    root = parse(charts.sizes_svg(DrawnSizes("sections", images, False)))
     ticks = ("50 KiB", "100 KiB", "150 KiB")
     assert all(texts(root).count(t) == 2 for t in ticks)  # above and under the bars
-    few = parse(charts.sizes_svg(SizeDoc("sections", images[:3], False)))
+    few = parse(charts.sizes_svg(DrawnSizes("sections", images[:3], False)))
     assert all(texts(few).count(t) == 1 for t in ticks)
 
 

@@ -80,7 +80,11 @@ class CompareRow:
 
 
 @dataclass(frozen=True)
-class ComparisonDoc:
+class DrawnComparison:
+    """A comparison as the charts draw it: from a saved comparison's JSON (below) or from
+    a Comparison (charts/models.py). Not export/documents.ComparisonDoc, which is what
+    compare hands to an output format."""
+
     verdict_line: str
     forced: tuple[str, ...]  # "field: base X, new Y" per environment difference
     rows: tuple[CompareRow, ...]
@@ -149,7 +153,7 @@ def _moves(r: Reader, doc: Any, what: str) -> tuple[Move, ...]:
         raise r.fail(f"{what}: {e}") from None
 
 
-def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
+def comparison_from_json(doc: Any, src: str) -> DrawnComparison:
     r = Reader(src)
     d = r.obj(doc, "the document")
     if d.get("format") != COMPARE_FORMAT:
@@ -192,7 +196,7 @@ def comparison_from_json(doc: Any, src: str) -> ComparisonDoc:
         else ()
     )
     pairs = d.get("pairs")
-    return ComparisonDoc(
+    return DrawnComparison(
         verdict_line=r.text(d, "verdict_line", "the comparison"),
         forced=tuple(forced),
         rows=tuple(rows),
