@@ -179,7 +179,7 @@ def measures(text: str) -> bool:
         sub, args = words[1], words[2:]
         if sub in ("run", "serve"):
             return True
-        if sub == "compare" and "--interleave" in args:
+        if sub == "interleave" or (sub == "compare" and "--interleave" in args):
             return True
         if sub == "inline":
             builds = [a for a in args if not a.startswith("-")][:2]
@@ -209,7 +209,7 @@ def shrink(text: str) -> str:
     text = _with(text, "run", SMALL_RUN)
     if "--interleave" in text:
         text = _with(text, "compare", SMALL_PAIRS)
-    return text
+    return _with(text, "interleave", SMALL_PAIRS)
 
 
 def _folder(tmp: Path, page: Path) -> dict[str, str]:
