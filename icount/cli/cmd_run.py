@@ -135,18 +135,16 @@ def run_command(
 ) -> None:
     import os
 
-    from icount import environment, measure_command, results, run_plan, shards
+    from icount import environment, measure_command, run_plan, shards
     from icount.cli.measure_options import collect_commands, explicit_options
     from icount.cli.options import (
-        argv_tail,
         check_format,
         check_sort,
-        output_errors,
         parse_exit_codes,
         parse_percent,
         print_results,
     )
-    from icount.cli.progress import progress
+    from icount.cli.session import measure, resume_file
 
     check_format(fmt)
     check_sort(sort)
@@ -168,25 +166,14 @@ def run_command(
         cache_sim=cache_sim,
         floor=floor if floor is not None else ("auto" if minus_floor else None),
     )
-    if resume is not None:
-        resume = Path(os.path.normpath(resume.absolute()))  # as output_path names it
-        request = run_plan.resume_request(request, resume, explicit_options(ctx))
+    to_resume = resume_file(resume)
+    if to_resume is not None:
+        request = run_plan.resume_request(request, to_resume, explicit_options(ctx))
     spec = shards.resolve(shard, shard_total, os.environ)
     plan = run_plan.prepare(
-        request, output=output, resume=resume, force=force, shard=spec, jobs=jobs
+        request, output=output, resume=to_resume, force=force, shard=spec, jobs=jobs
     )
-    try:
-        if not quiet:
-            for line in plan.notes():
-                typer.echo(f"icount: {line}", err=True)
-        recorder = environment.ProvenanceRecorder(["icount", "run", *argv_tail()])
-        with output_errors(plan.out), progress(quiet) as cb:
-            res = run_plan.run_session(plan, cb, recorder)
-    finally:
-        results.release_unused(plan.out)
-    if not quiet:
-        artifacts = plan.artifacts
-        typer.echo(f"icount: results in {plan.out} (outputs of each run in {artifacts}/)", err=True)
+    res = measure("run", plan, run_plan.run_session, quiet=quiet, outputs="outputs of each run")
     if minus_floor:  # printed so; the results file keeps the counts as measured
         from icount import startup_floor
 

@@ -169,16 +169,9 @@ def serve_command(
 ) -> None:
     import os
 
-    from icount import cpus as cpus_mod
-    from icount import environment, results, shards
-    from icount.cli.options import (
-        argv_tail,
-        check_format,
-        check_sort,
-        output_errors,
-        print_results,
-    )
-    from icount.cli.progress import progress
+    from icount import shards
+    from icount.cli.options import check_format, check_sort, print_results
+    from icount.cli.session import measure, resume_file
     from icount.serve import plan as plan_mod
     from icount.serve import session
     from icount.serve.targets import CmdServer, PathChoice
@@ -241,22 +234,15 @@ def serve_command(
         max_extra_seconds=max_extra_seconds,
         collector=collector,
     )
-    if resume is not None:
-        resume = Path(os.path.normpath(resume.absolute()))  # as output_path names it
-        request = plan_mod.resume_request(request, resume, explicit_options(ctx))
+    to_resume = resume_file(resume)
+    if to_resume is not None:
+        request = plan_mod.resume_request(request, to_resume, explicit_options(ctx))
     spec = shards.resolve(shard, shard_total, os.environ)
     plan = plan_mod.prepare(
-        request, output=output, resume=resume, force=force, shard=spec, jobs=jobs
+        request, output=output, resume=to_resume, force=force, shard=spec, jobs=jobs
     )
-    try:
-        if not quiet:
-            for line in plan.notes():
-                typer.echo(f"icount: {line}", err=True)
-        recorder = environment.ProvenanceRecorder(["icount", "serve", *argv_tail()])
-        with output_errors(plan.out), cpus_mod.pinned_self(plan.cpus.load), progress(quiet) as cb:
-            res = session.run_session(plan, cb, recorder)
-    finally:
-        results.release_unused(plan.out)
-    if not quiet:
-        typer.echo(f"icount: results in {plan.out} (server outputs in {plan.artifacts}/)", err=True)
+    res = measure(
+        "serve", plan, session.run_session, quiet=quiet, outputs="server outputs",
+        cpus=plan.cpus.load,
+    )  # fmt: skip
     print_results(res, fmt, width, sort)
