@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 
@@ -44,7 +44,7 @@ class Pace:
 
     def __init__(
         self,
-        work: Mapping[Hashable, Work],
+        work: Mapping[str, Work],
         jobs: int = 1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -54,14 +54,14 @@ class Pace:
         self._lock = threading.Lock()
         self._run_seconds: list[float] = []  # every run that measures a rate
 
-    def begin(self, key: Hashable) -> None:
+    def begin(self, key: str) -> None:
         """A run of the cell begins."""
         with self._lock:
             cell = self._cells[key]
             cell.begun += 1
             cell.running_since = self._clock()
 
-    def end(self, key: Hashable, measured: bool = True) -> None:
+    def end(self, key: str, measured: bool = True) -> None:
         """The cell's run ended; `measured`: its time says what a run costs (not a run
         that failed at once: its cell ends with it)."""
         with self._lock:
@@ -75,14 +75,14 @@ class Pace:
                 cell.units += cell.work.units
                 self._run_seconds.append(took)
 
-    def finish(self, key: Hashable) -> None:
+    def finish(self, key: str) -> None:
         """The cell has no run left (all done, or one failed and ended it)."""
         with self._lock:
             cell = self._cells[key]
             cell.finished = True
             cell.running_since = None
 
-    def cell_left(self, key: Hashable) -> float | None:
+    def cell_left(self, key: str) -> float | None:
         """Seconds until the cell's last run ends: None before anything was measured."""
         with self._lock:
             return self._left(self._cells[key], self._clock())

@@ -493,3 +493,68 @@ def test_resume_restores_memory_profile_top_and_collectors_unless_given(tmp_path
     provenance_path(out).write_text(json.dumps({"plan": plan}))
     with pytest.raises(UsageError, match="recorded collectors"):
         resume_request(ServeRequest(), out, frozenset())
+
+
+class _Told:
+    """A progress that keeps every line with the time left it was told before it."""
+
+    def __init__(self) -> None:
+        self.left: float | None = None
+        self.lines: list[tuple[str, float | None]] = []
+
+    def time_left(self, seconds: float | None) -> None:
+        self.left = seconds
+
+    def __call__(self, text: str, done: int, total: int) -> None:
+        self.lines.append((text, self.left))
+
+
+def test_the_time_left_follows_what_the_runs_cost_not_how_many_fake(
+    fake: Path, tmp_path: Path
+) -> None:
+    """A target whose runs send 10 times the requests of another's: before its first run,
+    its cells are counted at 10 times the first target's runs, not as many runs. The
+    clock is the fake servers' requests, 10 ms each: no run takes real time to count."""
+    from icount import environment
+    from icount.serve import plan as plan_mod
+    from icount.serve import session
+    from icount.serve.plan import ServeRequest
+    from tests.support import fake_backend
+
+    targets = []
+    for name, requests in (("small", 20), ("big", 200)):
+        (tmp_path / name).mkdir()
+        adapter = tmp_path / name / "adapter.toml"
+        own = f'name = "{name}"\nrequests = {requests}'
+        adapter.write_text(FAKE_ADAPTER.replace('name = "fake"', own))
+        targets.append(str(adapter))
+    request = ServeRequest(targets=tuple(targets), backend="fake", runs=2, reps=1,
+                           warmup=Warmup(0), idle_seconds=0)  # fmt: skip
+    plan = plan_mod.prepare(request, output=tmp_path / "r.json", resume=None, force=False)
+    told = _Told()
+
+    def clock() -> float:
+        return 0.01 * sum(s.requests for s in fake_backend.CONFIG.started)
+
+    recorder = environment.ProvenanceRecorder(["icount", "serve"])
+    res = session.run_session(plan, told, recorder, clock=clock)
+    assert all(c.valid for c in res.cells)
+
+    def first(head: str) -> tuple[str, float | None]:
+        return next((t, left) for t, left in told.lines if t.startswith(head))
+
+    assert first("small/plaintext/fake run 1/2") == (
+        "small/plaintext/fake run 1/2: waiting for the server (up to 30 s)",
+        None,  # nothing measured yet
+    )
+    # 4 small runs of 20 requests each (and the server's probes) are done, 4 big ones of
+    # 200 are left: 10 times the time so far, where counting runs said as much again
+    _, left = first("big/plaintext/fake run 1/2")
+    so_far = 0.01 * sum(s.requests for s in fake_backend.CONFIG.started[:4])
+    assert so_far == pytest.approx(0.8, rel=0.1)
+    assert left == pytest.approx(4 * 200 * so_far / 80)
+    # the next big cell takes the big target's own rate: its 2 runs, the session's last
+    text, left = first("big/json/fake run 1/2")
+    big = 0.01 * sum(s.requests for s in fake_backend.CONFIG.started[4:6])
+    assert text.endswith(f"(cell eta {big:.0f} s)") and big == pytest.approx(4.0, rel=0.05)
+    assert left == pytest.approx(big)
