@@ -60,3 +60,21 @@ def test_the_native_runs_implement_no_counting() -> None:
         assert hasattr(native.NativeServer, member) or member in ("pid", "run_dir")
     for member in _members(protocol.ServerStarter):
         assert hasattr(native.NativeStarter, member)
+
+
+def test_a_backend_that_counts_commands_only_is_refused_where_servers_are_counted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from icount import measure_command
+    from icount.errors import UsageError
+
+    monkeypatch.setitem(backends.REGISTRY, "commands-only", "tests.backends.commands_only_backend")
+    backend = backends.command_backend("commands-only")
+    spec = measure_command.CommandSpec("three", ("prog", "a", "b"))
+    opts = measure_command.RunOptions(backend=backend, runs=1, cwd=tmp_path)
+    done = measure_command.measure([spec], opts, tmp_path / "artifacts")
+    assert [c.summary and c.summary.median for c in done.cells] == [3.0]
+    with pytest.raises(UsageError, match=r"^the commands-only backend does not count servers$"):
+        backends.server_backend("commands-only")
+    with pytest.raises(UsageError, match="does not count both commands and servers"):
+        backends.create("commands-only")
