@@ -1,13 +1,15 @@
 """No import circles in icount/: not at module level, and not held open by an import
 inside a function either (which Python tolerates, but which ties two modules into one
-that can be neither read nor tested apart)."""
+that can be neither read nor tested apart). Nor between packages: a subpackage or a
+top-level module of icount is one unit, and the units stand in layers, each importing
+only those below it, so that a package can be read, tested and moved on its own."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "icount"
@@ -58,8 +60,9 @@ def graph(found: dict[str, Path]) -> dict[str, dict[str, int]]:
     return edges
 
 
-def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+def cycles(edges: Mapping[str, Mapping[str, object]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module, or package (Tarjan's
+    algorithm)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -134,6 +137,61 @@ def test_no_module_of_icount_imports_itself_through_others() -> None:
     assert circles == [], "\n".join(circles)
     closed = [group for group in STILL_OPEN if group not in groups]
     assert closed == [], f"no longer a circle, take it off STILL_OPEN: {closed}"
+
+
+def unit(module: str) -> str:
+    """The package, or the top-level module, a module belongs to: icount.serve.plan ->
+    icount.serve, icount.build_label -> icount.build_label."""
+    return ".".join(module.split(".")[:2])
+
+
+def units(
+    edges: dict[str, dict[str, int]], found: dict[str, Path], top: Path = PACKAGE.parent
+) -> dict[str, dict[str, str]]:
+    """Unit -> {unit it imports: 'file:line' of the first module import behind the edge},
+    the file named from `top`, the folder that holds the package."""
+    out: dict[str, dict[str, str]] = {}
+    for module in sorted(edges):
+        here = out.setdefault(unit(module), {})
+        for name, line in sorted(edges[module].items()):
+            if unit(name) != unit(module):
+                here.setdefault(unit(name), f"{found[module].relative_to(top)}:{line}")
+    return out
+
+
+def test_no_package_of_icount_imports_itself_through_others() -> None:
+    found, edges = _icount()
+    between = units(edges, found)
+    circles = [
+        "\n".join(
+            [" <-> ".join(group)]
+            + [f"  {a} -> {b} ({between[a][b]})" for a in group for b in group if b in between[a]]
+        )
+        for group in cycles(between)
+    ]
+    assert circles == [], "packages in a circle, each import behind it:\n" + "\n".join(circles)
+
+
+def test_the_checker_finds_packages_in_a_circle_their_modules_are_not_in(tmp_path: Path) -> None:
+    for name, text in {
+        "__init__.py": "",
+        "a/__init__.py": "",
+        "a/x.py": "from pkg.b.y import one\n",
+        "a/w.py": "",
+        "b/__init__.py": "",
+        "b/y.py": "one = 1\n",
+        "b/z.py": "def f():\n    import pkg.a.w\n",
+        "c.py": "import pkg.a.x\n",
+    }.items():
+        (tmp_path / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(text)
+    found = modules(tmp_path / "pkg")
+    edges = graph(found)
+    assert cycles(edges) == []
+    between = units(edges, found, tmp_path)
+    assert between["pkg.b"] == {"pkg.a": "pkg/b/z.py:2"}
+    assert between["pkg.c"] == {"pkg.a": "pkg/c.py:1"}
+    assert cycles(between) == [["pkg.a", "pkg.b"]]
 
 
 def test_the_checker_finds_a_circle_held_open_inside_a_function(tmp_path: Path) -> None:
