@@ -1,7 +1,7 @@
 """`icount run`: count whole commands, several fresh processes each, into cells.
 
 Core only: it reports progress through a callback and returns Results; it never
-prints. The session floor (icount/session/scheduler.py) takes the shard's commands not
+prints. The scheduler (icount/session/scheduler.py) takes the shard's commands not
 yet measured and runs --jobs of them at once, each pinned to CPUs of its own; this
 module measures one command. Each run executes in a fresh working directory of fixed
 path length named after the command, in icount's cleared environment, with ASLR off

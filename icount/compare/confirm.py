@@ -1,7 +1,7 @@
 """`icount compare --confirm N`: a cell that regressed beyond its threshold is measured
 again, N fresh runs, before the gate fails, and judged on that measurement.
 
-The rerun is `icount run`'s own session (run_plan, the session floor) for just that
+The rerun is `icount run`'s own session (run_plan, the session scheduler) for just that
 cell, with a command this invocation names (`--cmd NAME=...`, `--file`), never one read
 from a file: a results file or its provenance may come from anywhere (a PR's artifact),
 and what it records is only checked against. The command named must be the one the

@@ -326,7 +326,7 @@ def _row(
     )  # fmt: skip
     assert base is not None and new is not None
     if base.runtime is None and new.runtime is None:
-        return row  # every cell that is not a collected runtime's: as it always was
+        return row  # a cell without a collected runtime's totals: judged on its counts
     judged = _with_total(row, _total(base.runtime, new.runtime, (bs, ns), threshold, min_delta))
     return _scheduler_unlike(judged, base.runtime, new.runtime)
 

@@ -95,7 +95,7 @@ class ServeRequest:
         saved["processes"] = str(self.processes)
         saved["arrival"] = None if self.arrival is None else str(self.arrival)
         saved["only_paths"] = [str(c) for c in self.only_paths]
-        if not self.only_paths:  # recorded only when given: full sessions' plans as before
+        if not self.only_paths:  # only when given: a full session's plan keeps its old keys
             del saved["only_paths"]
         files = [str(t.adapter.directory / "adapter.toml") for t in adapters]
         return {

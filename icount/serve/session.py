@@ -1,6 +1,6 @@
 """All the cells of one `icount serve`: build targets, measure every path.
 
-The session floor (icount/session/scheduler.py) saves the results file after every cell,
+The scheduler (icount/session/scheduler.py) saves the results file after every cell,
 takes only the shard's cells (--shard) not already in the file to resume (--resume),
 and runs --jobs cells at once; this module supplies serve's cells and how one is
 measured: every run on a fresh server, on the job's own CPUs.

@@ -1,7 +1,7 @@
 """One session of cells, for `icount run` and `icount serve` alike.
 
 A command hands over its plan (every cell, in order, with what it needs to measure
-it) and a function that measures one cell; the floor picks the cells this process
+it) and a function that measures one cell; the scheduler picks the cells this process
 measures (its shard's, --shard, not already in the file being resumed), runs them
 --jobs at a time (icount/jobs.py) and saves the results file, atomically, with its
 provenance, after every cell: an interrupted session loses at most the cells in
