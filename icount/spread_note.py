@@ -1,6 +1,7 @@
-"""A cell's recorded spread explanation (`extra.spread_explained`, written by
-icount serve: serve/spread.py) as one line of the table's notes. Here, beside the
-results, so that the tables read it without importing the serve package."""
+"""Why one cell's windows differ, as its results file records it (`extra.spread_explained`,
+written by icount serve: serve/spread.py), in one line of the table's notes. Here, beside
+the results, so that the tables read it without importing the serve package. Why a
+compared cell moved between two files is compare/explain.py's."""
 
 from __future__ import annotations
 

@@ -319,7 +319,7 @@ def results_figures(results: Results, prefix: str, sort: str = SORT_ORDER) -> li
     stacked = runtime_figure(cells, f"{prefix}r")  # only where a cell has a runtime's figures
     if stacked is not None:
         figs.append(stacked)
-    sizes = binary_sizes(cells)
+    sizes = recorded_binary_sizes(cells)
     if sizes:
         figs.append(binary_size_figure(sizes, f"{prefix}b"))
     return figs
@@ -333,7 +333,7 @@ class BinarySize:
     text_bytes: int | None
 
 
-def binary_sizes(cells: Sequence[Cell]) -> list[BinarySize]:
+def recorded_binary_sizes(cells: Sequence[Cell]) -> list[BinarySize]:
     """The binary size `icount serve` recorded per target (its first cell's, of
     `cells` in_order)."""
     out: dict[str, BinarySize] = {}

@@ -1,6 +1,7 @@
 """Why a compared cell moved: the functions whose per-request self cost moved most
-between the two cells' profiles (results/cell_profile.py), base -> new, with the share of the
-cell's change each explains.
+between the two cells' profiles (results/cell_profile.py), base -> new, with the share of
+the cell's change each explains. (Why one cell's windows differ is serve/spread.py's, in
+the table's notes through spread_note.py.)
 
 Functions are matched by their short name (`names.display_name`: templates, parameter
 lists and hashes left out), so that a C++ function whose template arguments changed

@@ -32,7 +32,9 @@ GEOMEAN = "- geometric mean"
 
 
 @dataclass(frozen=True)
-class Side:
+class Origin:
+    """Where one side of the comparison came from (drawn.Side is its figures)."""
+
     src: str  # as given: a results file or a folder of shard files
     commits: tuple[str, ...]  # those its files recorded; () when none did
 
@@ -77,14 +79,14 @@ def today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
-def side(src: str, files: Sequence[str]) -> Side:
+def side(src: str, files: Sequence[str]) -> Origin:
     from icount.results.stamps import recorded
 
     commits = sorted({c for c in (recorded(f)[0] for f in files) if c is not None})
-    return Side(src, tuple(commits))
+    return Origin(src, tuple(commits))
 
 
-def _commits(s: Side) -> str:
+def _commits(s: Origin) -> str:
     # a commit is whatever the provenance file beside the results says: escaped, so that
     # one holding a newline cannot end the list and forge a `## DATE` entry under it
     if not s.commits:
@@ -92,7 +94,7 @@ def _commits(s: Side) -> str:
     return f"{md_code(s.src)} at " + ", ".join(md_code(c[:12]) for c in s.commits)
 
 
-def entry(c: Comparison, base: Side, new: Side, note: str, rejected: bool, date: str) -> str:
+def entry(c: Comparison, base: Origin, new: Origin, note: str, rejected: bool, date: str) -> str:
     """One entry, a Markdown section, ending in a blank line."""
     decision = "rejected" if rejected else "kept"
     lines = [
