@@ -169,9 +169,15 @@ class IdleCount:
 
     instructions: float
     seconds: float  # the pause icount made between the window's two edges
+    # a collected runtime's own work in it, where one was found: work with no request,
+    # which results/runtime.py's bound over a span reads (None in files from before)
+    runtime_work: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"instructions": self.instructions, "seconds": self.seconds}
+        out: dict[str, Any] = {"instructions": self.instructions, "seconds": self.seconds}
+        if self.runtime_work is not None:
+            out["runtime_work"] = self.runtime_work
+        return out
 
 
 @dataclass(frozen=True)
@@ -198,6 +204,9 @@ class ServeDetail:
     added_windows: int = 0
     # the cap that stopped adding them, as the option with its value ("--max-windows 20")
     window_cap: str | None = None
+    # its windows were taken back to back, no request uncounted between them: one span,
+    # over which results/runtime.py bounds the runtime's work (False in files from before)
+    contiguous: bool = False
 
     @property
     def per_request(self) -> tuple[float, ...]:
@@ -250,6 +259,8 @@ class ServeDetail:
             out["added_windows"] = self.added_windows
         if self.window_cap is not None:
             out["window_cap"] = self.window_cap
+        if self.contiguous:
+            out["contiguous"] = True
         return out
 
 
@@ -310,6 +321,9 @@ def detail_from_json(doc: Any) -> Detail:
         else IdleCount(
             count(obj(idle, "detail.idle")["instructions"], "idle.instructions"),
             count(idle["seconds"], "idle.seconds"),
+            None
+            if idle.get("runtime_work") is None
+            else count(idle["runtime_work"], "idle.runtime_work"),
         ),
         time_share=None if share is None else count(share, "detail.time_share"),
         runtime=None if d.get("runtime") is None else str_(d["runtime"], "detail.runtime"),
@@ -319,6 +333,7 @@ def detail_from_json(doc: Any) -> Detail:
         ),
         added_windows=added,
         window_cap=None if cap is None else str_(cap, "detail.window_cap"),
+        contiguous=bool_(d.get("contiguous", False), "detail.contiguous"),
     )
 
 

@@ -45,9 +45,14 @@ runtime without a collector; the refusals are decided before any window is added
 that a refused run spends nothing on them. The idle window comes before them for the
 same reason: the clock's rate must be known to judge the reps, and it is subtracted from
 the added windows alike. A run stops adding early when even half the spread measured
-between its windows would need more than the caps allow: the time would be spent for a
-total that stays `~` (Express's needs hundreds of windows). The cap that stopped a run is
-recorded with it, and the total's reason names it.
+between its windows (under the bound over spans, half the largest collection seen)
+would need more than the caps allow: the time would be spent for a total that stays
+`~`. The cap that stopped a run is recorded with it, and the total's reason names it.
+A run's windows taken back to back, with no request uncounted between them (no
+connection the server closed at a limit, no window taken again), are one span: its
+detail says `contiguous`, and the bound over spans judges the total
+(results/runtime.py), the idle window's own runtime work recorded for it; a collector
+that bound finds driven by the clock stops the adding at once.
 
 Staggered warm-ups (`stagger`): run k (from 0) of a collected runtime's cell warms up
 k x --reps x --requests requests more than the cell's warm-up, after a fixed count as
@@ -359,9 +364,10 @@ def _idle(
     # in the rate too, it would be taken out twice
     work = count.runtime
     apart = work.collector + work.compiler + work.scheduler if work is not None else 0
-    # the runtime's own work with no request, kept for its bound (results/runtime.py)
-    own = None if work is None else float(work.collector + work.compiler)
-    idle = IdleCount(max(count.instructions - apart, 0), round(counted_s, 6), own)
+    # the runtime's own work with no request, kept where there was some: its bound over
+    # spans reads it (results/runtime.py)
+    own = float(work.collector + work.compiler) if work is not None else 0.0
+    idle = IdleCount(max(count.instructions - apart, 0), round(counted_s, 6), own or None)
     window_s = statistics.median(walls)
     per_window = statistics.median(r.instructions for r in reps)
     share = idle.instructions / idle.seconds * window_s / per_window if per_window else 0.0

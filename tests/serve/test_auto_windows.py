@@ -1,9 +1,11 @@
 """Windows added for a collected runtime's interval (serve/runs.py `_added_windows`):
 after the --reps windows, more of the same --requests until the cell's total is valid,
 within --max-windows and --max-extra-seconds a run; the run's median and its rules keep
-to the --reps windows. Through the fake backend (counts known by construction, no
-sleeps: the time cap reads a fake clock), and once under callgrind with c-epoll's known
-collector (periodic_work(), every 700th request)."""
+to the --reps windows. A run's windows are one span, judged by the bound over spans
+(results/runtime.py): a collection of C instructions every 70th request needs spans of
+2C / (1% of the total) requests. Through the fake backend (counts known by
+construction, no sleeps: the time cap reads a fake clock), and once under callgrind with
+c-epoll's known collector (periodic_work(), every 700th request)."""
 
 from __future__ import annotations
 
@@ -76,23 +78,25 @@ def asked_only(outcome: RunOutcome) -> RunOutcome:
 def test_windows_are_added_until_the_totals_interval_fits(target: Target, tmp_path: Path) -> None:
     notes: list[str] = []
     # the mutator of the windows after request 400 is 100 more: the added windows must
-    # not move the run's median, which is the --reps windows'
+    # not move the run's median, which is the --reps windows'. C = 3000 over a total of
+    # ~1043: spans of 3000 / 5.2 = ~580 requests, 6 windows
     config = FakeConfig(cost=lambda i, p: 1000.0 + (100.0 if i >= 400 else 0.0),
-                        collector=every(70, 1500.0))  # fmt: skip
+                        collector=every(70, 3000.0))  # fmt: skip
     outcome = run(target, tmp_path, config, notes=notes)
     d = outcome.detail
     assert outcome.reason is None and d is not None, outcome.reason
-    assert d.added_windows > 0 and len(d.reps) == 3 + d.added_windows <= o.MAX_WINDOWS
+    assert d.contiguous and d.added_windows > 0
+    assert len(d.reps) == 3 + d.added_windows <= o.MAX_WINDOWS
     assert d.window_cap is None
     assert all(r.requests == 100 for r in d.reps)
     assert outcome.value == pytest.approx(MUTATOR)  # the median of the 3 asked-for reps
     assert len(outcome.functions) == 3  # the spread explanation keeps to them too
     before, after = cell([asked_only(outcome)]).runtime, cell([outcome]).runtime
     assert before is not None and not before.total_valid  # ~ with the 3 windows asked
-    assert after is not None
+    assert after is not None and after.bound is not None
     assert after.total_valid, after.reason
     assert after.windows == len(d.reps) and after.added_windows == d.added_windows
-    truth = MUTATOR + 1500.0 / 70
+    truth = MUTATOR + 3000.0 / 70
     assert after.total is not None and abs(after.total - truth) <= after.half_width
     # one window fewer would not have fitted: windows stop as soon as it does
     fewer = dataclasses.replace(d, reps=d.reps[:-1], added_windows=d.added_windows - 1)
@@ -103,51 +107,54 @@ def test_windows_are_added_until_the_totals_interval_fits(target: Target, tmp_pa
     # the file says how many were added, and reads back the same
     doc = d.to_json()
     assert doc["added_windows"] == d.added_windows and "window_cap" not in doc
+    assert doc["contiguous"] is True
     assert detail_from_json(json.loads(json.dumps(doc))) == d
     results = Results({}, (cell([outcome]),))
-    work = json.loads(render_results(results, "json"))
-    assert work["cells"][0]["runtime_work"]["added_windows"] == d.added_windows
+    work = json.loads(render_results(results, "json"))["cells"][0]["runtime_work"]
+    assert work["added_windows"] == d.added_windows and work["rule"] == "span"
+    assert work["spans"] == [100 * len(d.reps)] and work["collection"] >= 3000.0
     n = len(d.reps)
-    assert f"(mean of {n} windows, {n - 3} added for the interval, 95%)" in render_results(
+    assert (f"(mean of {n} windows, {n - 3} added for the interval; bound over 1 span of "
+            f"{100 * n} requests, a collection up to") in render_results(
         results, "table", 200
-    )
+    )  # fmt: skip
 
 
 def test_the_cells_earlier_runs_are_pooled(target: Target, tmp_path: Path) -> None:
-    """A run whose cell's earlier run already took the windows the cell needs adds none,
-    where the same run alone, assuming the cell's other run alike, adds its share."""
-    first = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)))  # runs=1: all
-    assert first.detail is not None and first.detail.added_windows > 0
-    second = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)), 1,
-                 [first.detail], runs=2)  # fmt: skip
-    alone = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)), 2, runs=2)
-    assert second.detail is not None and alone.detail is not None
-    assert second.detail.added_windows == 0 and alone.detail.added_windows > 0
-    assert alone.detail.added_windows < first.detail.added_windows  # its share of the need
-    f = cell([first, second]).runtime
-    assert f is not None
-    assert f.total_valid, f.reason
+    """Under the interval over windows (runs whose windows were not one span): a run
+    whose cell's earlier run already took the windows the cell needs adds none, where the
+    same run alone, assuming the cell's other run alike, adds its share."""
+    from icount.results.runtime import windows_to_fit
+
+    first = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)), max_windows=3)
+    assert first.detail is not None
+    apart = dataclasses.replace(first.detail, contiguous=False)
+    # as a file from before the bound: twelve windows, pooled
+    more = dataclasses.replace(apart, reps=apart.reps * 4, added_windows=9)
+    assert windows_to_fit([more], apart, 2, 0.01) == 3
+    alone = windows_to_fit([], apart, 2, 0.01)
+    assert alone is not None and 3 < alone < 12
 
 
 def test_a_cap_in_windows_stops_them_and_the_total_stays_not_valid(
     target: Target, tmp_path: Path
 ) -> None:
     notes: list[str] = []
-    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)), notes=notes,
-                  max_windows=8)  # fmt: skip
+    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 3000.0)), notes=notes,
+                  max_windows=5)  # fmt: skip
     d = outcome.detail
     assert outcome.reason is None and d is not None
-    assert len(d.reps) == 8 and d.window_cap == "--max-windows 8"
+    assert len(d.reps) == 5 and d.window_cap == "--max-windows 5"
     c = cell([outcome])
     f = c.runtime
-    assert c.valid and f is not None and not f.total_valid and f.window_cap == "--max-windows 8"
+    assert c.valid and f is not None and not f.total_valid and f.window_cap == "--max-windows 5"
     assert f.reason is not None
-    assert "over 8 windows, wider than the 1% limit (more windows than the cap of " in f.reason
-    assert "--max-windows 8 a run allows): about " in f.reason
-    assert f.reason.endswith("more windows would bring it in")
+    assert f.reason.startswith("the total's bound over 1 span of 500 requests is ")
+    assert "wider than the 1% limit: the largest collection seen, " in f.reason
+    assert "(a run's windows stopped at --max-windows 5): about 1 more window a run" in f.reason
     (stop,) = [n for n in notes if n.startswith("windows added for the runtime's interval")]
-    assert stop.startswith("windows added for the runtime's interval stopped at --max-windows 8 ")
-    assert stop.endswith(" windows a run)") and "(it needs about " in stop
+    assert stop.startswith("windows added for the runtime's interval stopped at --max-windows 5 ")
+    assert stop.endswith(" windows a run)") and "(it needs about 6 " in stop
     assert "total ~" in render_results(Results({}, (c,)), "table", 200)
 
 
@@ -155,28 +162,29 @@ def test_a_cap_in_time_stops_them(
     target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each window reads 10 s on the clock the cap reads: 65 s hold six added windows of
-    the nine the interval needs (the first test's)."""
+    the twelve a collection of 8000 every 70th request needs (spans of ~1450 requests)."""
     ticks = iter(range(0, 10**6, 10))  # read as each window starts and ends
     monkeypatch.setattr(runs_mod, "CLOCK", lambda: float(next(ticks)))
-    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 1500.0)),
+    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 8000.0)),
                   max_extra_seconds=65.0)  # fmt: skip
     d = outcome.detail
     assert d is not None and d.window_cap == "--max-extra-seconds 65", d
     assert d.added_windows == 6
     f = cell([outcome]).runtime
     assert f is not None and not f.total_valid and f.reason is not None
-    assert "cap of --max-extra-seconds 65 a run allows" in f.reason
+    assert "stopped at --max-extra-seconds 65" in f.reason
 
 
 def test_a_need_far_beyond_the_caps_adds_no_window(target: Target, tmp_path: Path) -> None:
-    """Windows a hundred times noisier than the limit (Express's kind): even half the
-    spread measured would need more than the cap, so none is spent on it."""
-    outcome = run(target, tmp_path, FakeConfig(collector=every(70, 20_000.0)))
+    """A collection of 50,000 every 250th request over a total of ~1200: spans of ~8,300
+    requests, 84 windows a run; even half the collection would need 42, beyond the cap of
+    20, so none is spent on it."""
+    outcome = run(target, tmp_path, FakeConfig(collector=every(250, 50_000.0)))
     d = outcome.detail
     assert d is not None and d.added_windows == 0 and d.window_cap == "--max-windows 20"
     f = cell([outcome]).runtime
     assert f is not None and not f.total_valid
-    assert f.reason is not None and "cap of --max-windows 20 a run allows" in f.reason
+    assert f.reason is not None and "stopped at --max-windows 20" in f.reason
 
 
 def test_nothing_changes_without_runtime_work(target: Target, tmp_path: Path) -> None:

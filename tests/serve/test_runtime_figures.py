@@ -106,9 +106,16 @@ def test_outputs_show_the_three_figures(target: Target, tmp_path: Path) -> None:
 def test_one_window_has_no_interval_and_every_format_says_so(
     target: Target, tmp_path: Path
 ) -> None:
-    # one run of one window (the docs' --runs 1 --reps 1): no interval can be taken, and
-    # JSON has no infinity (this was an internal error of icount serve)
-    c = cell([run(target, tmp_path, FakeConfig(collector=gc), reps=1, max_windows=1)])
+    # one run of one window (the docs' --runs 1 --reps 1), in a file from before the bound
+    # over spans: no interval can be taken, and JSON has no infinity (this was an internal
+    # error of icount serve)
+    o = run(target, tmp_path, FakeConfig(collector=gc), reps=1, max_windows=1)
+    assert o.detail is not None and o.detail.contiguous
+    spanned = cell([o]).runtime  # a span of one window is bounded all the same
+    assert spanned is not None and math.isfinite(spanned.half_width) and spanned.total
+    assert abs(spanned.total - (MUTATOR + GC / N)) <= spanned.half_width
+    o = dataclasses.replace(o, detail=dataclasses.replace(o.detail, contiguous=False))
+    c = cell([o])
     f = c.runtime
     assert f is not None and f.windows == 1 and not f.total_valid
     assert f.reason is not None and "one window gives no interval" in f.reason
