@@ -14,6 +14,7 @@ from icount.cli.measure_options import (
     explicit_options,
     measure_flag,
     measure_option,
+    serve_request,
 )
 from icount.cli.options import BACKEND_HELP
 from icount.errors import UsageError
@@ -200,7 +201,15 @@ def interleave_command(
     if targets:
         _no_flags(targets[0], {**arms, "--timeout": timeout}, "-cmd", "--timeout")
         spec = (base_target, new_target, control_target)
-        request = _serve_request(ctx.params, backend)
+        # serve's measuring options, read by name and typed as serve types them; those
+        # an interleave does not take keep serve's defaults
+        request = serve_request(
+            reps=reps, warmup=warmup, requests=requests, concurrency=concurrency,
+            server_cpus=server_cpus, load_cpus=load_cpus, load=load, arrival=arrival,
+            connection=connection, max_spread=max_spread, max_load=max_load, thread=thread,
+            processes=processes, warmup_instrumented=warmup_instrumented,
+            idle_seconds=idle_seconds, collector=collector, backend=backend,
+        )  # fmt: skip
         argv = ["icount", "compare" if routed else "interleave", *argv_tail()]
         comparison, provenance = _servers(spec, tuple(path), request, pairs, name, limits,
                                           argv, quiet)  # fmt: skip
@@ -267,18 +276,6 @@ def _commands(
         typer.echo(f"icount: backend {arms.backend}: {arms.backend_why}", err=True)
     with progress(quiet) as cb:
         return commands.measure(arms, pairs, limits, cb)
-
-
-def _serve_request(params: dict[str, Any], backend: str) -> ServeRequest:
-    """The interleave's runs as serve measures a cell's: serve's options, parsed by
-    serve's parser into the typed values it measures with (no windows added for a
-    runtime's total: servers.prepare_arms)."""
-    from icount.cli.measure_options import measure_fields
-    from icount.serve.plan import ServeRequest
-    from icount.session import options as o
-
-    fixed = {"max_windows": o.MAX_WINDOWS, "max_extra_seconds": o.MAX_EXTRA_SECONDS}
-    return ServeRequest(backend=backend, **measure_fields({**params, **fixed}))
 
 
 def _servers(
