@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
+from icount import backends
+from icount import cpus as cpus_mod
 from icount.export import render_results
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import IdleCount, Rep, ServeDetail
 from icount.results.runtime import RULE_SPAN, span_bound, span_refused, windows_to_fit
+from icount.serve.adapter import load_adapter
+from icount.serve.runs import CellOptions, measure_run
+from icount.serve.server import Target
+from icount.session.options import Warmup
+
+from .conftest import AdapterMaker
 
 MUTATOR = 1000.0
 
@@ -192,3 +202,57 @@ def test_runs_whose_windows_were_not_one_span_keep_the_interval_over_windows() -
     work = doc["cells"][0]["runtime_work"]
     assert work["rule"] == RULE_SPAN and work["spans"] == [600]
     assert doc["cells"][0]["runs"][0]["detail"]["contiguous"] is True
+
+
+EVERY, LOOP = 700, 5000  # periodic_work(): 2 x LOOP instructions every 700th request
+
+
+@pytest.mark.slow
+def test_a_c_server_with_a_known_collector_is_bounded_and_a_clock_driven_one_refused(
+    need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
+) -> None:
+    """c-epoll under callgrind: its periodic_work() every 700th request (14.29 per request
+    by construction) counted as the collector; two staggered runs of 3 windows of 1000
+    hold the truth inside a bound valid within 1%, with no window added. The same server
+    whose tick_work() runs every 20 ms whatever the requests, counted as the collector:
+    the idle window counts it with no request, and the total is refused."""
+    split = cpus_mod.split(None, None)
+
+    def measure(name: str, flags: Sequence[str], pattern: str, runs: int) -> list[ServeDetail]:
+        adapter = load_adapter(make_adapter(name, *flags))
+        backend = backends.create("callgrind", {"collector": pattern})
+        opts = CellOptions(backend=backend, cpus=split, runs=runs, reps=3, requests=1000,
+                           warmup=Warmup(100), idle_seconds=1.0)  # fmt: skip
+        out: list[ServeDetail] = []
+        target = Target(adapter, tmp_path / "build")
+        for k in range(runs):
+            with cpus_mod.pinned_self(split.load):
+                o = measure_run(target, adapter.paths[0], opts, tmp_path / f"{name}-{k}",
+                                None, lambda text: None, out, k)  # fmt: skip
+            assert o.reason is None and o.detail is not None, o.reason
+            out.append(o.detail)
+        return out
+
+    base = measure("plain", ("--every", str(EVERY), "--every-loop", "0"), "periodic_work", 1)
+    details = measure("every", ("--every", str(EVERY), "--every-loop", str(LOOP)),
+                      "periodic_work", 2)  # fmt: skip
+    assert all(d.contiguous and d.added_windows == 0 for d in details)
+    f = Cell("c", "plaintext", "callgrind", UNIT_PER_REQUEST,
+             tuple(Run(statistics.median(d.mutator_per_request), True, None, d)
+                   for d in details), {}, 2, 0.01).runtime  # fmt: skip
+    b0 = Cell("c", "plaintext", "callgrind", UNIT_PER_REQUEST,
+              (Run(statistics.median(base[0].mutator_per_request), True, None, base[0]),),
+              {}, 1, 0.01).runtime  # fmt: skip
+    assert f is not None and f.bound is not None and f.total is not None and b0 is not None
+    truth = statistics.median(base[0].mutator_per_request) + b0.collector + 2 * LOOP / EVERY
+    print(f"truth {truth:.3f}; total {f.total:.3f} ±{f.half_width:.3f}, C {f.bound.collection}")
+    assert f.total_valid, f.reason
+    assert abs(f.total - truth) <= f.half_width
+    ticking = measure("tick", ("--tick-ms", "20", "--tick-loop", str(LOOP)), "tick_work", 1)
+    (d,) = ticking
+    assert d.idle is not None and (d.idle.runtime_work or 0) > 0
+    g = Cell("c", "plaintext", "callgrind", UNIT_PER_REQUEST,
+             (Run(statistics.median(d.mutator_per_request), True, None, d),), {}, 1,
+             0.01).runtime  # fmt: skip
+    assert g is not None and not g.total_valid and g.reason is not None
+    assert "driven by the clock, not by allocation" in g.reason
