@@ -22,33 +22,11 @@ def progress(quiet: bool) -> Iterator[Callback]:
         yield PlainLines()
         return
 
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from icount.cli.progress_bar import Bar
 
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = bar.add_task("starting", total=None)
-
-    def fancy(text: str, done: int, total: int) -> None:
-        bar.update(task, description=text, completed=done, total=total)
-
-    with bar:
-        yield fancy
+    bar = Bar()
+    with bar.bar:
+        yield bar
 
 
 class PlainLines:
