@@ -558,3 +558,32 @@ def test_the_time_left_follows_what_the_runs_cost_not_how_many_fake(
     big = 0.01 * sum(s.requests for s in fake_backend.CONFIG.started[4:6])
     assert text.endswith(f"(cell eta {big:.0f} s)") and big == pytest.approx(4.0, rel=0.05)
     assert left == pytest.approx(big)
+
+
+def test_a_targets_sizes_are_read_once_for_all_its_cells_fake(
+    fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its binary's sizes and build label are the same for each of its cells: read once,
+    after the builds, and each cell holds them (a --cmd target has a binary)."""
+    from icount.serve import targets
+    from icount.serve.plan import ServeRequest
+    from icount.serve.targets import CmdServer
+
+    read: list[str] = []
+    binary_sizes = targets.binary_sizes
+
+    def counted(target: Any) -> dict[str, Any]:
+        read.append(target.adapter.name)
+        return binary_sizes(target)
+
+    monkeypatch.setattr(targets, "binary_sizes", counted)
+    cmd = CmdServer("true --port {port}", name="viacmd", paths=("a=/plaintext", "b=/plaintext"),
+                    body="Hello, World!")  # fmt: skip
+    res = _session(ServeRequest(cmd=cmd, backend="fake", runs=1, reps=1, idle_seconds=0,
+                                cold_start=True), tmp_path / "r.json")  # fmt: skip
+    assert read == ["viacmd"]
+    assert [c.path for c in res.cells] == ["a", "b", "cold-start"]
+    shown = [{k: v for k, v in c.extra.items() if k.startswith(("binary", "build"))}
+             for c in res.cells]  # fmt: skip
+    assert shown[0]["binary"] == "true" and shown[0]["binary_bytes"] > 0 and "build" in shown[0]
+    assert shown[1] == shown[0] and shown[2] == shown[0]
