@@ -17,6 +17,7 @@ from icount.session import options as o
 if TYPE_CHECKING:
     from icount.measure_command import CommandSpec
     from icount.serve.plan import ServeRequest
+    from icount.serve.targets import CmdServer, PathChoice
 
 # serve's options that decide how a run is measured, declared and parsed here only:
 # `icount compare --interleave --base-target` measures each run as a serve cell's and
@@ -94,11 +95,19 @@ def serve_request(
     max_windows: int = o.MAX_WINDOWS,
     max_extra_seconds: float = o.MAX_EXTRA_SECONDS,
     collector: Sequence[str] = (),
-    **given: Any,
+    targets: tuple[str, ...] = (),
+    cmd: CmdServer | None = None,
+    runs: int = o.RUNS,
+    backend: str = "auto",
+    cold_start: bool = False,
+    memory: bool = False,
+    keep_profiles: bool = False,
+    profile_top: int = o.PROFILE_TOP,
+    only_paths: tuple[PathChoice, ...] = (),
 ) -> ServeRequest:
     """The ServeRequest of serve's measure options as typer parsed them (each of
     MEASURE_OPTIONS, by name; one not taken keeps serve's default), checked and typed
-    here, once; `given`: the request's other fields, typed by the command."""
+    here, once, with the request's other fields as the command typed them."""
     from icount import cpus as cpus_mod
     from icount.serve.plan import ServeRequest
 
@@ -124,7 +133,15 @@ def serve_request(
         max_windows=o.check_max_windows(max_windows),
         max_extra_seconds=o.check_max_extra_seconds(max_extra_seconds),
         collectors=tuple(collector),
-        **given,
+        targets=targets,
+        cmd=cmd,
+        runs=runs,
+        backend=backend,
+        cold_start=cold_start,
+        memory=memory,
+        keep_profiles=keep_profiles,
+        profile_top=profile_top,
+        only_paths=only_paths,
     )
 
 
