@@ -13,7 +13,6 @@ from icount.numfmt import parse_percent, plural
 __all__ = [
     "check_format",
     "check_sort",
-    "output_path",
     "parse_exit_codes",
     "parse_percent",
     "print_results",
@@ -56,13 +55,6 @@ def parse_exit_codes(text: str) -> frozenset[int] | None:
     except NumberError:
         raise UsageError(f"--allow-exit takes codes like 0,1 or 'any', got {text!r}") from None
     return codes | {0}
-
-
-def output_path(explicit: Path | None, stem: str) -> Path:
-    """The results file to write, made absolute: measured programs run elsewhere."""
-    from icount import results
-
-    return results.output_path(explicit, stem)
 
 
 @contextlib.contextmanager
