@@ -185,6 +185,17 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _ignore_more_interrupts() -> None:
+    # Python's finalization puts SIG_DFL back for every signal that has a Python handler
+    # (not for an ignored one): a Ctrl-C pressed again while the interpreter shuts down
+    # killed icount by SIGINT after it had stopped everything and said so (exit -2, not
+    # 130; seen on a loaded machine, where shutting down takes long enough).
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def main() -> None:
     import signal
 
@@ -197,6 +208,7 @@ def main() -> None:
         if rc == ExitCode.INTERRUPTED:  # typer turns KeyboardInterrupt into Exit(130)
             _kill_all()
             typer.echo("icount: interrupted; every process icount started was stopped", err=True)
+            _ignore_more_interrupts()
         sys.exit(rc if isinstance(rc, int) else 0)
     except IcountError as err:
         _kill_all()
@@ -205,12 +217,14 @@ def main() -> None:
     except KeyboardInterrupt:
         _kill_all()
         typer.echo("icount: interrupted; every process icount started was stopped", err=True)
+        _ignore_more_interrupts()
         sys.exit(int(ExitCode.INTERRUPTED))
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:
         _kill_all()
         typer.echo("icount: interrupted", err=True)
+        _ignore_more_interrupts()
         sys.exit(int(ExitCode.INTERRUPTED))
     except _click_usage_errors() as e:
         if type(e).__name__ == "NoArgsIsHelpError":  # a bare `icount run`: show its help
