@@ -27,7 +27,6 @@ from icount.results_table import SORT_NAME, SORT_ORDER, row_names
 
 WIDTH = 760.0
 LABEL_X = 8.0
-LABEL_W = 180.0
 MEDIAN_RIGHT = 258.0  # figures first, so that a phone shows them before it scrolls
 SPREAD_RIGHT = 318.0
 BAR_X0 = 334.0

@@ -33,7 +33,6 @@ from icount.results import UNIT_INSTRUCTIONS, Cell, Results
 from icount.session import resume as resume_mod
 from icount.text import printable
 
-MAX_CONFIRM = 100
 SIZE_BACKEND = "size"
 
 

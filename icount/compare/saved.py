@@ -42,7 +42,6 @@ from icount.numfmt import plain, signed_percent
 from icount.stats import Summary
 from icount.text import printable
 
-_MOVED = {Verdict.REGRESSED.value, Verdict.IMPROVED.value}
 _NO_FIGURES = {v.value for v in model.FAILING_WITH_INVALID}
 _NO_NEW = {Verdict.MISSING_IN_NEW.value}
 _NO_BASE = {Verdict.MISSING_IN_BASE.value}
