@@ -195,7 +195,9 @@ def span_bound(details: Sequence[ServeDetail], inside: bool = False,
     if low > high:
         why = (
             f"the runs' spans disagree by more than the largest collection seen "
-            f"({numfmt.si(c)} instructions): the runtime's work is not periodic in requests"
+            f"({numfmt.si(c)} instructions): the runtime's work is not periodic in requests "
+            "over spans this short; longer ones (more windows a run: --max-windows, "
+            "--max-extra-seconds) may each see whole cycles"
         )
         return SpanBound(low, high, c, tuple(requests), why)
     return SpanBound(low, high, c, tuple(requests))
