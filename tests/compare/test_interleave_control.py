@@ -203,7 +203,13 @@ def test_servers_interleave_with_a_steady_control_gate_on_the_change(
     assert len(arms["started"]) == 9  # only the path asked for
 
 
-def test_a_failed_control_fails_the_interleave(cli: Cli, arms: dict[str, Any]) -> None:
+def test_a_failed_control_fails_the_interleave(
+    cli: Cli, arms: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icount.serve import server
+
+    monkeypatch.setattr(server, "EXIT_WAIT_S", 0.05)  # the fake stays alive: waits it out
+
     def boom(k: int) -> float:
         return 50.0  # below the fake's floor of 100 a request: the run is invalid
 

@@ -41,6 +41,7 @@ def test_an_adapter_exec_cannot_take_invalidates_only_its_cells_fake(
     request = ServeRequest(
         targets=(str(broken / "adapter.toml"), str(fake)),
         backend="fake", runs=1, reps=1, requests=20, warmup=Warmup(0),
+        idle_seconds=0,  # the idle window sleeps, and these cells are about their start
     )  # fmt: skip
     res = _session(request, tmp_path / "r.json")
     reasons = {c.key_text: c.reason for c in res.cells}
@@ -62,6 +63,7 @@ def test_a_build_step_exec_cannot_take_invalidates_only_its_cells_fake(
     request = ServeRequest(
         targets=(str(broken / "adapter.toml"), str(fake)),
         backend="fake", runs=1, reps=1, requests=20, warmup=Warmup(0),
+        idle_seconds=0,  # the idle window sleeps, and these cells are about their start
     )  # fmt: skip
     res = _session(request, tmp_path / "r.json")
     reasons = {c.key_text: c.reason for c in res.cells}

@@ -159,10 +159,11 @@ def test_a_window_below_the_floor_names_a_daemonizing_server_still_exiting(
 
 
 def test_a_live_server_below_the_floor_is_refused_by_the_floor(
-    target: Target, tmp_path: Path
+    target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Requests costing 10 instructions: uncounted work, said so once the wait for an
     exit (EXIT_WAIT_S) shows the server is still running."""
+    monkeypatch.setattr(server_mod, "EXIT_WAIT_S", 0.05)  # the fake stays alive: waits it out
     config = FakeConfig(cost=lambda i, p: 10.0)
     outcome = run(target, tmp_path, config)
     assert outcome.value is None
