@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_icount, run_icount_here
+from tests.support.cli import run_icount, run_icount_here, run_icount_here_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE, NEW = (str(ROOT / "fixtures" / "compare" / f"loop-{n}.json") for n in ("base", "new"))
@@ -40,6 +41,16 @@ def test_in_process_equals_a_process_of_its_own(args: list[str], tmp_path: Path)
         alone.stdout,
         alone.stderr,
     )
+
+
+def test_in_process_bytes_equal_a_process_of_its_own(tmp_path: Path) -> None:
+    """The bytes as written, for tests of a stray carriage return or an encoding."""
+    args = ["table", "-f", "csv", BASE]
+    alone = subprocess.run([sys.executable, "-m", "icount", *args], cwd=tmp_path,
+                           capture_output=True, timeout=600, check=False)  # fmt: skip
+    here = run_icount_here_bytes(args, cwd=tmp_path)
+    assert (here.returncode, here.stdout, here.stderr) == (0, alone.stdout, alone.stderr)
+    assert isinstance(here.stdout, bytes) and here.stdout.count(b"\n") > 1
 
 
 def _state() -> tuple[object, ...]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -27,6 +25,7 @@ from icount.results import files as files_mod
 from icount.results.cell_profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
 from icount.results.details import CommandDetail
 from icount.text import md_text, printable
+from tests.support.cli import run_icount_here, run_icount_here_bytes
 
 HOSTILE = [
     "esc\x1b]8;;http://x\x07osc\x1b\\",  # an OSC 8 hyperlink, ESC and BEL
@@ -191,11 +190,7 @@ def test_the_report_page_escapes_hostile_names(files: tuple[Path, Path], tmp_pat
     escaped, no name made a tag, and each inline SVG is XML."""
     page = tmp_path / "page.html"
     base, new = files
-    done = subprocess.run(
-        [sys.executable, "-m", "icount", "report", str(base), "--compare", str(base), str(new),
-         "-o", str(page)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    done = run_icount_here(["report", str(base), "--compare", str(base), str(new), "-o", str(page)])
     assert done.returncode == 0, done.stderr
     html = page.read_text(encoding="utf-8")
     assert "<summary>Flame graph" in html  # the summaries hold the names too
@@ -269,20 +264,14 @@ def test_icount_table_writes_each_format_as_utf_8_and_refuses_a_surrogate(
     """The bytes `icount table -f FORMAT` writes: UTF-8 with no raw control character; a
     lone surrogate in a name was an internal error in csv, json, bmf and svg."""
     for fmt in ("csv", "json", "bmf", "svg"):  # the formats a surrogate broke
-        done = subprocess.run(
-            [sys.executable, "-m", "icount", "table", str(files[0]), "-f", fmt],
-            capture_output=True, timeout=120, check=False,
-        )  # fmt: skip
+        done = run_icount_here_bytes(["table", str(files[0]), "-f", fmt])
         assert done.returncode == 0, done.stderr
         _clean(done.stdout.decode("utf-8"), fmt)
     doc = json.loads(files[0].read_text())
     doc["cells"][0]["path"] = "\udc80"  # what surrogateescape makes of a byte 0x80
     bad = tmp_path / "surrogate.json"
     bad.write_text(json.dumps(doc))
-    refused = subprocess.run(
-        [sys.executable, "-m", "icount", "table", str(bad), "-f", "csv"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    refused = run_icount_here(["table", str(bad), "-f", "csv"])
     assert (refused.returncode, refused.stdout) == (6, "")
     assert refused.stderr == (
         f"icount: error: {bad}: holds text that is not Unicode (a lone surrogate in \\udc80); "

@@ -39,6 +39,18 @@ def run_icount_here(
     change for the next test is put back: arguments, streams, environment, working
     directory and signal handlers.
     """
+    done = run_icount_here_bytes(args, cwd, env)
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, _text(done.stdout), _text(done.stderr)
+    )
+
+
+def run_icount_here_bytes(
+    args: Sequence[str], cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """run_icount_here's call, its stdout and stderr the bytes a process of its own
+    writes (subprocess.run without text=True): for a test of the bytes themselves, a
+    stray carriage return or an encoding, which decoding as text would hide."""
     import contextlib
     import os
     import signal
@@ -81,13 +93,13 @@ def run_icount_here(
         stderr.write(status + "\n")
     code = status if isinstance(status, int) else 0 if status is None else 1
     return subprocess.CompletedProcess(
-        [sys.executable, "-m", "icount", *args], code, _text(out), _text(err)
+        [sys.executable, "-m", "icount", *args], code, out.getvalue(), err.getvalue()
     )
 
 
-def _text(data: io.BytesIO) -> str:
+def _text(data: bytes) -> str:
     """Bytes as subprocess.run(text=True) gives them: decoded, universal newlines."""
-    return data.getvalue().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def icount_here(
