@@ -10,8 +10,6 @@ import pytest
 
 from tests.support.cli import run_icount_here
 
-from .conftest import run_icount
-
 
 @pytest.mark.parametrize(
     ("args", "message"),
@@ -40,10 +38,8 @@ def test_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
 
 
 def test_thread_needs_callgrind(tmp_path: Path) -> None:
-    done = run_icount(
-        ["serve", "--cmd", "true {port}", "--backend", "perf", "--thread", "1"],
-        tmp_path,
-        timeout=60,
+    done = run_icount_here(
+        ["serve", "--cmd", "true {port}", "--backend", "perf", "--thread", "1"], tmp_path
     )
     # perf cannot count here (exit 4, said so) or it can, and --thread is refused (exit 2)
     assert done.returncode in (2, 4), done.stderr

@@ -10,13 +10,13 @@ import pytest
 from icount.errors import UsageError
 from icount.serve.plan import ServeRequest, resume_request
 from icount.session import resume as resume_mod
-from tests.support.cli import run_icount
+from tests.support.cli import run_icount_here
 
 CMD = ["serve", "--cmd", "true {port}", "--path", "p=/", "--backend", "callgrind"]
 
 
 def test_an_unknown_connection_is_one_line(tmp_path: Path) -> None:
-    done = run_icount([*CMD, "--connection", "sometimes"], cwd=tmp_path)
+    done = run_icount_here([*CMD, "--connection", "sometimes"], cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert (
         done.stderr
@@ -28,7 +28,7 @@ def test_an_unknown_connection_is_one_line(tmp_path: Path) -> None:
 def test_a_forced_connection_needs_the_built_in_client(tmp_path: Path, load: str) -> None:
     """The external tools open their connections themselves; following the hint (the
     built-in client) is what every test of --connection runs."""
-    done = run_icount([*CMD, "--connection", "close", "--load", load], cwd=tmp_path)
+    done = run_icount_here([*CMD, "--connection", "close", "--load", load], cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"icount: error: --connection close needs the built-in client: {load} opens its "

@@ -11,7 +11,7 @@ import pytest
 
 from icount.session.options import Warmup
 from tests.serve.test_session import FAKE_ADAPTER, _session, fake  # noqa: F401
-from tests.support.cli import run_icount
+from tests.support.cli import run_icount_here
 
 
 @pytest.mark.parametrize(
@@ -86,6 +86,6 @@ def test_a_commands_file_exec_cannot_take_is_one_usage_line(
     tmp_path: Path, toml: str, message: str
 ) -> None:
     (tmp_path / "c.toml").write_text(toml)
-    done = run_icount(["run", "--file", "c.toml"], tmp_path, timeout=60)
+    done = run_icount_here(["run", "--file", "c.toml"], tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"icount: error: {message}\n"

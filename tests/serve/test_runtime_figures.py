@@ -167,9 +167,9 @@ def test_work_driven_by_the_clock_is_taken_out_whatever_the_load(
 def test_a_collector_pattern_that_is_no_regular_expression_is_one_line_exit_2(
     tmp_path: Path,
 ) -> None:
-    from tests.support.cli import run_icount
+    from tests.support.cli import run_icount_here
 
-    done = run_icount(["serve", "--cmd", "true {port}", "--collector", "("], tmp_path, timeout=60)
+    done = run_icount_here(["serve", "--cmd", "true {port}", "--collector", "("], tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
         "icount: error: --collector '(' is not a regular expression: missing ), "
