@@ -46,7 +46,7 @@ class RunRequest:
     profile_top: int = o.PROFILE_TOP  # functions each cell's profile keeps (callgrind)
 
     def backend_settings(self) -> dict[str, object]:
-        """The settings the backend is built with (backends.create), given or not."""
+        """The settings the backend is built with (backends.settings), given or not."""
         return {"keep_profiles": self.keep_profiles, "profile_top": self.profile_top}
 
     def to_json(self) -> dict[str, Any]:
@@ -230,12 +230,13 @@ def _prepare(
             f"--cache-sim simulates caches under callgrind, not {choice.backend}",
             hint="give --backend callgrind",
         )
-    backend = backends.create(choice.backend, request.backend_settings())
+    settings = backends.settings(choice.backend, request.backend_settings())
+    backend = backends.command_backend(choice.backend, settings)
     job_cpus = (
         cpus_mod.command_cpus(
             cpus_mod.allowed_cpus(),
             jobs,
-            load_independent=backend.serve_defaults.instrumented,
+            load_independent=backend.instrumented,
             backend=choice.backend,
         )
         if jobs > 1

@@ -101,9 +101,8 @@ def settings(name: str, given: Mapping[str, object]) -> Any:
 
 def create(name: str, options: object = None) -> Backend:
     """The backend `name`, one that counts commands and servers (every bundled one),
-    built with `options`: its `settings()`, or None for its defaults. A mapping of
-    settings is the form `icount serve`'s and `icount run`'s plans pass, `--collector`'s
-    patterns one string joined by newlines: it goes through `settings()`."""
+    built with `options`: its registration's settings (`settings()`, or the dataclass
+    itself), or None for its defaults."""
     built = _built(name, options)
     if not isinstance(built, Backend):
         raise _counts_no(name, "both commands and servers")
@@ -128,8 +127,8 @@ def server_backend(name: str, options: object = None) -> ServerBackend:
 
 def _built(name: str, options: object) -> CountingBackend:
     found = registration(name)
-    if options is None or isinstance(options, Mapping):
-        options = settings(name, _from_flat(options or {}))
+    if options is None:
+        options = found.options()
     elif not isinstance(options, found.options):
         raise TypeError(f"{type(options).__name__} are not the {name} backend's settings")
     return found.create(options)
@@ -137,23 +136,6 @@ def _built(name: str, options: object) -> CountingBackend:
 
 def _counts_no(name: str, what: str) -> UsageError:
     return UsageError(f"the {name} backend does not count {what}")
-
-
-def _from_flat(given: Mapping[str, object]) -> dict[str, object]:
-    """Settings with a tuple's values joined by newlines in one string, as the plans
-    pass `--collector` (`create`), as `settings()` takes them."""
-    out = dict(given)
-    for key, value in given.items():
-        if isinstance(value, str) and any(
-            typing.get_origin(_declared_type(other, key)) is tuple for other in REGISTRY
-        ):
-            out[key] = tuple(v for v in value.split("\n") if v)
-    return out
-
-
-def _declared_type(name: str, key: str) -> Any:
-    declared = registration(name).options
-    return typing.get_type_hints(declared).get(key)
 
 
 def flag(key: str) -> str:

@@ -51,7 +51,6 @@ SERVE_DEFAULTS = ServeDefaults(
     warmup=100,
     requests=1000,
     client_timeout_s=120.0,
-    instrumented=True,
     window="dump",  # as results files name it (results.details.WINDOW_DUMPS)
     window_why="vgdb reaches the idle server (ptrace allowed): windows between dumps",
 )
@@ -125,7 +124,7 @@ class CallgrindBackend:
 
     name = NAME
     serve_defaults = SERVE_DEFAULTS
-    instrumented = SERVE_DEFAULTS.instrumented
+    instrumented = True  # under valgrind's simulator (~50x slower)
     instruction_floor = INSTRUCTION_FLOOR
 
     def __init__(self, options: CallgrindOptions | None = None) -> None:

@@ -43,7 +43,6 @@ SERVE_DEFAULTS = ServeDefaults(
     warmup=1000,
     requests=40000,
     client_timeout_s=10.0,
-    instrumented=False,
     window="fifo",  # as results files name it (results.details.WINDOW_FIFO)
     window_why="counters enabled and disabled on perf stat's control fifo",
 )
@@ -133,7 +132,7 @@ class PerfBackend:
 
     name = NAME
     serve_defaults = SERVE_DEFAULTS
-    instrumented = SERVE_DEFAULTS.instrumented
+    instrumented = False  # counted natively: a loaded machine moves its counts
 
     def __init__(self, options: PerfOptions | None = None) -> None:
         self.options = options or PerfOptions()

@@ -104,7 +104,6 @@ class ServeDefaults:
     warmup: int
     requests: int
     client_timeout_s: float
-    instrumented: bool  # the server runs under a simulator (~50x slower), not natively
     window: str  # how windows are taken (results.details.WINDOW_*), and why that works
     window_why: str
 
@@ -267,7 +266,7 @@ Options = TypeVar("Options")
 class Registration(Generic[Options]):
     """What a backend module registers as its `BACKEND`. `options` is a frozen dataclass
     of the settings the backend takes, typed, with their defaults: the registry
-    (`icount.backends.create`) checks a command's settings against it and refuses, naming
+    (`icount.backends.settings`) checks a command's settings against it and refuses, naming
     the flag, those the backend does not take; the dataclass's `__post_init__` checks
     their values. A field `keep_profiles` is the flag `--keep-profiles`; a field typed
     `tuple[str, ...]` a flag given once per value (`--collector`)."""

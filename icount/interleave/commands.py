@@ -103,7 +103,7 @@ def measure(
     from icount import backends
     from icount.results import UNIT_INSTRUCTIONS
 
-    opts = RunOptions(backend=backends.create(commands.backend), timeout=commands.timeout)
+    opts = RunOptions(backend=backends.command_backend(commands.backend), timeout=commands.timeout)
     arms = commands.arms
     with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp:
         done = run_pairs(arms[BASE], arms[NEW], opts, pairs, Path(tmp), progress,

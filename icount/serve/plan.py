@@ -22,7 +22,7 @@ from typing import Any
 
 from icount import backends, environment, shards
 from icount import cpus as cpus_mod
-from icount.backends import Backend
+from icount.backends import ServerBackend
 from icount.errors import UsageError
 from icount.results import UNIT_PER_REQUEST, Cell, Results
 from icount.results.details import COLD_START, ServeParams, arrival_of
@@ -76,13 +76,13 @@ class ServeRequest:
     only_paths: tuple[PathChoice, ...] = ()
 
     def backend_settings(self) -> dict[str, object]:
-        """The settings the backend is built with (backends.create), given or not."""
+        """The settings the backend is built with (backends.settings), given or not."""
         return {
             "thread": self.thread,
             "processes": self.processes,
             "keep_profiles": self.keep_profiles,
             "warmup_instrumented": self.warmup_instrumented,
-            "collector": "\n".join(self.collectors),
+            "collector": self.collectors,
             "profile_top": self.profile_top,
         }
 
@@ -187,7 +187,7 @@ class Plan:
     request: ServeRequest
     targets: tuple[Target, ...]
     skipped: tuple[tuple[str, str], ...]  # (bundled target, why it cannot run here)
-    backend: Backend
+    backend: ServerBackend
     backend_why: str
     load_kind: str
     load_why: str
@@ -373,11 +373,11 @@ def _ours(cell: Cell) -> bool:
     return cell.unit == UNIT_PER_REQUEST or cell.path == COLD_START
 
 
-def _load_kind(load: str | None, backend: Backend) -> tuple[str, str]:
+def _load_kind(load: str | None, backend: ServerBackend) -> tuple[str, str]:
     from icount.serve import loadgen
 
     if load is None:
-        return loadgen.default_load_kind(backend.serve_defaults.instrumented)
+        return loadgen.default_load_kind(backend.instrumented)
     if load not in loadgen.KINDS:
         raise UsageError(
             f"unknown load generator {load!r}", hint=f"use --load {'|'.join(loadgen.KINDS)}"
@@ -407,7 +407,8 @@ def prepare(
             hint="wait, or raise --max-load",
         )
     choice = backends.choose(request.backend)
-    backend = backends.create(choice.backend, request.backend_settings())
+    settings = backends.settings(choice.backend, request.backend_settings())
+    backend = backends.server_backend(choice.backend, settings)
     load_kind, load_why = _load_kind(request.load, backend)
     arrival, arrival_why = arrival_mod.resolve(request.arrival, load_kind)
     if request.connection != "auto" and load_kind != "builtin":
@@ -421,7 +422,7 @@ def prepare(
         split,
         jobs,
         explicit=bool(request.server_cpus or request.load_cpus),
-        load_independent=backend.serve_defaults.instrumented,
+        load_independent=backend.instrumented,
         backend=backend.name,
     )
     with planning.reserved_output(output, resume, "serve", force=force) as out:

@@ -60,8 +60,9 @@ def test_the_backend_a_refused_setting_names_takes_it(
     from icount.errors import UsageError
 
     with pytest.raises(UsageError) as e:
-        backends.create(name, settings)
+        backends.settings(name, settings)
     hint = e.value.hint or ""
     assert hint.startswith("pass --backend ")
-    other = backends.create(hint.removeprefix("pass --backend "), settings)
+    named = hint.removeprefix("pass --backend ")
+    other = backends.create(named, backends.settings(named, settings))
     assert other.name != name

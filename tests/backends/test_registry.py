@@ -15,7 +15,7 @@ from icount.results import details
 from icount.session.options import Processes
 
 # every setting `icount serve` passes, at its default
-SERVE_DEFAULTS = {
+SERVE_DEFAULTS: dict[str, object] = {
     "thread": None,
     "processes": "all",
     "keep_profiles": False,
@@ -23,24 +23,29 @@ SERVE_DEFAULTS = {
 }
 
 
+def _create(name: str, given: dict[str, object]) -> backends.Backend:
+    """The backend as a command builds it: its settings from the command's options."""
+    return backends.create(name, backends.settings(name, given))
+
+
 def test_every_registered_backend_declares_frozen_typed_options() -> None:
     for name in backends.REGISTRY:
         reg = backends.registration(name)
         assert dataclasses.is_dataclass(reg.options)
         assert reg.options.__dataclass_params__.frozen  # type: ignore[attr-defined]
-        built = backends.create(name, SERVE_DEFAULTS)
+        built = _create(name, SERVE_DEFAULTS)
         assert built.name == name
 
 
 def test_settings_reach_the_backend_typed() -> None:
-    cg = backends.create("callgrind", {**SERVE_DEFAULTS, "thread": 2, "keep_profiles": True})
+    cg = _create("callgrind", {**SERVE_DEFAULTS, "thread": 2, "keep_profiles": True})
     assert isinstance(cg, callgrind.CallgrindBackend)
     assert (cg.options.thread, cg.options.root_only, cg.options.keep_profiles) == (2, True, True)
-    pf = backends.create("perf", {"processes": "root", "event": "task-clock"})
+    pf = _create("perf", {"processes": "root", "event": "task-clock"})
     assert isinstance(pf, perf.PerfBackend)
     assert (pf.event, pf.inherit, pf.instruction_floor) == ("task-clock", False, None)
     # the commands' typed --processes (a StrEnum) is one of the declared literals
-    rooted = backends.create("callgrind", {"processes": Processes.ROOT})
+    rooted = _create("callgrind", {"processes": Processes.ROOT})
     assert isinstance(rooted, callgrind.CallgrindBackend) and rooted.options.root_only
 
 
@@ -66,13 +71,13 @@ def test_a_setting_the_backend_does_not_take_is_refused_naming_the_flag(
     name: str, settings: dict[str, object], message: str
 ) -> None:
     with pytest.raises(UsageError) as e:
-        backends.create(name, settings)
+        _create(name, settings)
     assert e.value.message == message
 
 
 def test_a_setting_no_backend_takes_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="no registered backend takes the setting 'colour'"):
-        backends.create("perf", {"colour": "blue"})
+        _create("perf", {"colour": "blue"})
 
 
 def test_window_names_are_those_results_files_record() -> None:
@@ -102,9 +107,9 @@ def test_a_new_backend_is_its_module_and_its_registry_line(
     assert "fake" in backends.names()
     assert backends.choose("fake").backend == "fake"
     # serve's settings at their defaults pass; one the fake does not take is refused
-    assert backends.create("fake", SERVE_DEFAULTS).name == "fake"
+    assert _create("fake", SERVE_DEFAULTS).name == "fake"
     with pytest.raises(UsageError, match="--thread needs the callgrind backend, not fake"):
-        backends.create("fake", {"thread": 3})
+        _create("fake", {"thread": 3})
     assert "fake backend" in [c.name for c in doctor.checks()]
 
 
@@ -113,13 +118,16 @@ def test_collector_patterns_are_a_tuple_from_the_command_to_the_cells_params() -
     assert settings.collector == ("my_gc", r"Sweep\w*")
     cg = backends.create("callgrind", settings)
     assert cg.cell_params()["collectors"] == ["my_gc", r"Sweep\w*"]  # as files record them
-    # the plans' flat form, its patterns joined by newlines, builds the same settings
-    flat = backends.create("callgrind", {"collector": "my_gc\nSweep\\w*"})
-    assert isinstance(flat, callgrind.CallgrindBackend) and flat.options == settings
-    assert "collectors" not in backends.create("callgrind", {"collector": ""}).cell_params()
+    assert "collectors" not in _create("callgrind", {"collector": ()}).cell_params()
+    # patterns joined in one string are no list of patterns; a mapping is no settings
+    with pytest.raises(UsageError) as e:
+        backends.settings("callgrind", {"collector": "my_gc\nSweep"})
+    assert e.value.message == "--collector takes a list of str, got 'my_gc\\nSweep'"
+    with pytest.raises(TypeError, match="dict are not the callgrind backend's settings"):
+        backends.create("callgrind", {"collector": ("my_gc",)})
     # another backend takes the flag at its default only
-    assert backends.create("perf", {"collector": []}).name == "perf"
-    assert backends.create("perf", {"collector": ""}).name == "perf"
+    assert _create("perf", {"collector": []}).name == "perf"
+    assert _create("perf", {"collector": ()}).name == "perf"
 
 
 @pytest.mark.parametrize(

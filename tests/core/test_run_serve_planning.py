@@ -100,7 +100,7 @@ def test_each_command_builds_its_backend_from_the_settings_its_options_hold() ->
         "processes": o.Processes.ALL,
         "keep_profiles": False,
         "warmup_instrumented": False,
-        "collector": "a\nb",
+        "collector": ("a", "b"),
         "profile_top": 5,
     }
     run = run_plan.RunRequest(keep_profiles=True)

@@ -19,6 +19,7 @@ import pytest
 
 from icount import backends
 from icount import cpus as cpus_mod
+from icount.backends.callgrind import CallgrindOptions
 from icount.errors import UsageError
 from icount.export import render_results
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
@@ -237,9 +238,9 @@ def test_collector_patterns_are_in_the_cells_params_and_must_match_to_resume(
     target: Target,
 ) -> None:
     path = target.adapter.paths[0]
-    with_them = CellOptions(backend=backends.create("callgrind", {"collector": "my_gc\nSweep"}),
-                            cpus=SPLIT)  # fmt: skip
-    without = CellOptions(backend=backends.create("callgrind", {}), cpus=SPLIT)
+    patterns = CallgrindOptions(collector=("my_gc", "Sweep"))
+    with_them = CellOptions(backend=backends.create("callgrind", patterns), cpus=SPLIT)
+    without = CellOptions(backend=backends.create("callgrind"), cpus=SPLIT)
     params = plan_mod.cell_params(path, with_them)
     assert params["collectors"] == ["my_gc", "Sweep"]
     assert "collectors" not in plan_mod.cell_params(path, without)  # as cells before read
@@ -254,7 +255,7 @@ def c_epoll_run(make_adapter: AdapterMaker, tmp_path: Path, loop: int, i: int,
                 earlier: Sequence[ServeDetail] = ()) -> RunOutcome:  # fmt: skip
     adapter = load_adapter(make_adapter(f"k{loop}", "--every", str(N), "--every-loop", str(loop)))
     split = cpus_mod.split(None, None)
-    backend = backends.create("callgrind", {"collector": "periodic_work"})
+    backend = backends.create("callgrind", CallgrindOptions(collector=("periodic_work",)))
     opts = CellOptions(backend=backend, cpus=split, runs=2, reps=3, requests=1000,
                        warmup=Warmup(100), idle_seconds=0)  # fmt: skip
     with cpus_mod.pinned_self(split.load):

@@ -12,6 +12,7 @@ import pytest
 
 from icount import backends
 from icount import cpus as cpus_mod
+from icount.backends.callgrind import CallgrindOptions
 from icount.results import UNIT_PER_REQUEST, Cell, Run
 from icount.serve.adapter import load_adapter
 from icount.serve.runs import CellOptions, RunOutcome, measure_run
@@ -28,7 +29,7 @@ def measure(make_adapter: AdapterMaker, tmp_path: Path, name: str, collector: st
             *flags: str) -> RunOutcome:  # fmt: skip
     adapter = load_adapter(make_adapter(name, *flags))
     split = cpus_mod.split(None, None)
-    backend = backends.create("callgrind", {"collector": collector})
+    backend = backends.create("callgrind", CallgrindOptions(collector=(collector,)))
     opts = CellOptions(backend=backend, cpus=split, runs=1, reps=3, requests=1000,
                        warmup=Warmup(100), idle_seconds=0)  # fmt: skip
     with cpus_mod.pinned_self(split.load):

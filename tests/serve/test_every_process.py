@@ -53,7 +53,7 @@ def measure(
     adapter = load_adapter(make_adapter(name, *flags))
     split = cpus_mod.split(None, None)
     opts = CellOptions(
-        backend=backends.create(backend, options),
+        backend=backends.create(backend, backends.settings(backend, options or {})),
         cpus=split,
         runs=1,
         reps=2,

@@ -24,7 +24,7 @@ def _perf_run(make_adapter: AdapterMaker, tmp_path: Path, event: str) -> RunOutc
         pytest.skip("perf is not installed (apt-get install linux-perf)")
     adapter = load_adapter(make_adapter("perf-" + event.replace(":", "-")))
     split = cpus_mod.split(None, None)
-    backend = backends.create("perf", {"event": event})
+    backend = backends.create("perf", backends.settings("perf", {"event": event}))
     opts = CellOptions(
         backend=backend, cpus=split, runs=1, reps=2, requests=3000, warmup=Warmup(200)
     )

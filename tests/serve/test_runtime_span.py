@@ -17,6 +17,7 @@ import pytest
 
 from icount import backends
 from icount import cpus as cpus_mod
+from icount.backends.callgrind import CallgrindOptions
 from icount.export import render_results
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import IdleCount, Rep, ServeDetail
@@ -220,7 +221,7 @@ def test_a_c_server_with_a_known_collector_is_bounded_and_a_clock_driven_one_ref
 
     def measure(name: str, flags: Sequence[str], pattern: str, runs: int) -> list[ServeDetail]:
         adapter = load_adapter(make_adapter(name, *flags))
-        backend = backends.create("callgrind", {"collector": pattern})
+        backend = backends.create("callgrind", CallgrindOptions(collector=(pattern,)))
         opts = CellOptions(backend=backend, cpus=split, runs=runs, reps=3, requests=1000,
                            warmup=Warmup(100), idle_seconds=1.0)  # fmt: skip
         out: list[ServeDetail] = []

@@ -15,6 +15,7 @@ import pytest
 
 from icount import backends, results
 from icount import cpus as cpus_mod
+from icount.backends.callgrind import CallgrindOptions
 from icount.results import UNIT_PER_REQUEST, Cell, Run
 from icount.results.details import ServeDetail
 from icount.serve import adapter as adapters
@@ -146,7 +147,7 @@ def test_staggered_runs_tile_the_collectors_cycle(
     requests; staggered, the cell's 9000 requests hold exactly 100 calls."""
     adapter = load_adapter(make_adapter("every", "--every", str(N), "--every-loop", str(K)))
     split = cpus_mod.split(None, None)
-    backend = backends.create("callgrind", {"collector": "periodic_work"})
+    backend = backends.create("callgrind", CallgrindOptions(collector=("periodic_work",)))
     opts = CellOptions(backend=backend, cpus=split, runs=3, reps=3, requests=1000,
                        warmup=Warmup(100), idle_seconds=0, max_windows=3)  # fmt: skip
     target = Target(adapter, tmp_path / "build")

@@ -239,7 +239,6 @@ class FakeBackend:
         warmup=20,
         requests=100,
         client_timeout_s=10.0,
-        instrumented=True,
         window="dump",
         window_why="the fake backend takes windows",
     )
