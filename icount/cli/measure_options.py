@@ -1,11 +1,11 @@
 """Options and arguments shared by the commands that measure (`serve`, `run`, and
-`compare --interleave`, which measures its runs as they do): declared here, so that no
-command imports another for them."""
+`interleave`, which measures its runs as they do): declared here, so that no command
+imports another for them."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from icount.serve.targets import CmdServer, PathChoice
 
 # serve's options that decide how a run is measured, declared and parsed here only:
-# `icount compare --interleave --base-target` measures each run as a serve cell's and
-# takes them too. param -> (default, flags, help, typer's other settings).
+# `icount interleave --base-target` measures each run as a serve cell's and takes most
+# of them too. param -> (default, flags, help, typer's other settings).
 _MEASURE: dict[str, tuple[Any, tuple[str, ...], str, dict[str, Any]]] = {
     "reps": (o.REPS, ("--reps",), "Windows per server process.", {"min": 1, "max": 100}),
     "warmup": (None, ("--warmup",), "Requests before counting, or auto [callgrind 100, perf "
@@ -63,12 +63,10 @@ _MEASURE: dict[str, tuple[Any, tuple[str, ...], str, dict[str, Any]]] = {
 MEASURE_OPTIONS = tuple(_MEASURE)
 
 
-def measure_option(param: str, where: str = "") -> Any:
-    """The typer option of serve's measure option `param`, its help after `where`. Taken
-    by another command (`where` given), it works there but is listed in serve's help
-    only: compare's --help ran to 170 lines with serve's options repeated."""
+def measure_option(param: str) -> Any:
+    """The typer option of serve's measure option `param`, for each command taking it."""
     default, flags, text, extra = _MEASURE[param]
-    return typer.Option(default, *flags, help=where + text, hidden=bool(where), **extra)
+    return typer.Option(default, *flags, help=text, **extra)
 
 
 def measure_flag(param: str) -> str:
@@ -143,15 +141,6 @@ def serve_request(
         profile_top=profile_top,
         only_paths=only_paths,
     )
-
-
-def measure_fields(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The ServeRequest fields of serve's measure options in `params` (a command's
-    `ctx.params`): what `compare --interleave` measures its servers' runs with, until it
-    reads its parameters by name as serve does."""
-    request = serve_request(**{p: params[p] for p in MEASURE_OPTIONS if p in params})
-    fields = {"collector": "collectors"}
-    return {fields.get(p, p): getattr(request, fields.get(p, p)) for p in MEASURE_OPTIONS}
 
 
 def explicit_options(ctx: typer.Context) -> frozenset[str]:

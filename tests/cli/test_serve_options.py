@@ -9,13 +9,8 @@ from typing import Any
 
 import pytest
 
-from icount.cli import cmd_serve
-from icount.cli.measure_options import (
-    _MEASURE,
-    MEASURE_OPTIONS,
-    measure_fields,
-    serve_request,
-)
+from icount.cli import cmd_interleave, cmd_serve
+from icount.cli.measure_options import _MEASURE, MEASURE_OPTIONS, serve_request
 from icount.errors import UsageError
 from icount.serve.plan import ServeRequest
 from icount.session import options as o
@@ -76,14 +71,19 @@ def test_a_bad_value_is_refused_when_the_request_is_made(
         serve_request(**given)
 
 
-def test_compare_interleave_takes_the_same_fields_from_its_parameters() -> None:
-    params = {param: spec[0] for param, spec in _MEASURE.items()}
-    params |= {"warmup": "40", "reps": 2, "collector": ["a"]}
-    del params["arrival"], params["connection"]  # compare does not take these
-    fields = measure_fields(params)
-    assert ServeRequest(backend="perf", **fields) == ServeRequest(
-        backend="perf", warmup=o.Warmup(40), reps=2, collectors=("a",)
-    )
+def test_interleave_reads_the_measure_options_it_takes_by_name() -> None:
+    """interleave_command passes each of serve's measure options it declares to
+    serve_request under its own name, as serve does; the others keep serve's defaults."""
+    declared = inspect.signature(cmd_interleave.interleave_command).parameters
+    taken = [param for param in MEASURE_OPTIONS if param in declared]
+    assert {"reps", "warmup", "arrival", "collector"} <= set(taken)
+    source = inspect.getsource(cmd_interleave.interleave_command)
+    assert "ctx.params" not in source
+    for param in taken:
+        assert f"{param}={param}," in source, param
+    # its declared defaults make serve's default request
+    defaults = {param: declared[param].default.default for param in taken}
+    assert serve_request(**defaults) == ServeRequest()
 
 
 def test_the_saved_request_is_as_before() -> None:
