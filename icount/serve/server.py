@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import shutil
 import socket
 import threading
@@ -27,6 +28,8 @@ from icount.serve.adapter import Adapter, Expect, PathSpec
 HOST = "127.0.0.1"
 READY_POLL_S = 0.1
 EXIT_WAIT_S = 3.0
+# starts of a server whose port another process took between free_port() and its bind
+PORT_TRIES = 3
 
 Note = Callable[[str], None]
 S = TypeVar("S", bound=ServerProcess)  # what the backend starts: counted in windows, or not
@@ -61,6 +64,19 @@ def free_port() -> int:
                 break
         _RECENT_PORTS.append(port)
         return port
+
+
+def port_taken(port: int) -> bool:
+    """Something holds `port` on HOST: a listener, or a connection's own end (the kernel
+    hands the ports free_port() draws from to outgoing connections too)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # a connection of the server's own, closed and waiting out TIME_WAIT, holds nothing
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+    return False
 
 
 def _start(
@@ -358,7 +374,28 @@ def running_server(
     """A started, ready server: yields (server, port). Stops it and removes its working
     directory whatever happens; a RunFailedError inside (a window that failed, a client
     that could not connect) ends the run with the server's state. The caller checks
-    that the server is still alive at the end of its work."""
-    with _started(target, backend, cpus, run_dir, whole_life) as (server, port, where):
-        _wait_ready(server, port, target.adapter, note, where)
-        yield server, port
+    that the server is still alive at the end of its work.
+
+    A server that exited before it was ready while another process holds its port lost
+    the port between free_port() and its bind: it is started again on another port (up
+    to PORT_TRIES starts), before anything is counted; the failed start's files are set
+    aside beside `run_dir` (RUN_DIR.port-N-taken)."""
+    for tries in range(1, PORT_TRIES + 1):
+        with _started(target, backend, cpus, run_dir, whole_life) as (server, port, where):
+            try:
+                _wait_ready(server, port, target.adapter, note, where)
+            except RunInvalid:
+                if tries == PORT_TRIES or server.alive() or not port_taken(port):
+                    raise
+            else:
+                yield server, port
+                return
+        note(f"port {port} was taken before the server listened on it: starting it again")
+        _set_aside(run_dir, f"port-{port}-taken")
+
+
+def _set_aside(run_dir: Path, why: str) -> None:
+    aside = run_dir.with_name(f"{run_dir.name}.{why}")
+    shutil.rmtree(aside, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        run_dir.rename(aside)

@@ -153,10 +153,16 @@ class FakeServer:
         self.close_latency_s = 0.0
         self.windows = 0
         self._exits_at: float | None = None  # a daemonizing server's started process
-        self._http: _HTTP | None = _HTTP(port, self)
+        self.returncode = 0
+        try:
+            self._http: _HTTP | None = _HTTP(port, self)
+        except OSError as e:  # its port was taken: it exits as a real server does
+            (run_dir / "server.stderr").write_text(f"fake: port {port}: {e.strerror}\n")
+            self._http, self.returncode = None, 1
+            return
         # a short poll: shutdown() waits for it, and tests start many servers
-        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.005,), daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._http.serve_forever, args=(0.005,), daemon=True)
+        thread.start()
 
     def served(self) -> None:
         with self._lock:
@@ -215,7 +221,7 @@ class FakeServer:
             self._http.shutdown()
             self._http.server_close()
             self._http = None
-        return 0
+        return self.returncode
 
     def lifetime_count(self) -> WindowCount:
         return WindowCount(self.total, (ProcessCount(self.pid, "root", self.total),))
