@@ -123,6 +123,7 @@ class _Cells:
         cell = self.runs(target, path, job)
         report = Reporter(self.progress, counter, self.pace, job)
         ready = self.ready[target.adapter.name]
+        self.pace.start(cell.key)  # to its end: --memory's native runs cost time too
         if ready.setup_error is None:
             outcomes = run_cell(cell, self.learnt, report)
         else:
@@ -135,6 +136,7 @@ class _Cells:
             peaks = cell_extras.memory_peaks(cell, got, report)
             if peaks is not None:
                 extra[memory.KEY] = peaks
+        self.pace.finish(cell.key)
         return Cell(
             name=target.adapter.name,
             path=path.name,
@@ -179,6 +181,9 @@ def run_session(
     save = scheduler.Saver(plan.out, recorder, lambda: provenance(plan, state))
     try:
         ready = {t.adapter.name: _ready(t, plan, state) for t in targets}
+        for c in each:  # no run of theirs will take any time
+            if ready[c.target.adapter.name].setup_error is not None:
+                pace.finish(c.key)
         cells = _Cells(plan, ready, state.learnt, progress, pace)
         return scheduler.measure_cells(
             todo, plan.start, cells.measure, save, jobs_at_once=len(splits), progress=progress

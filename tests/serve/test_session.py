@@ -14,6 +14,7 @@ import pytest
 
 from icount import results
 from icount.session.options import Warmup
+from tests.support.told import Told
 
 from .conftest import JSON_PATH, PLAINTEXT, AdapterMaker, cells, leftovers, run_icount
 
@@ -496,20 +497,6 @@ def test_resume_restores_memory_profile_top_and_collectors_unless_given(tmp_path
         resume_request(ServeRequest(), out, frozenset())
 
 
-class _Told:
-    """A progress that keeps every line with the time left it was told before it."""
-
-    def __init__(self) -> None:
-        self.left: float | None = None
-        self.lines: list[tuple[str, float | None]] = []
-
-    def time_left(self, seconds: float | None) -> None:
-        self.left = seconds
-
-    def __call__(self, text: str, done: int, total: int) -> None:
-        self.lines.append((text, self.left))
-
-
 def test_the_time_left_follows_what_the_runs_cost_not_how_many_fake(
     fake: Path, tmp_path: Path
 ) -> None:
@@ -532,7 +519,7 @@ def test_the_time_left_follows_what_the_runs_cost_not_how_many_fake(
     request = ServeRequest(targets=tuple(targets), backend="fake", runs=2, reps=1,
                            warmup=Warmup(0), idle_seconds=0)  # fmt: skip
     plan = plan_mod.prepare(request, output=tmp_path / "r.json", resume=None, force=False)
-    told = _Told()
+    told = Told()
 
     def clock() -> float:
         return 0.01 * sum(s.requests for s in fake_backend.CONFIG.started)
