@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from icount.measure_command import CommandSpec
 from icount.session import scheduler
 from icount.shards import ShardSpec
 from tests.support import fake_backend
+from tests.support.cli import run_icount_here
 
 from .test_run_shards import PinnedFake
 
@@ -142,8 +141,7 @@ def test_a_cells_work_dir_is_named_after_the_cell_not_its_job(
 
 
 def test_run_without_a_command_says_so_in_one_line(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "icount", "run"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    done = run_icount_here(["run"], tmp_path)  # refused before anything runs
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "icount: error: nothing to run (give a command after --, --cmd or --file; see icount "

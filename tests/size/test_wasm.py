@@ -8,7 +8,6 @@ import json
 import re
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,9 @@ import pytest
 from icount.errors import ParseError
 from icount.size import demangle, load, load_bytes, views
 from icount.size.model import Image
+from tests.support.cli import run_icount_here
 
 from .conftest import ROOT, run, tool
-from .test_cli import icount
 
 WASM = ROOT / "fixtures" / "size" / "wasm"
 FIXTURES = sorted(p.name for p in WASM.iterdir() if p.suffix in (".wasm", ".o"))
@@ -177,6 +176,11 @@ def test_debug_sections_are_custom_sections() -> None:
 
 
 def test_gzip_side_by_side_and_diff() -> None:
+    def icount(*args: str) -> str:  # files only: in-process
+        done = run_icount_here(["size", *args], ROOT)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
     a, b = WASM / "wasm_o1.wasm", WASM / "wasm_o2.wasm"
     doc = json.loads(icount("--gzip", "-f", "json", str(a), str(b)))
     for image, path in zip(doc["images"], (a, b), strict=True):
@@ -256,13 +260,7 @@ def test_a_bad_name_section_is_ignored_with_a_note() -> None:
 def test_cli_error_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.wasm"
     path.write_bytes(HOSTILE["a billion bodies"][0])
-    proc = subprocess.run(
-        [sys.executable, "-m", "icount", "size", "--by", "symbols", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    proc = run_icount_here(["size", "--by", "symbols", str(path)], ROOT)
     assert proc.returncode == 6 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and str(path) in proc.stderr
 
