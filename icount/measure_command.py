@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icount import build_label, cache_sim, environment, jobs, memory, procs, startup_floor
+from icount import build_label, cache_sim, environment, eta, jobs, memory, procs, startup_floor
 from icount.backends import CommandBackend, fingerprint
 from icount.cpus import pinned_self
 from icount.errors import ParseError, UsageError
-from icount.progress import Progress
+from icount.progress import Progress, tell_time_left
 from icount.results import UNIT_INSTRUCTIONS, Cell, Results, Run, read_bounded
 from icount.results.cell_profile import PER_RUN, cell_profile
 from icount.results.details import CommandDetail, CommandParams
@@ -165,8 +165,10 @@ def _measure_cell(
     progress: Progress | None,
     counter: jobs.Tally,
     job: jobs.Job,
+    pace: eta.Pace,
 ) -> Cell:
     runs: list[Run] = []
+    key = str(order)
     walls: list[float] = []  # the runs' wall times, against which --cache-sim's is stated
     profiles: list[tuple[WindowProfile, int]] = []
     # read before the runs: the binary measured, not one rebuilt meanwhile
@@ -177,12 +179,15 @@ def _measure_cell(
         for i in range(opts.runs):
             job.check()
             if progress:
+                tell_time_left(progress, pace.left())
                 progress(f"{spec.name}: run {i + 1}/{opts.runs}", counter.done, counter.total)
+            pace.begin(key)
             t0 = time.monotonic()
             run, profile = measure_profiled(
                 spec, opts, artifacts / environment.safe_name(spec.name) / f"run-{i + 1}"
             )
             walls.append(time.monotonic() - t0)
+            pace.end(key, measured=run.valid)
             runs.append(run)
             if profile is not None:
                 profiles.append((profile, 1))
@@ -190,6 +195,7 @@ def _measure_cell(
             if not run.valid:
                 counter.add(opts.runs - i - 1)
                 break
+    pace.finish(key)
     extra: dict[str, object] = {"build": label}
     if opts.floors is not None and len(runs) == opts.runs and all(r.valid for r in runs):
         floor_dir = artifacts / "floors"
@@ -247,11 +253,15 @@ def measure(
     on_cell: Callable[[Results], None] | None = None,
     shard: ShardRecord | None = None,
     start: Results | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Results:
     """Measure every command (of `shard`'s, when given; not in `start`, the file being
     resumed) `opts.runs` times, len(opts.jobs) commands at a time, calling `on_cell`
     with the results so far after each. A failed run ends its cell early (the cell is
-    invalid whatever the other runs say); other cells go on."""
+    invalid whatever the other runs say); other cells go on. The time left told to
+    `progress` is each command's runs left at what its own runs took (`clock`), at the
+    mean run so far before one of its own has ended."""
     if start is None:
         start = Results(fingerprint(opts.backend, "command"), (), shard)
     planned = [
@@ -259,11 +269,16 @@ def measure(
         for order, spec in enumerate(specs)
     ]
 
+    todo = scheduler.todo(planned, start)
+    pace = eta.Pace(
+        {str(c.order): eta.Work(opts.runs, 1.0) for c in todo}, jobs=len(opts.jobs), clock=clock
+    )
+
     def one(cell: scheduler.Planned[CommandSpec], job: jobs.Job, counter: jobs.Tally) -> Cell:
-        return _measure_cell(cell.item, cell.order, opts, artifacts, progress, counter, job)
+        return _measure_cell(cell.item, cell.order, opts, artifacts, progress, counter, job, pace)
 
     return scheduler.measure_cells(
-        scheduler.todo(planned, start),
+        todo,
         start,
         one,
         on_cell or (lambda res: None),
