@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from icount import results, run_plan
+from icount import backends, results, run_plan
 from icount.errors import UsageError
 from icount.serve import plan as serve_plan
 from icount.session import options as o
@@ -86,9 +86,15 @@ def test_run_resumes_the_recorded_exit_codes_unless_allow_exit_is_given(tmp_path
 
 
 def test_serve_resumes_the_recorded_collectors_unless_collector_is_given(tmp_path: Path) -> None:
-    resume = _provenance(tmp_path / "s.json", {"targets": ["a"], "collectors": ["gc_.*"]})
+    resume = _provenance(tmp_path / "s.json", {"targets": ["a"], "collectors": ["gc_.*", "x"]})
     asked = serve_plan.ServeRequest(collectors=("mine",))
-    assert serve_plan.resume_request(asked, resume, frozenset()).collectors == ("gc_.*",)
+    resumed = serve_plan.resume_request(asked, resume, frozenset())
+    assert resumed.collectors == ("gc_.*", "x")
+    # to the backend as the tuple recorded, and to the cells' params as the list files hold
+    settings = backends.settings("callgrind", resumed.backend_settings())
+    assert settings.collector == ("gc_.*", "x")
+    cells = backends.server_backend("callgrind", settings).cell_params()
+    assert cells["collectors"] == ["gc_.*", "x"]
     given = serve_plan.resume_request(asked, resume, frozenset({"collector"}))
     assert given.collectors == ("mine",)
 
