@@ -16,7 +16,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from icount.errors import ExitCode, IcountError
+from icount.errors import ExitCode, IcountError, UsageError
 
 # name -> (module, one-line help). `icount --help` prints these lines without importing
 # any command module: building every command's options costs more than importing typer.
@@ -93,12 +93,15 @@ class _LazyGroup(TyperGroup):
         return self.commands[cmd_name]
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        if len(args) > 1 and args[0] == "compare" and "--interleave" in args:
-            # the interleaved modes were compare's before they were a command of their
-            # own: users' scripts and CI keep running them this way
-            from icount.cli.cmd_interleave import route_compare
+        if args and args[0] == "compare":
+            # scripts and CI call `icount interleave` as `compare --interleave`
+            words = args[1 : args.index("--")] if "--" in args else args[1:]
+            if any(a.startswith("--interleave=") for a in words):
+                raise UsageError("--interleave takes no value")
+            if "--interleave" in words:
+                from icount.cli.cmd_interleave import route_compare
 
-            args = route_compare(ctx, args[1:])
+                args = route_compare(ctx, args[1:])
         return super().resolve_command(ctx, args)
 
     def get_help_option(self, ctx: Any) -> Any:

@@ -73,11 +73,8 @@ version, CPU vendor/model/flags, glibc, arch) are refused; --force compares
 them anyway, and every output format says so.
 
 \b
---interleave: two builds measured alternately (A B A B) in one invocation,
-commands (--base-cmd, --new-cmd) or servers (--base-target, --new-target),
-is `icount interleave` (see icount interleave --help; serve's measuring
-options it takes are described in icount serve --help); `icount compare
---interleave ...` runs it, with the same output and exit codes.
+`icount compare --interleave ...` runs `icount interleave ...`: two builds
+measured alternately (see icount interleave --help).
 
 \b
 Formats: table, md (verdict line first, the table in <details>), json,
@@ -101,8 +98,7 @@ Exit codes:
   4  a tool or command cannot be launched
   5  no cell of BASE matches one of NEW (a renamed benchmark: the names on
      each side are given; --allow-no-match lets it pass); with
-     --fail-on-invalid, a cell is invalid or missing on either side; with
-     --interleave, a run failed (the control's too)
+     --fail-on-invalid, a cell is invalid or missing on either side
   6  a results file is unreadable or not icount's
 """
 
@@ -111,6 +107,11 @@ def register(app: typer.Typer) -> None:
     app.command("compare", help=HELP, no_args_is_help=True, cls=comparing.refusing(_refusal))(
         compare_command
     )
+
+
+# interleave's options that compare takes and ignores, saying so: scripts pass
+# `--backend callgrind` to their run and compare lines alike
+_IGNORED = ("--backend", "--name", "--timeout", "--pairs")
 
 
 def compare_command(
@@ -167,10 +168,22 @@ def compare_command(
     rejected: bool = typer.Option(
         False, "--rejected", help="With --ledger: the change was not kept."
     ),
+    backend: str = typer.Option(None, "--backend", hidden=True),
+    name: str = typer.Option(None, "--name", hidden=True),
+    timeout: float = typer.Option(None, "--timeout", min=0.001, hidden=True),
+    pairs: int = typer.Option(None, "--pairs", min=1, max=1000, hidden=True),
 ) -> None:
     from icount import export
     from icount.cli.options import check_sort, table_width
 
+    given = (backend, name, timeout, pairs)
+    ignored = [f for f, v in zip(_IGNORED, given, strict=True) if v is not None]
+    if ignored:
+        typer.echo(
+            f"icount: warning: {_and(ignored)} {'does' if len(ignored) == 1 else 'do'} "
+            "nothing without interleaving (`icount interleave` measures two builds); ignored",
+            err=True,
+        )
     export.check(fmt, Kind.COMPARISON)
     check_sort(sort)
     columns = table_width(width)
@@ -206,7 +219,7 @@ def compare_command(
     comparing.gate(gated, fail_on_invalid, allow_no_match, interleave=False)
 
 
-def _refusal(flag: str, args: list[str], own: set[str]) -> str | None:
+def _refusal(ctx: object, flag: str, args: list[str], own: set[str]) -> str | None:
     """Why compare of files refuses `flag`: serve's options that go with no comparison,
     and those of `icount interleave` (the modes compare had), naming every one given."""
     from icount.cli import build_command
@@ -223,8 +236,12 @@ def _refusal(flag: str, args: list[str], own: set[str]) -> str | None:
     words = args[: args.index("--")] if "--" in args else args
     named = {theirs[w.split("=", 1)[0]] for w in words if w.split("=", 1)[0] in theirs}
     given = [f for f in dict.fromkeys(theirs.values()) if f in named]
-    flags = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
-    return f"{flags} need{'s' if len(given) == 1 else ''} --interleave"
+    return f"{_and(given)} need{'s' if len(given) == 1 else ''} --interleave"
+
+
+def _and(flags: Sequence[str]) -> str:
+    """`--a`, `--a and --b`, `--a, --b and --c`."""
+    return flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
 
 
 def _check_ledger(ledger: Path | None, note: str | None, rejected: bool) -> None:

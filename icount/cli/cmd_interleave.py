@@ -80,10 +80,10 @@ Exit codes:
 
 # `icount compare`'s options for results files, refused by an interleave saying why
 _FILES_ONLY = {
-    "--history": "--history and --confirm compare results files, not --interleave",
-    "--ledger": "--ledger records a comparison of results files, not --interleave",
+    "--history": "--history and --confirm compare results files, not an interleave's runs",
+    "--ledger": "--ledger records a comparison of results files, not an interleave",
     "--note": "--note and --rejected describe a --ledger entry, which records a comparison "
-    "of results files, not --interleave",
+    "of results files, not an interleave",
     "--cmd": "--cmd and --file name the commands compare --confirm reruns; an interleave "
     "takes --base-cmd and --new-cmd",
     "--size-gate": "--size-gate names rows of `icount size -o` files; an interleave holds none",
@@ -98,14 +98,23 @@ _IGNORED = "--allow-build-change"
 
 
 def route_compare(ctx: Any, args: list[str]) -> list[str]:
-    """`icount compare --interleave ARGS` (the scripts and docs from before this command)
-    as `icount interleave ARGS`: the same run, output and exit code."""
+    """`icount compare --interleave ARGS` as `icount interleave ARGS`: the same run,
+    output and exit code (scripts and CI call it so)."""
     ctx.meta[_ROUTED] = True
-    return ["interleave", *(a for a in args if a not in ("--interleave", _IGNORED))]
+    rest = [a for a in args if a not in ("--interleave", _IGNORED)]
+    if not rest:  # not interleave's whole help: the line compare --interleave gave
+        raise UsageError(f"{_who(ctx)} needs --base-cmd 'CMD' and --new-cmd 'CMD'")
+    return ["interleave", *rest]
 
 
-def _refusal(flag: str, args: list[str], own: set[str]) -> str | None:
-    return comparing.REFUSED.get(flag) or _FILES_ONLY.get(flag)
+def _who(ctx: Any) -> str:
+    """The interleave as the user asked for it, for messages naming it."""
+    return "--interleave" if ctx.meta.get(_ROUTED) else "icount interleave"
+
+
+def _refusal(ctx: Any, flag: str, args: list[str], own: set[str]) -> str | None:
+    command = "compare" if ctx.meta.get(_ROUTED) else "icount interleave"
+    return comparing.refused(flag, command) or _FILES_ONLY.get(flag)
 
 
 def register(app: typer.Typer) -> None:
@@ -161,6 +170,8 @@ def interleave_command(
     processes: str = measure_option("processes"),
     warmup_instrumented: bool = measure_option("warmup_instrumented"),
     collector: list[str] = measure_option("collector"),
+    # compare's: routed (compare --interleave), said to gate no row; else refused
+    size_gate: list[str] = typer.Option([], "--size-gate", hidden=True),
     threshold: list[str] = comparing.threshold_option(),
     min_delta: float | None = comparing.min_delta_option(),
     fail_on_invalid: bool = typer.Option(
@@ -179,6 +190,8 @@ def interleave_command(
     from icount.export import Kind
 
     routed = bool(ctx.meta.get(_ROUTED))
+    if size_gate and not routed:
+        raise UsageError(_FILES_ONLY["--size-gate"])
     if ctx.args:
         if routed:
             raise UsageError("--interleave measures commands; it takes no results files")
@@ -212,7 +225,7 @@ def interleave_command(
         )  # fmt: skip
         argv = ["icount", "compare" if routed else "interleave", *argv_tail()]
         comparison, provenance = _servers(spec, tuple(path), request, pairs, name, limits,
-                                          argv, quiet)  # fmt: skip
+                                          argv, quiet, _who(ctx))  # fmt: skip
     else:
         # the flags given that only an interleave of servers takes
         serving = {"--path": bool(path)} | {
@@ -220,7 +233,12 @@ def interleave_command(
         }
         _no_flags("--base-cmd", serving, "--")
         comparison = _commands(base_cmd, new_cmd, control_cmd, pairs, name or "command",
-                               backend, timeout, limits, quiet)  # fmt: skip
+                               backend, timeout, limits, quiet, _who(ctx))  # fmt: skip
+    if size_gate:
+        from icount.compare import size_gate as gate
+
+        for line in gate.select(comparison, size_gate).said:  # that it gates no row
+            typer.echo(f"icount: {line}", err=True)
     comparison, gated = comparing.show(comparison, comparison, limits, fmt, sort, columns,
                                        output, quiet)  # fmt: skip
     if provenance is not None and output is not None:
@@ -261,12 +279,13 @@ def _commands(
     timeout: float | None,
     limits: Thresholds,
     quiet: bool,
+    who: str,
 ) -> Comparison:
     from icount.cli.progress import progress
     from icount.interleave import commands
 
     if not base_cmd or not new_cmd:
-        raise UsageError("--interleave needs --base-cmd 'CMD' and --new-cmd 'CMD'")
+        raise UsageError(f"{who} needs --base-cmd 'CMD' and --new-cmd 'CMD'")
     _check_control_pairs(control_cmd, pairs, "--control-cmd")
     lines = {"base": ("--base-cmd", base_cmd), "new": ("--new-cmd", new_cmd)}
     if control_cmd is not None:
@@ -287,6 +306,7 @@ def _servers(
     limits: Thresholds,
     argv: list[str],
     quiet: bool,
+    who: str,
 ) -> tuple[Comparison, dict[str, Any]]:
     """The comparison, and its provenance: the machine's state over the measurement and
     what it measured with."""
@@ -296,7 +316,7 @@ def _servers(
 
     base, new, control = given
     if not base or not new:
-        raise UsageError("--interleave needs --base-target ADAPTER and --new-target ADAPTER")
+        raise UsageError(f"{who} needs --base-target ADAPTER and --new-target ADAPTER")
     _check_control_pairs(control, pairs, "--control-target")
     targets = {BASE: base, NEW: new, **({CONTROL: control} if control else {})}
     with servers.prepared(request, targets, paths) as arms:

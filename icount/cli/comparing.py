@@ -23,12 +23,13 @@ if TYPE_CHECKING:
     from icount.compare.thresholds import Thresholds
 
 
-# (the unknown flag, the command's arguments, its own flags) -> why it is refused, or
-# None: click's own error
-Refusal = Callable[[str, list[str], set[str]], str | None]
+# (the command's context, the unknown flag, its arguments, its own flags) -> why it is
+# refused, or None: click's own error
+Refusal = Callable[[Any, str, list[str], set[str]], str | None]
 
 # serve's options that go with no comparison (an interleave's runs take turns in one
-# invocation; results files are compared as they are), refused saying why
+# invocation; results files are compared as they are), refused saying why, in the
+# words `icount compare` has always used (refused() words them for `icount interleave`)
 REFUSED = {
     "--jobs": "--jobs does not go with compare: an interleave's runs take turns, one at a time",
     "--shard": "--shard does not go with compare: an interleave's rounds are one measurement "
@@ -48,6 +49,17 @@ REFUSED = {
     "no windows for a runtime's total (compare two `icount serve` files to judge totals)",
 }
 REFUSED["-j"] = REFUSED["--jobs"]
+
+
+def refused(flag: str, command: str) -> str | None:
+    """Why `command` (compare, or `icount interleave` typed as such) refuses serve's
+    `flag`; None where it is not one of those."""
+    why = REFUSED.get(flag)
+    if why is None or command == "compare":
+        return why
+    head, _, rest = why.partition(" does not go with ")
+    _, sep, reason = rest.partition(": ")
+    return f"{head} does not go with {command}{sep}{reason}"
 
 
 def refusing(refuse: Refusal) -> type[typer.core.TyperCommand]:
@@ -71,7 +83,7 @@ def refusing(refuse: Refusal) -> type[typer.core.TyperCommand]:
                 return super().parse_args(ctx, args)
             except unknown as e:
                 own = {o for p in self.params for o in (*p.opts, *p.secondary_opts)}
-                why = refuse(str(getattr(e, "option_name", "")), given, own)
+                why = refuse(ctx, str(getattr(e, "option_name", "")), given, own)
                 if why is None:
                     raise
                 raise UsageError(why) from None
@@ -187,7 +199,7 @@ def gate(gated: Comparison, fail_on_invalid: bool, allow_no_match: bool, interle
     nothing = model.unmatched(gated, allowed=True)
     if nothing is not None and allow_no_match:
         typer.echo(f"icount: warning: {nothing}", err=True)
-    by = "--fail-on-invalid" if fail_on_invalid else "a failed run fails --interleave"
+    by = "--fail-on-invalid" if fail_on_invalid else "a failed run fails an interleave"
     failure: Exception | None = model.gate(gated, fail_on_invalid or interleave,
                                            allow_no_match, by)  # fmt: skip
     failure = failure or _control_failed(gated)

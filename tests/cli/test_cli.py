@@ -399,12 +399,12 @@ def test_numbers_inside_text_options_still_read_ascii_digits() -> None:
     assert parse_cpu_list("0-2, 5", "--load-cpus") == (0, 1, 2, 5)
 
 
-def test_compare_help_leaves_serves_measuring_options_to_serve(icount: Icount) -> None:
-    """compare --help ran to ~170 lines with serve's options repeated: they are listed
-    in serve's help, which compare's names, and still taken with --base-target."""
+def test_compare_help_leaves_the_interleaves_options_to_its_help(icount: Icount) -> None:
+    """compare --help names `icount interleave --help`, which lists serve's measuring
+    options; compare --interleave still takes them with --base-target."""
     text = icount("compare", "--help").stdout
-    assert "icount serve --help" in text
-    assert "--requests" in icount("serve", "--help").stdout
+    assert "icount interleave --help" in text
+    assert "--requests" in icount("interleave", "--help").stdout
     assert not any(line.lstrip().startswith("--requests") for line in text.splitlines())
     taken = icount("compare", "--interleave", "--base-target", "a", "--new-target", "b",
                    "--requests", "0")  # fmt: skip

@@ -1,8 +1,10 @@
 """`icount interleave`, the command the interleaved modes of `icount compare` became:
 `compare --interleave ...` runs it with the same output, exit code and provenance;
 `--arrival` measures both server builds under one arrival, recorded as serve records
-it; compare of results files refuses the interleave's options, naming them. On the
-fake backend (tests/support/fake_backend.py), in-process."""
+it; compare of results files refuses the interleave's options, naming them, but for the
+four it always took and ignored (a warning now); messages to users of `icount
+interleave` name it, not compare. On the fake backend (tests/support/fake_backend.py),
+in-process."""
 
 from __future__ import annotations
 
@@ -77,22 +79,33 @@ def test_compare_interleave_runs_the_command_with_the_same_output(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        # compare of results files takes none of the interleave's options
-        (["compare", "a.json", "b.json", "--backend", "perf"], "--backend needs --interleave"),
-        (["compare", "a.json", "b.json", "--arrival", "closed", "--pairs", "3"],
-         "--pairs and --arrival need --interleave"),
+        # compare of results files takes none of the interleave's options (but four)
+        (["compare", "a.json", "b.json", "--arrival", "closed", "--pairs", "3", "-c", "2"],
+         "--concurrency and --arrival need --interleave"),
         (["compare", "a.json", "b.json", "-c", "2"], "--concurrency needs --interleave"),
         (["compare", "a.json", "b.json", "-j", "2"], "--jobs does not go with compare"),
         # nor does an interleave take compare's options of results files
         (["interleave", "--base-cmd", "a", "--new-cmd", "b", "--ledger", "l.md"],
-         "--ledger records a comparison of results files, not --interleave"),
+         "--ledger records a comparison of results files, not an interleave"),
         (["interleave", "--base-cmd", "a", "--new-cmd", "b", "--size-gate", ".text"],
          "--size-gate names rows of `icount size -o` files"),
         (["interleave", "x.json", "--base-cmd", "a", "--new-cmd", "b"],
          "icount interleave measures builds; it takes no results files"),
         (["interleave", "--base-cmd", "a", "--new-cmd", "b", "--arrival", "closed"],
          "--arrival does not go with --base-cmd"),
-        (["interleave", "--base-cmd", "a"], "needs --base-cmd 'CMD' and --new-cmd 'CMD'"),
+        (["interleave", "--base-cmd", "a"],
+         "icount interleave needs --base-cmd 'CMD' and --new-cmd 'CMD'"),
+        (["interleave", "--base-target", "a"],
+         "icount interleave needs --base-target ADAPTER and --new-target ADAPTER"),
+        (["interleave", "--base-cmd", "a", "--new-cmd", "b", "-j", "2"],
+         "--jobs does not go with icount interleave: an interleave's runs take turns"),
+        (["interleave", "--base-cmd", "a", "--new-cmd", "b", "--memory"],
+         "--memory does not go with icount interleave: peak memory"),
+        # compare --interleave alone: what it needs, not interleave's whole help
+        (["compare", "--interleave"], "--interleave needs --base-cmd 'CMD' and --new-cmd 'CMD'"),
+        (["compare", "--interleave=yes", "--base-cmd", "a", "--new-cmd", "b"],
+         "--interleave takes no value"),
+        (["compare", "a.json", "b.json", "--interleave=1"], "--interleave takes no value"),
     ],
 )  # fmt: skip
 def test_each_command_refuses_the_others_options_in_one_line(
@@ -102,6 +115,42 @@ def test_each_command_refuses_the_others_options_in_one_line(
     assert done.code == 2, done.err
     assert message in done.err
     assert len(done.err.strip().splitlines()) == 1
+    if args[0] == "interleave":  # its users typed neither compare nor --interleave
+        assert "--interleave" not in done.err and "with compare" not in done.err
+
+
+FILE = Path(__file__).resolve().parents[2] / "fixtures" / "results" / "v1" / "run.json"
+
+
+@pytest.mark.parametrize(
+    ("extra", "warning"),
+    [
+        (["--backend", "perf"], "--backend does nothing without interleaving"),
+        (["--pairs", "3", "--name", "x", "--timeout", "2"],
+         "--name, --timeout and --pairs do nothing without interleaving"),
+    ],
+)  # fmt: skip
+def test_compare_of_files_ignores_the_four_interleave_options_it_always_took(
+    cli: Cli, extra: list[str], warning: str
+) -> None:
+    """Scripts pass `--backend callgrind` to their run and compare lines alike: compare
+    exits as it does without them, saying in one line that they do nothing."""
+    plain = cli("compare", FILE, FILE)
+    done = cli("compare", FILE, FILE, *extra)
+    assert plain.code == 0 and (done.code, done.out) == (plain.code, plain.out)
+    said = done.err.removesuffix(plain.err).splitlines()
+    assert said == [f"icount: warning: {warning} (`icount interleave` measures two builds); "
+                    "ignored"]  # fmt: skip
+    assert cli("compare", FILE, FILE, "--pairs", "0").code == 2  # still checked
+
+
+def test_compare_interleave_says_size_gate_gates_no_row(cli: Cli, targets: dict[str, Any]) -> None:
+    """compare's --size-gate given with --interleave: the comparison runs and gates as
+    without it, and the line compare gives for files without size rows says so."""
+    done = _ab(cli, targets, ["compare", "--interleave"], "--size-gate", ".text")
+    assert done.code == 3, done.err
+    line = "icount: --size-gate names rows of `icount size -o` files; these hold none\n"
+    assert done.err.count(line) == 1
 
 
 def test_arrival_idle_needs_the_builtin_client(cli: Cli, targets: dict[str, Any]) -> None:
