@@ -557,10 +557,15 @@ def note(f: RuntimeFigures) -> str:
     mutator = "-" if f.mutator is None else si(f.mutator)
     if f.bound is not None:
         b = f.bound
+        seen = (
+            f"a collection up to {si(b.collection)}"
+            if b.collection
+            else "no collection in any window: none rarer than that is seen"
+        )
         spread = (f"±{si(f.half_width)}" if math.isfinite(f.half_width) else "(no bound)") + (
             f" (mean of {f.windows} windows{_added(f)}; bound over {len(b.spans)} "
             f"span{'s' if len(b.spans) != 1 else ''} of {_requests_range(b.spans)} requests, "
-            f"a collection up to {si(b.collection)})"
+            f"{seen})"
         )
     elif math.isfinite(f.half_width):
         spread = f"±{si(f.half_width)} (mean of {f.windows} windows{_added(f)}, 95%)"

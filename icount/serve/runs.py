@@ -474,7 +474,7 @@ def _windows(
         functions: list[Mapping[str, float] | None] = []
         runtime_names: list[str] = []
         inside = 0  # connections a window opened
-        known = connections.known(client)
+        known = _connections_seen(client)
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
             t0 = CLOCK()
@@ -533,11 +533,19 @@ def _windows(
     return detail, tuple(rps), tuple(functions)
 
 
+def _connections_seen(client: LoadGenerator) -> object:
+    """What the client knows of the server's connections, and how many it reopened after
+    an idle timeout (each sent a request outside the windows)."""
+    closes = client.idle_closes if isinstance(client, KeepAliveClient) else 0
+    return connections.known(client), closes
+
+
 def _contiguous(client: LoadGenerator, known: object) -> bool:
-    """Whether the windows since the client knew `known` of the server's connections were
-    taken back to back: no window taken again (its requests uncounted), and no new
-    connection sent a request between two windows (a server closing at a limit)."""
-    if connections.known(client) != known:
+    """Whether the windows since the client saw `known` (`_connections_seen`) were taken
+    back to back: no window taken again (its requests uncounted), and no new connection
+    sent a request between two windows (a server closing at a limit or after an idle
+    timeout)."""
+    if _connections_seen(client) != known:
         return False
     return not (isinstance(client, KeepAliveClient) and client.per_connection is not None)
 

@@ -257,3 +257,14 @@ def test_a_c_server_with_a_known_collector_is_bounded_and_a_clock_driven_one_ref
              0.01).runtime  # fmt: skip
     assert g is not None and not g.total_valid and g.reason is not None
     assert "driven by the clock, not by allocation" in g.reason
+
+
+def test_a_runtime_whose_collector_ran_in_no_window_says_what_the_bound_cannot_see() -> None:
+    """CPython's collector rarely runs in a window (granian's nine windows: none): the
+    bound is 0 wide, and the note says that a collection rarer than the spans is unseen."""
+    reps = windows(lambda i: 0.0, 20, 3, 100)
+    f = cell([detail(reps)]).runtime
+    assert f is not None and f.bound is not None and f.bound.collection == 0
+    assert f.total_valid and f.half_width == 0
+    table = render_results(Results({}, (cell([detail(reps)]),)), "table", 300)
+    assert "no collection in any window: none rarer than that is seen" in table
