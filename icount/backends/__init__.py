@@ -105,7 +105,7 @@ def create(name: str, options: object = None) -> Backend:
     itself), or None for its defaults."""
     built = _built(name, options)
     if not isinstance(built, Backend):
-        raise _counts_no(name, "both commands and servers")
+        raise _counts_no(name, "both commands and servers", built, Backend)
     return built
 
 
@@ -113,7 +113,7 @@ def command_backend(name: str, options: object = None) -> CommandBackend:
     """`create` for code that counts commands: refuses a backend that counts none."""
     built = _built(name, options)
     if not isinstance(built, CommandBackend):
-        raise _counts_no(name, "commands")
+        raise _counts_no(name, "commands", built, CommandBackend)
     return built
 
 
@@ -121,7 +121,7 @@ def server_backend(name: str, options: object = None) -> ServerBackend:
     """`create` for code that counts servers: refuses a backend that counts none."""
     built = _built(name, options)
     if not isinstance(built, ServerBackend):
-        raise _counts_no(name, "servers")
+        raise _counts_no(name, "servers", built, ServerBackend)
     return built
 
 
@@ -134,8 +134,19 @@ def _built(name: str, options: object) -> CountingBackend:
     return found.create(options)
 
 
-def _counts_no(name: str, what: str) -> UsageError:
-    return UsageError(f"the {name} backend does not count {what}")
+def _counts_no(name: str, what: str, built: object, wanted: type) -> UsageError:
+    """The refusal of a backend that is not a `wanted`, naming the members it lacks: a
+    backend written to count commands that misses one (`instrumented`) is told which."""
+    members = {
+        n
+        for base in wanted.__mro__
+        if getattr(base, "_is_protocol", False)
+        for n in (*vars(base), *getattr(base, "__annotations__", {}))
+        if not n.startswith("_")
+    }
+    lacks = sorted(n for n in members if not hasattr(built, n))
+    said = f" (it lacks {', '.join(lacks)})" if lacks else ""
+    return UsageError(f"the {name} backend does not count {what}{said}")
 
 
 def flag(key: str) -> str:
