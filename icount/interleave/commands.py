@@ -105,7 +105,7 @@ def measure(
 
     opts = RunOptions(backend=backends.command_backend(commands.backend), timeout=commands.timeout)
     arms = commands.arms
-    with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="icount-interleave-") as tmp:
         done = run_pairs(arms[BASE], arms[NEW], opts, pairs, Path(tmp), progress,
                          arms.get(CONTROL), commands.backend)  # fmt: skip
     name, backend = commands.name, commands.backend

@@ -128,7 +128,7 @@ _ORDER = {BASE: 0, NEW: 1, CONTROL: 2}
 @contextmanager
 def prepared(request: ServeRequest, given: dict[str, str], only: Sequence[str]) -> Iterator[Arms]:
     """prepare_arms in a temporary folder of its own, removed when the interleave ends."""
-    with tempfile.TemporaryDirectory(prefix="icount-compare-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="icount-interleave-") as tmp:
         yield prepare_arms(request, given, only, Path(tmp))
 
 

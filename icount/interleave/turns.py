@@ -8,7 +8,7 @@ clock that ramps up) in every round alike, and every pair's ratio would lean the
 way, which is what the pair rule takes for a real change. Rotated, a place's effect
 moves from round to round, into the pairs' spread and the control's drift, where it
 shows (compare/control.py judges a row against that drift). Two arms keep base then
-new (A B A B), as they always have.
+new (A B A B) in every round.
 """
 
 from __future__ import annotations
