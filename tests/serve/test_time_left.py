@@ -166,3 +166,44 @@ def test_the_cells_of_a_target_that_failed_to_build_leave_the_time_left_fake(
     _, left = next(x for x in told.lines if x[0].startswith("a-good/plaintext/fake run 2/2"))
     run = 0.01 * fake_backend.CONFIG.started[0].requests
     assert left == pytest.approx(run)  # not 3 runs more of z-bad's
+
+
+def test_a_cells_native_memory_runs_count_in_the_time_left_fake(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """--memory's native runs follow each cell's counted runs: the next cell of the
+    target is told its runs and their share of that time. Those runs are replaced by
+    5 s of the fake clock (the fake servers' requests, 10 ms each, plus that)."""
+    from icount import backends, environment
+    from icount.serve import cell_extras, session
+    from icount.serve import plan as plan_mod
+    from icount.serve.plan import ServeRequest
+    from tests.support import fake_backend
+
+    monkeypatch.setitem(backends.REGISTRY, "fake", "tests.support.fake_backend")
+    monkeypatch.setattr(fake_backend, "CONFIG", fake_backend.FakeConfig())
+    native = [0.0]
+
+    def memory_peaks(*args: object) -> None:
+        native[0] += 5.0
+
+    monkeypatch.setattr(cell_extras, "memory_peaks", memory_peaks)
+    (tmp_path / "t").mkdir()
+    adapter = tmp_path / "t" / "adapter.toml"
+    two_paths = _ADAPTER.replace("BUILD", "") + '[[paths]]\nname = "json"\ntarget = "/json"\n'
+    adapter.write_text(two_paths.replace("NAME", "t") + "[paths.expect]\nstatus = 200\n")
+    request = ServeRequest(targets=(str(adapter),), backend="fake", runs=2, reps=1,
+                           requests=20, warmup=Warmup(0), idle_seconds=0,
+                           memory=True)  # fmt: skip
+    plan = plan_mod.prepare(request, output=tmp_path / "r.json", resume=None, force=False)
+    told = Told()
+
+    def clock() -> float:
+        return 0.01 * sum(s.requests for s in fake_backend.CONFIG.started) + native[0]
+
+    recorder = environment.ProvenanceRecorder(["icount", "serve"])
+    session.run_session(plan, told, recorder, clock=clock)
+    assert native == [10.0]
+    _, left = next(x for x in told.lines if x[0].startswith("t/json/fake run 1/2"))
+    runs = 0.01 * sum(s.requests for s in fake_backend.CONFIG.started[:2])
+    assert left == pytest.approx(runs + 5.0)  # the first cell's runs and its native runs
