@@ -3,9 +3,10 @@ what `--arrival idle` waits for before each request (serve/arrival.py), and what
 callgrind backend waits for before it dumps a window's edge (backends/callgrind_server.py).
 A module of its own, below both: backends must not import serve.
 
-How a thread is read (`/proc/PID/task/TID/stat` and `.../syscall`): it waits when its
-state is S (interruptible sleep: epoll_wait, a futex, nanosleep, accept) or t/T
-(stopped), and it is running when R or D (in the middle of I/O it will carry on after).
+How a thread is read (`/proc/PID/task/TID/stat`, `schedstat`, `children`, and `syscall`
+in a valgrind process only): it waits when its state is S (interruptible sleep:
+epoll_wait, a futex, nanosleep, accept) or t/T (stopped), and it is running when R or D
+(in the middle of I/O it will carry on after).
 Under valgrind one guest thread runs at a time and the others, runnable, sleep reading a
 pipe of valgrind's own (its "big lock", default --fair-sched=no): asleep in the kernel,
 yet with work to do. valgrind keeps its own file descriptors above the guest's limit:
@@ -119,26 +120,16 @@ class Watch:
 
     def __init__(self, root: int) -> None:
         self.root = root
-        self._kids: dict[tuple[int, int], str | None] = {}  # each thread's, at the last scan
-
-    def running(self) -> Running | None:
-        """The first thread found with work to do in one scan; None when every thread
-        waited as it was read."""
-        found = self.scan()
-        return found if isinstance(found, Running) else None
 
     def scan(self, before: Scan | None = None) -> Running | Scan:
         """The first thread found with work to do, else every thread with its counters.
-        `before`: the scan just taken, where every thread waited; a thread that has not
-        run since (the same state and counters) still waits in the same call, and has
-        forked nothing: its system call and children are not read again (reading
-        `syscall` waits for the thread to be off its CPU, the dearest read of a scan)."""
+        `before`: the scan just taken, where every thread waited; a thread of a valgrind
+        process that has not run since (the same state and counters) still waits in the
+        same call: its system call is not read again (reading `syscall` waits for the
+        thread to be off its CPU, the dearest read of a scan). Children are read every
+        scan: a thread's list changes without it running when a sibling thread that had
+        children exits (the kernel hands them to another thread of the process)."""
         seen: Scan = {}
-        kids_now: dict[tuple[int, int], str | None] = {}
-        # valgrind's floor is read again each scan, not kept: a traced exec runs valgrind
-        # again in the same process (the same tool's path, the same start time) with a
-        # soft limit raised once more, and a pid may be reused
-        floors: dict[int, int | None] = {}
         todo = [self.root]
         while todo:
             pid = todo.pop()
@@ -146,35 +137,30 @@ class Watch:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:
                 continue
+            # valgrind's floor is read again each scan, not kept: a traced exec runs
+            # valgrind again in the same process (the same tool's path, the same start
+            # time) with a soft limit raised once more, and a pid may be reused
+            floor = _valgrind_floor(pid)
             for tid in tids:
                 key = (pid, int(tid))
                 task = f"/proc/{pid}/task/{tid}"
                 known = before.get(key) if before else None
-                found = self._thread(pid, int(tid), task, floors, known)
+                found = self._thread(pid, int(tid), task, floor, known)
                 if isinstance(found, Running):
                     return found
                 if found is not None:
                     seen[key] = found
-                if found is not None and found == known and key in self._kids:
-                    kids = self._kids[key]
-                else:
-                    kids = _read(f"{task}/children")
-                kids_now[key] = kids
+                kids = _read(f"{task}/children")
                 if kids:
                     todo.extend(int(k) for k in kids.split())
-        self._kids = kids_now
         return seen
 
     def _thread(
-        self,
-        pid: int,
-        tid: int,
-        task: str,
-        floors: dict[int, int | None],
-        known: str | None = None,
+        self, pid: int, tid: int, task: str, floor: int | None, known: str | None = None
     ) -> Running | str | None:
         """Running, or the state and counters of a thread that waits; None for one that
-        ended. `known`: what the last scan read of it, where it waited."""
+        ended. `floor`: valgrind's lowest descriptor in its process, None for a process
+        not under valgrind. `known`: what the last scan read of it, where it waited."""
         # the counters first: a thread that runs after they were read and is asleep
         # again by the state's read has new ones by the next scan
         switches = _switches(task)
@@ -184,35 +170,38 @@ class Watch:
         state = stat[stat.rfind(")") + 2 : stat.rfind(")") + 3]
         if state in "ZXI":  # a zombie, a dead thread, an idle kernel thread
             return None
+        if state not in "StT":
+            return Running(pid, tid, state, "-1")
         waits = f"{state} {switches}"
-        if waits == known and state in "StT":
-            return waits  # not run since it was read waiting: in the same call
+        if floor is None or waits == known:
+            # natively the system call tells nothing the two scans' counters do not;
+            # under valgrind, a thread that has not run since it was read waiting
+            return waits
         # read after the state: a thread that woke in between shows "running" here
         call = (_read(f"{task}/syscall") or "").split()
         nr = call[0] if call else "running"
-        if state not in "StT" or nr == "running":
+        if nr == "running":
             return Running(pid, tid, state, nr)
-        if len(call) > 1 and nr == str(_READ_SYSCALL):
-            if pid not in floors:
-                floors[pid] = _valgrind_floor(pid)
-            floor = floors[pid]
-            if floor is not None and int(call[1], 16) >= floor:
-                return Running(pid, tid, state, nr)  # waiting for valgrind's lock: runnable
+        if len(call) > 1 and nr == str(_READ_SYSCALL) and int(call[1], 16) >= floor:
+            return Running(pid, tid, state, nr)  # waiting for valgrind's lock: runnable
         return waits
 
 
 def _moved(before: Scan, after: Scan) -> Running:
     """A thread that shows the server did not wait between two scans."""
     for key in sorted(before.keys() ^ after.keys()):
-        return Running(*key, "S", "-1", "started or ended between two reads")
+        return Running(*key, "S", "-1", "started or ended between two scans")
     for key in sorted(after):
         if before[key] != after[key]:
-            return Running(*key, after[key][:1], "-1", "ran between two reads")
+            return Running(*key, after[key][:1], "-1", "woke between two scans")
     raise ValueError("the scans agree")
 
 
 def wait_idle(
-    watch: Watch, timeout_s: float, clock: Callable[[], float] = time.monotonic
+    watch: Watch,
+    timeout_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
     """Wait until two scans in a row find every thread of the server waiting, the same
     threads, none of which ran in between (Watch says why two); None then, else (after
@@ -241,7 +230,8 @@ def wait_idle(
         if waited > timeout_s:
             return (
                 f"the server was never idle within {timeout_s:g} s: {found.describe()} kept "
-                "running (a thread that never sleeps: measure it with --arrival closed)"
+                "it busy (a thread that never sleeps as long as two scans of the server's "
+                "threads take: measure it with --arrival closed)"
             )
         if waited > SPIN_S:
-            time.sleep(POLL_S)
+            sleep(POLL_S)

@@ -107,8 +107,15 @@ def wait(fake: FakeProc, proc: list[FakeProc], timeout_s: float = 5.0) -> str | 
     proc.append(fake)
     ticks = iter(range(1000))
     return threads_idle.wait_idle(
-        threads_idle.Watch(fake.root), timeout_s, clock=lambda: float(next(ticks)) / 100
+        threads_idle.Watch(fake.root),
+        timeout_s,
+        clock=lambda: float(next(ticks)) / 100,
+        sleep=no_sleep,
     )
+
+
+def no_sleep(seconds: float) -> None:
+    """The fake clock's ticks stand for the time a real wait would sleep."""
 
 
 def test_an_idle_server_takes_two_scans_that_agree(proc: list[FakeProc]) -> None:
@@ -165,8 +172,9 @@ def test_a_server_whose_threads_never_keep_still_ends_with_the_reason(
     frames = [frame((7, 7, Thread()), (7, 8, Thread(runs=r))) for r in range(3, 1000)]
     why = wait(FakeProc(7, frames), proc, timeout_s=1.0)
     assert why == (
-        "the server was never idle within 1 s: pid 7 thread 8 (ran between two reads) kept "
-        "running (a thread that never sleeps: measure it with --arrival closed)"
+        "the server was never idle within 1 s: pid 7 thread 8 (woke between two scans) kept "
+        "it busy (a thread that never sleeps as long as two scans of the server's threads "
+        "take: measure it with --arrival closed)"
     )
 
 
@@ -224,12 +232,20 @@ def test_a_root_gone_reads_idle(proc: list[FakeProc]) -> None:
     assert wait(FakeProc(7, [frame()]), proc) is None
 
 
-def test_a_thread_that_has_not_run_since_the_last_scan_is_not_read_again(
-    proc: list[FakeProc], monkeypatch: pytest.MonkeyPatch
+VALGRIND = "/usr/libexec/valgrind/callgrind-amd64-linux"
+
+
+@pytest.mark.parametrize(("exe", "syscalls"), [(None, 0), (VALGRIND, 2)])
+def test_syscall_is_read_only_under_valgrind_and_once_for_a_thread_that_has_not_run(
+    proc: list[FakeProc], monkeypatch: pytest.MonkeyPatch, exe: str | None, syscalls: int
 ) -> None:
-    """Its system call and children stand as the first scan read them (reading syscall
-    waits for the thread to leave its CPU); its state and counters are read again."""
-    fake = FakeProc(7, [frame((7, 7, Thread()), (7, 8, Thread()))])
+    """A native thread's system call tells nothing its counters across two scans do not,
+    so it is not read; under valgrind it serves the lock test, and a thread that has not
+    run since the first scan is not read again (reading syscall waits for the thread to
+    leave its CPU). State, counters and children are read in both scans."""
+    fake = FakeProc(
+        7, [frame((7, 7, Thread()), (7, 8, Thread()), exe={} if exe is None else {7: exe})]
+    )
     proc.append(fake)
     read: list[str] = []
 
@@ -238,7 +254,20 @@ def test_a_thread_that_has_not_run_since_the_last_scan_is_not_read_again(
         return fake.now.read(path)
 
     monkeypatch.setattr(threads_idle, "_read", reading)
-    assert threads_idle.wait_idle(threads_idle.Watch(7), 5.0) is None
+    assert threads_idle.wait_idle(threads_idle.Watch(7), 5.0, sleep=no_sleep) is None
     names = [p.rsplit("/", 1)[1] for p in read]
-    assert names.count("syscall") == names.count("children") == 2  # the first scan's
-    assert names.count("stat") == names.count("schedstat") == 4  # both scans'
+    assert names.count("syscall") == syscalls
+    assert names.count("stat") == names.count("schedstat") == names.count("children") == 4
+
+
+def test_an_orphan_handed_to_a_thread_that_has_not_run_is_seen(proc: list[FakeProc]) -> None:
+    """Thread 8 forked process 20 and exits between two scans: the kernel hands 20 to
+    thread 7, whose children list changes although thread 7 never ran. Process 20 runs
+    from the second scan on, and the server is never idle."""
+    first = frame((7, 7, Thread()), (7, 8, Thread(children=(20,))), (20, 20, Thread()))
+    later = frame(
+        (7, 7, Thread(children=(20,))), (20, 20, Thread(state="R", syscall="running", runs=9))
+    )
+    fake = FakeProc(7, [first, later])
+    why = wait(fake, proc, timeout_s=0.5)
+    assert why is not None and "pid 20 thread 20 (state R)" in why, why

@@ -28,6 +28,7 @@ from icount.serve.server import Target
 from icount.session.options import Arrival, Warmup
 
 from .conftest import PLAINTEXT
+from .test_arrival import first_running
 
 SOURCE = Path(__file__).with_name("wakeup_server.c")
 WAKEUP_LOOP = 5000  # 10,000 instructions of spin() each time epoll_wait returns
@@ -185,13 +186,15 @@ def test_threads_waiting_for_valgrinds_lock_are_running(
         task = Path(f"/proc/{child.pid}/task")
         assert procs.wait_until(lambda: len(list(task.iterdir())) == 3, 60)
         watch = threads_idle.Watch(child.pid)
+        floor = threads_idle._valgrind_floor(child.pid)
+        assert floor is not None
         tids = [int(t.name) for t in task.iterdir()]
         waiting: list[threads_idle.Running] = []
         deadline = time.monotonic() + 10
         while not waiting and time.monotonic() < deadline:  # valgrind's time slices
-            assert watch.running() is not None
+            assert first_running(watch) is not None
             for tid in tids:
-                r = watch._thread(child.pid, tid, f"{task}/{tid}", {})
+                r = watch._thread(child.pid, tid, f"{task}/{tid}", floor)
                 if isinstance(r, threads_idle.Running) and r.state == "S" and r.syscall == "0":
                     waiting.append(r)  # read() on valgrind's pipe: asleep, yet runnable
         assert waiting
