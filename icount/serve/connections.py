@@ -2,15 +2,18 @@
 
 A server that closes connections is measured (serve/http_client.py says how the client
 keeps each connection's work where it belongs). Here: before each window, a server that
-closes at a keep-alive limit gets new connections, each sent one request, outside the
-window; a window in which the client learned something new of the server's connections
-(the first close at a limit, a server that closes after every answer) is taken again,
-since the windows after it start otherwise; and the cell's notes name what was found,
+closes at a keep-alive limit, or has closed one while idle, gets new connections, each
+sent one request, outside the window; a window in which the client learned something new
+of the server's connections (the first close at a limit, a server that closes after every
+answer) is taken again, since the windows after it start otherwise, and so is one whose
+first request reopened a connection the server closed while idle (a run whose windows do
+so `IDLE_TRIES` times in a row is refused); and the cell's notes name what was found,
 with the server's own setting where its Server header says which server it is.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from icount.serve.http_client import KeepAliveClient, LoadResult
@@ -23,6 +26,9 @@ SETTINGS = (
     ("nginx", "nginx's keepalive_requests"),
 )
 CLOSE = "close"
+# a window whose connection the server closed while idle, before its first request, is
+# taken again; one that meets it this many times in a row is refused
+IDLE_TRIES = 3
 
 
 @dataclass
@@ -48,8 +54,27 @@ def known(client: LoadGenerator) -> tuple[int | None, str] | None:
 
 
 def before_window(client: LoadGenerator) -> LoadResult | None:
-    """New connections, each sent one request, where the server closes at a limit."""
+    """New connections, each sent one request, where the server closes at a limit or has
+    closed one while idle."""
     return client.fresh() if isinstance(client, KeepAliveClient) else None
+
+
+def idle_since(client: LoadGenerator) -> float:
+    """Seconds since the client's last request was answered (its connections idle)."""
+    return time.monotonic() - client.ended_at if isinstance(client, KeepAliveClient) else 0.0
+
+
+def idle_refusal(idle_s: float) -> str:
+    """Why a run ends whose windows met a connection the server had closed while idle,
+    before their first request, `IDLE_TRIES` times in a row (each reopened inside the
+    window, its accept and close counted, and taken again)."""
+    return (
+        f"the server closed an idle connection before the window's first request "
+        f"{IDLE_TRIES} times in a row, idle at most {idle_s:.2f} s (from the requests "
+        "before the window through icount's window edge: waiting for an idle server and "
+        "the backend's open): its keep-alive idle timeout is shorter than that; raise it, "
+        "or measure with --connection close"
+    )
 
 
 def describe(client: LoadGenerator, requests: int, inside: int, said: Said) -> None:
@@ -72,11 +97,12 @@ def describe(client: LoadGenerator, requests: int, inside: int, said: Said) -> N
         )
         return
     if client.idle_closes:
-        n = client.idle_closes
+        # no count: the runs' notes are said once each, and the counts differ by run
         said.notes.append(
-            f"the server closed {n} idle connection{'s' if n != 1 else ''} while the "
-            "client was away (a keep-alive idle timeout, not a limit): each was reopened "
-            "and sent one request before the next window, outside it"
+            "the server closed idle connections while the client was away (a keep-alive "
+            "idle timeout, not a limit): from then on every connection was reopened and "
+            "sent one request before each window, outside it, and a window whose "
+            "connection closed while idle before its first request was taken again"
         )
     limit = client.per_connection
     if limit is None:

@@ -24,9 +24,13 @@ some responses (a keep-alive limit: lighttpd's, Apache's, nginx's) gets a fresh
 connection when it closes one, and `fresh()` before a window replaces every connection
 and sends each one request, so that the window starts on connections the server has
 accepted, each with the most requests left; `per_connection` is the limit found. A
-connection the server closed while idle (a keep-alive idle timeout) is seen before a
+limit it does not announce shows as a request that meets the connection's end or a reset
+with no byte of its answer read: it goes again on a new connection (a GET is idempotent).
+A connection the server closed while idle (a keep-alive idle timeout) is seen before a
 request is sent on it, and replaced: by `fresh()` before a window, outside it
-(`idle_closes`, not a limit), or when the request goes.
+(`idle_closes`, not a limit; from then on `fresh()` replaces every connection), or when
+the request goes (`LoadResult.idle_reopened`: a window that did so is taken again,
+serve/connections.py).
 """
 
 from __future__ import annotations
@@ -45,6 +49,11 @@ CONNECTIONS = ("auto", "keep-alive", "close")  # how connections are used (--con
 MAX_BODY_BYTES = 64 * 1024 * 1024
 RECV_BYTES = 65536
 _KNOWN_GOOD_MAX = 64  # distinct correct responses remembered (Date changes once a second)
+_KEEP_ALIVE_NEEDED = (
+    ": --connection keep-alive needs a server that keeps connections open; --connection "
+    "close counts each request's connection as its work"
+)
+_END_AFTER_BYTES_S = 0.1  # how long bytes on an idle connection may precede its end
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,9 @@ class LoadResult:
     wall_s: float
     # connections opened during the run: the server's accepts and closes it caused
     connections: int = 0
+    # of those, connections the server had closed while idle before the run's first
+    # request on them (a keep-alive idle timeout): a window's own accept, if it was one
+    idle_reopened: int = 0
 
     @property
     def rps(self) -> float:
@@ -204,14 +216,34 @@ class KeepAliveClient:
         self._answered = [0] * concurrency  # responses per connection, for messages
         self._broken: str | None = None  # why the connections cannot be used any more
         self._index: dict[int, int] = {}  # an open connection's fd: its place in _socks
+        self._stray: dict[int, int] = {}  # bytes an idle connection sent, with no end
+        # a connection whose request was sent again on it, the server having closed the
+        # one before: how, after how many answers, and the limit known before
+        self._resent: dict[int, tuple[str, int, int | None]] = {}
         self.connection = "auto"
         # the fewest responses the server gave a connection before closing it; None: none
         # closed. 1: it closes after every response
         self.per_connection: int | None = None
-        # connections the server closed while the client was away (between runs: a
-        # keep-alive idle timeout), reopened outside the windows; not a limit
-        self.idle_closes = 0
+        # the answers each connection the server closed while the client was away had
+        # (between runs: a keep-alive idle timeout, or a limit reached at a run's last
+        # answer, told apart once the limit is known: `idle_closes`)
+        self._idle_at: list[int] = []
+        self.ended_at = time.monotonic()  # when the last run ended: connections idle since
         self.server_software: str | None = None  # its Server header, which names its settings
+
+    @property
+    def idle_closes(self) -> int:
+        """Connections the server closed while the client was away, before a limit (a
+        close at as many answers as a limit found since is that limit's)."""
+        cap = self.per_connection
+        return sum(1 for k in self._idle_at if cap is None or k < cap)
+
+    @property
+    def renews(self) -> bool:
+        """Whether every connection is replaced before each window: the server closes
+        them at a limit, or has closed one while idle (the next may close while a window
+        edge is dumped, and reopening it inside the window would count its accept)."""
+        return self.per_connection is not None or bool(self._idle_at)
 
     def __enter__(self) -> KeepAliveClient:
         self.open()
@@ -225,6 +257,7 @@ class KeepAliveClient:
             return
         self._answered = [0] * self.concurrency  # fresh connections (also after close())
         self._broken = None
+        self._stray = {}
         ep = select.epoll()
         try:
             for i in range(self.concurrency):
@@ -284,15 +317,14 @@ class KeepAliveClient:
         keeps to is noted, and why the client cannot go on, if it cannot."""
         k = self._answered[i]
         self._drop(i)
+        return None if self._limit(k) else f"{self._lost(i, how)}{_KEEP_ALIVE_NEEDED}"
+
+    def _limit(self, k: int) -> bool:
+        """The server closed a connection after k answers: the limit it keeps to is noted;
+        False where the client cannot go on (--connection keep-alive, k = 1)."""
         if self.connection != "close":  # else the client closes them itself
             self.per_connection = k if self.per_connection is None else min(self.per_connection, k)
-        if k == 1 and self.connection == "keep-alive":
-            return (
-                f"{self._lost(i, how)}: --connection keep-alive needs a server that keeps "
-                "connections open; --connection close counts each request's connection as "
-                "its work"
-            )
-        return None
+        return not (k == 1 and self.connection == "keep-alive")
 
     @property
     def mode(self) -> str:
@@ -303,17 +335,36 @@ class KeepAliveClient:
 
     def _closed(self, i: int) -> bool:
         """Whether the server has closed connection i, which has no request in flight
-        (the end of the connection is readable, or it was reset). Bytes waiting are left
-        for the run to find."""
+        (the end of the connection is readable, or it was reset). Bytes it sent before
+        its end (a 408 Request Timeout to an idle connection) are read and dropped; bytes
+        without an end are kept for the next request to refuse (`_stray`)."""
         sock = self._socks[i]
         if sock.fileno() < 0:
             return False
         try:
-            return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                return True
         except BlockingIOError:
             return False
         except OSError:
             return True
+        got = 0
+        while True:  # bytes nobody asked for: does the end follow them?
+            try:
+                chunk = sock.recv(RECV_BYTES, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if select.select([sock], [], [], _END_AFTER_BYTES_S)[0]:
+                    continue
+                self._stray[i] = got
+                return False
+            except OSError:
+                return True
+            if not chunk:
+                return True
+            got += len(chunk)
+            if got > MAX_HEAD_BYTES:
+                self._stray[i] = got
+                return False
 
     def fresh(self) -> LoadResult | None:
         """Before a window, outside it: where the server closes connections at a limit,
@@ -325,11 +376,10 @@ class KeepAliveClient:
         in `idle_closes`. None where nothing was done."""
         if self.mode == "close" or self._broken is not None or self._ep is None:
             return None
-        if self.per_connection is not None:
+        gone = [i for i in range(len(self._socks)) if self._closed(i)]
+        self._idle_at += [self._answered[i] for i in gone]
+        if self.renews:
             gone = list(range(len(self._socks)))
-        else:
-            gone = [i for i in range(len(self._socks)) if self._closed(i)]
-            self.idle_closes += len(gone)
         if not gone:
             return None
         for i in gone:
@@ -337,9 +387,18 @@ class KeepAliveClient:
         return self.run(self.concurrency)
 
     def _lost(self, i: int, why: str) -> str:
-        """Retire connection i; the message names it and how far it got."""
+        """Retire connection i; the message names it and how far it got. One whose request
+        was sent again after the server closed its last connection, and met no answer on
+        the new one either, is a server that went away, not a limit: the close it first
+        met is the message."""
         self._drop(i)
-        msg = f"connection {i + 1} {why} after {self._answered[i]} responses on it"
+        first = self._resent.pop(i, None)
+        if first is not None and not self._answered[i]:
+            how, k, self.per_connection = first
+            msg = f"connection {i + 1} {how} after {k} responses on it (sent again on a new "
+            msg += f"connection: {why})"
+        else:
+            msg = f"connection {i + 1} {why} after {self._answered[i]} responses on it"
         self._broken = self._broken or msg
         return msg
 
@@ -366,16 +425,18 @@ class KeepAliveClient:
         expect = self.path.expect
         head_only = self.path.http_method == "HEAD"
         answered = self._answered
+        resent = self._resent
+        resent.clear()
         bufs: list[bytes] = [b""] * len(socks)
         busy = [False] * len(socks)  # a request is in flight on this connection
         sent_on = [False] * len(socks)  # a request was sent on this connection in this run
         pace = self.pace
         first_error: str | None = None
-        sent = completed = inflight = received = opened = 0
+        sent = completed = inflight = received = opened = idle_reopened = 0
         stopping = False
 
         def send(i: int) -> str | None:
-            nonlocal opened
+            nonlocal opened, idle_reopened
             # Closed since its last answer without saying so: paced, the server had time
             # to close it (at a limit it did not announce, if its last answer was in this
             # run; else while the client was away). Sent on, the request would meet the
@@ -386,8 +447,11 @@ class KeepAliveClient:
                     if why is not None:
                         return why
                 else:
+                    self._idle_at.append(answered[i])
                     self._drop(i)
-                    self.idle_closes += 1
+                    idle_reopened += 1
+            if self._stray.get(i):
+                return f"unusable: {self._stray.pop(i)} bytes nobody asked for"
             sent_on[i] = True
             if socks[i].fileno() < 0:  # closed after its last answer: a new one
                 why = self._connect(i)
@@ -397,11 +461,31 @@ class KeepAliveClient:
             try:
                 if socks[i].send(req) != req_len:
                     return "request only partly sent (socket buffer full)"
+            except (ConnectionResetError, BrokenPipeError) as e:
+                if not answered[i]:
+                    return f"send failed: {e.strerror or e}"
+                return resend(i, f"send failed: {e.strerror or e}")  # reset since its answer
             except OSError as e:
                 return f"send failed: {e.strerror or e}"
             if quota is not None:
                 quota[i] -= 1
             return None
+
+        def resend(i: int, how: str) -> str | None:
+            """Connection i ended (`how`) with the request on it unanswered, not one byte
+            of its answer read, after answers on it: where a new connection opens, the
+            server closed at a limit it did not announce, and the request goes again on
+            it (a GET is idempotent); else it is gone, and `how` says so."""
+            nonlocal opened
+            k = answered[i]
+            self._drop(i)
+            if self._connect(i) is not None:
+                return how
+            opened += 1
+            self._resent[i] = (how, k, self.per_connection)
+            if not self._limit(k):
+                return f"{how}{_KEEP_ALIVE_NEEDED}"
+            return send(i)
 
         waiting: list[int] = []  # paced: connections whose next request waits for the wave
         first = range(min(n, len(socks)))
@@ -438,6 +522,22 @@ class KeepAliveClient:
                 except BlockingIOError:
                     continue
                 except OSError as e:
+                    if (
+                        busy[i]
+                        and answered[i]
+                        and not bufs[i]
+                        and isinstance(e, ConnectionResetError)
+                    ):  # reset at a limit, the request on it unanswered: again
+                        if quota is not None:
+                            quota[i] += 1
+                        why = resend(i, f"failed ({e.strerror or e})")
+                        if why is None:
+                            continue
+                        first_error = first_error or self._lost(i, why)
+                        inflight -= 1
+                        busy[i] = False
+                        stopping = True
+                        continue
                     first_error = first_error or self._lost(i, f"failed ({e.strerror or e})")
                     inflight -= busy[i]
                     busy[i] = False
@@ -453,6 +553,18 @@ class KeepAliveClient:
                         why = self._server_closed(i, "was closed by the server")
                         first_error = first_error or why
                         stopping = stopping or why is not None
+                        continue
+                    elif busy[i] and answered[i]:
+                        # closed at a limit it did not announce, the request on it not
+                        # answered by one byte: again, on a new connection
+                        if quota is not None:
+                            quota[i] += 1
+                        why = resend(i, "closed by the server")
+                        if why is not None:
+                            first_error = first_error or self._lost(i, why)
+                            inflight -= 1
+                            busy[i] = False
+                            stopping = True
                         continue
                     else:
                         how = "closed by the server"
@@ -519,6 +631,8 @@ class KeepAliveClient:
                     else:
                         first_error = first_error or f"response {received + 1}: {diff}"
                 answered[i] += 1
+                if resent:
+                    resent.pop(i, None)
                 received += 1
                 inflight -= 1
                 busy[i] = False
@@ -556,4 +670,5 @@ class KeepAliveClient:
                     inflight += 1
                     busy[j] = True
         wall = time.perf_counter() - t0
-        return LoadResult(n, completed, n - completed, first_error, wall, opened)
+        self.ended_at = time.monotonic()
+        return LoadResult(n, completed, n - completed, first_error, wall, opened, idle_reopened)

@@ -231,14 +231,19 @@ def _client(
 
 
 def _window(
-    server: Server, client: LoadGenerator, n: int, what: str, floor: float | None
+    server: Server,
+    client: LoadGenerator,
+    n: int,
+    what: str,
+    floor: float | None,
+    tries: int = 0,
 ) -> tuple[Rep, LoadResult, Mapping[str, float] | None, str | None, float]:
     """One counted window of `n` requests: (its rep, the client's result, self costs by
     function, the collected runtime the backend found, if any, and the seconds spent
     before it on new connections or on a window taken again, which are not the
     window's: serve/connections.py). A window whose requests were answered by processes
     the backend does not count is refused: its figure would be a valid-looking part of
-    the work, or zero."""
+    the work, or zero. `tries`: times this window was taken again."""
     before = connections.known(client)
     t0 = time.monotonic()  # not CLOCK: a test's own clock counts windows, not this
     primed = connections.before_window(client)
@@ -248,6 +253,7 @@ def _window(
         raise RunInvalid(with_server_state(server, f"{what}: new connections: {lost}"))
     arrival.settle(server, client, what, "open")
     server.open_window()
+    idle_s = connections.idle_since(client)
     result = _load(server, client, n, what)
     arrival.settle(server, client, what, "close")
     # from the moment counting started to the moment it stops, as the idle window's
@@ -282,11 +288,14 @@ def _window(
             f"process{'es' if counted != 1 else ''}, below the floor of {floor:g} that any "
             "real request path exceeds (a server whose workers escaped counting?)"
         )
-    if connections.known(client) != before:
-        # the server first closed a connection (or closed each) inside this window: the
-        # windows after it start on new connections, and so does this one, taken again
+    if result.idle_reopened and tries + 1 >= connections.IDLE_TRIES:
+        raise RunInvalid(f"{what}: {connections.idle_refusal(idle_s)}")
+    if connections.known(client) != before or result.idle_reopened:
+        # the server first closed a connection (or closed each) inside this window, or
+        # closed one while idle that the window reopened: the windows after it start on
+        # new connections, and so does this one, taken again
         again = time.monotonic()
-        rep, result, functions, runtime, spent = _window(server, client, n, what, floor)
+        rep, result, functions, runtime, spent = _window(server, client, n, what, floor, tries + 1)
         return rep, result, functions, runtime, spent + again - t0
     return rep, result, count.functions, None if work is None else work.runtime, prepared
 
@@ -547,7 +556,7 @@ def _contiguous(client: LoadGenerator, known: object) -> bool:
     timeout)."""
     if _connections_seen(client) != known:
         return False
-    return not (isinstance(client, KeepAliveClient) and client.per_connection is not None)
+    return not (isinstance(client, KeepAliveClient) and client.renews)
 
 
 def _added_windows(

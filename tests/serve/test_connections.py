@@ -6,7 +6,9 @@ asserted, not assumed."""
 
 from __future__ import annotations
 
+import select
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -56,8 +58,14 @@ def scripted() -> Iterator[Serve]:
     threads: list[threading.Thread] = []
     listeners: list[socket.socket] = []
 
-    def serve(reply: Reply, idle_close_s: float | None = None) -> tuple[Scripted, int]:
-        """`idle_close_s`: each connection closed after that long without a request."""
+    def serve(
+        reply: Reply,
+        idle_close_s: float | None = None,
+        idle_reply: bytes = b"",
+        reset: bool = False,
+    ) -> tuple[Scripted, int]:
+        """`idle_close_s`: each connection closed after that long without a request,
+        `idle_reply` sent first (a 408); `reset`: closed with a reset, not an end."""
         state = Scripted(reply)
         lsock = socket.create_server((HOST, 0))
         lsock.settimeout(0.1)
@@ -73,6 +81,7 @@ def scripted() -> Iterator[Serve]:
                         data = conn.recv(4096)
                     except TimeoutError:
                         if idle_close_s is not None and time.monotonic() - last > idle_close_s:
+                            conn.sendall(idle_reply)
                             return
                         continue
                     if not data:
@@ -91,6 +100,8 @@ def scripted() -> Iterator[Serve]:
                     with state.lock:
                         state.inside -= 1
             finally:
+                if reset:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 conn.close()
                 with state.lock:
                     state.closed += 1
@@ -302,9 +313,10 @@ def test_a_connection_closed_while_idle_is_replaced_before_the_window(scripted: 
         said = connections.Said()
         connections.describe(client, 5, 0, said)
     assert said.notes == [
-        "the server closed 1 idle connection while the client was away (a keep-alive idle "
-        "timeout, not a limit): each was reopened and sent one request before the next "
-        "window, outside it"
+        "the server closed idle connections while the client was away (a keep-alive idle "
+        "timeout, not a limit): from then on every connection was reopened and sent one "
+        "request before each window, outside it, and a window whose connection closed while "
+        "idle before its first request was taken again"
     ]
     assert state.accepted == 2
 
@@ -335,3 +347,79 @@ def test_an_unannounced_limit_is_found_by_a_paced_client(scripted: Serve) -> Non
         assert result.ok and result.completed == 10, result
         assert (client.per_connection, client.idle_closes, result.connections) == (4, 0, 2)
     assert state.accepted == 3
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_an_unannounced_limit_met_by_an_unpaced_client_sends_the_request_again(
+    scripted: Serve, reset: bool
+) -> None:
+    """A server that closes after 4 answers without Connection: close (with an end, or a
+    reset), and a client that sends the next request as soon as an answer is in (a
+    warm-up): the request meets the close with no byte of its answer, and goes again on a
+    new connection, the limit learnt."""
+    state, port = scripted(lambda k: (OK % b"lighttpd/1.4.69", k >= 4), reset=reset)
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        result = client.run(10)
+        assert result.ok and result.completed == 10, result
+        assert (client.per_connection, client.idle_closes, result.connections) == (4, 0, 2)
+    assert state.accepted == 3
+
+
+def test_a_close_at_a_limit_found_between_runs_is_the_limits_once_it_is_learnt(
+    scripted: Serve,
+) -> None:
+    """A limit of 4 met at a run's last answer is found at the next peek, as an idle close
+    would be; once a run learns the limit of 4, that close counts as the limit's."""
+    state, port = scripted(lambda k: (OK % b"x", k >= 4))
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        assert client.run(4).ok
+        assert procs.wait_until(lambda: state.closed == 1, 5)
+        primed = client.fresh()
+        assert primed is not None and primed.ok and client.idle_closes == 1
+        assert client.run(6).ok  # 3 left on the connection fresh() opened: the limit shows
+        assert (client.per_connection, client.idle_closes) == (4, 0)
+
+
+def test_bytes_an_idle_connection_is_sent_before_its_end_are_an_idle_close(
+    scripted: Serve,
+) -> None:
+    """A server that answers an idle connection with 408 Request Timeout and closes it:
+    fresh() reads the 408 and the end, and replaces the connection as an idle close."""
+    timeout = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    state, port = scripted(lambda k: (OK % b"x", False), idle_close_s=0.3, idle_reply=timeout)
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        assert client.run(3).ok
+        assert procs.wait_until(lambda: state.closed == 1, 5)
+        primed = client.fresh()
+        assert primed is not None and primed.ok and primed.connections == 1, primed
+        assert client.run(3).ok
+        assert (client.idle_closes, client.per_connection) == (1, None)
+
+
+def test_bytes_an_idle_connection_is_sent_without_an_end_refuse_the_next_request() -> None:
+    """Bytes on a connection with no request on it, the connection still open: read at the
+    next run's peek, they refuse its request as bytes nobody asked for."""
+    answered = threading.Event()
+    with socket.create_server((HOST, 0)) as lsock:
+
+        def serve() -> None:
+            conn, _ = lsock.accept()
+            with conn:
+                while b"\r\n\r\n" not in conn.recv(4096):
+                    pass
+                conn.sendall(OK % b"x")
+                answered.wait(5)
+                conn.sendall(b"junk")
+                conn.recv(4096)  # open until the client is done
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        with KeepAliveClient(HOST, int(lsock.getsockname()[1]), PLAIN, 1, 5.0) as client:
+            assert client.run(1).ok
+            answered.set()
+            assert select.select([client._socks[0]], [], [], 5)[0]
+            result = client.run(1)
+        t.join(5)
+    assert not result.ok and result.first_error == (
+        "connection 1 unusable: 4 bytes nobody asked for after 1 responses on it"
+    ), result
