@@ -10,7 +10,6 @@ import select
 import socket
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -41,6 +40,15 @@ class Scripted:
     closed: int = 0  # connections it closed
     inside: int = 0  # requests it has read and not yet answered (and closed after)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    expire: threading.Event = field(default_factory=threading.Event)
+
+    def time_out(self) -> None:
+        """Its idle timeout runs out now: its idle connection is closed, as a timer would
+        close it (no real wait for one)."""
+        closed = self.closed
+        self.expire.set()
+        assert procs.wait_until(lambda: self.closed > closed, 5)
+        self.expire.clear()
 
     def idle(self) -> str | None:
         """A pace that waits, as the idle check does, until no request is inside."""
@@ -60,12 +68,11 @@ def scripted() -> Iterator[Serve]:
 
     def serve(
         reply: Reply,
-        idle_close_s: float | None = None,
         idle_reply: bytes = b"",
         reset: bool = False,
     ) -> tuple[Scripted, int]:
-        """`idle_close_s`: each connection closed after that long without a request,
-        `idle_reply` sent first (a 408); `reset`: closed with a reset, not an end."""
+        """`idle_reply`: sent to an idle connection before it is closed at `time_out()` (a
+        408); `reset`: closed with a reset, not an end."""
         state = Scripted(reply)
         lsock = socket.create_server((HOST, 0))
         lsock.settimeout(0.1)
@@ -74,13 +81,12 @@ def scripted() -> Iterator[Serve]:
         def conn_loop(conn: socket.socket) -> None:
             conn.settimeout(0.05)
             k, buf = 0, b""
-            last = time.monotonic()
             try:
                 while not stop.is_set():
                     try:
                         data = conn.recv(4096)
                     except TimeoutError:
-                        if idle_close_s is not None and time.monotonic() - last > idle_close_s:
+                        if state.expire.is_set():
                             conn.sendall(idle_reply)
                             return
                         continue
@@ -96,7 +102,6 @@ def scripted() -> Iterator[Serve]:
                         conn.sendall(out)
                         if close:
                             return
-                    last = time.monotonic()
                     with state.lock:
                         state.inside -= 1
             finally:
@@ -298,13 +303,13 @@ def test_a_cells_notes_are_read_escaped_and_what_is_not_text_left_out() -> None:
 
 
 def test_a_connection_closed_while_idle_is_replaced_before_the_window(scripted: Serve) -> None:
-    """A keep-alive idle timeout of 0.3 s: the client, away longer (a window's dumps),
+    """A keep-alive idle timeout that runs out while the client is away (a window's dumps):
     finds the connection closed before the next window and replaces it outside it, sent
     one request; not a keep-alive limit, and the window runs on the new connection."""
-    state, port = scripted(lambda k: (OK % b"lighttpd/1.4.69", False), idle_close_s=0.3)
+    state, port = scripted(lambda k: (OK % b"lighttpd/1.4.69", False))
     with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
         assert client.run(5).ok
-        assert procs.wait_until(lambda: state.closed == 1, 5)
+        state.time_out()
         primed = client.fresh()
         assert primed is not None and primed.ok and primed.connections == 1
         result = client.run(5)
@@ -326,10 +331,10 @@ def test_a_connection_closed_between_runs_is_replaced_when_the_next_run_sends(
 ) -> None:
     """Without fresh() (a warm-up's run after another), the first request of a run on a
     connection closed since finds it closed, and opens a new one."""
-    state, port = scripted(lambda k: (OK % b"x", False), idle_close_s=0.3)
+    state, port = scripted(lambda k: (OK % b"x", False))
     with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
         assert client.run(3).ok
-        assert procs.wait_until(lambda: state.closed == 1, 5)
+        state.time_out()
         result = client.run(3)
         assert result.ok and result.connections == 1, result
         assert (client.idle_closes, client.per_connection) == (1, None)
@@ -386,10 +391,10 @@ def test_bytes_an_idle_connection_is_sent_before_its_end_are_an_idle_close(
     """A server that answers an idle connection with 408 Request Timeout and closes it:
     fresh() reads the 408 and the end, and replaces the connection as an idle close."""
     timeout = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    state, port = scripted(lambda k: (OK % b"x", False), idle_close_s=0.3, idle_reply=timeout)
+    state, port = scripted(lambda k: (OK % b"x", False), idle_reply=timeout)
     with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
         assert client.run(3).ok
-        assert procs.wait_until(lambda: state.closed == 1, 5)
+        state.time_out()
         primed = client.fresh()
         assert primed is not None and primed.ok and primed.connections == 1, primed
         assert client.run(3).ok
