@@ -392,13 +392,15 @@ class KeepAliveClient:
         the new one either, is a server that went away, not a limit: the close it first
         met is the message."""
         self._drop(i)
+        advice = _KEEP_ALIVE_NEEDED if why.endswith(_KEEP_ALIVE_NEEDED) else ""
+        why = why.removesuffix(advice)
         first = self._resent.pop(i, None)
         if first is not None and not self._answered[i]:
             how, k, self.per_connection = first
             msg = f"connection {i + 1} {how} after {k} responses on it (sent again on a new "
             msg += f"connection: {why})"
         else:
-            msg = f"connection {i + 1} {why} after {self._answered[i]} responses on it"
+            msg = f"connection {i + 1} {why} after {self._answered[i]} responses on it{advice}"
         self._broken = self._broken or msg
         return msg
 
@@ -479,12 +481,14 @@ class KeepAliveClient:
             nonlocal opened
             k = answered[i]
             self._drop(i)
+            if k == 1 and self.connection == "keep-alive":
+                self._limit(k)
+                return f"{how}{_KEEP_ALIVE_NEEDED}"
             if self._connect(i) is not None:
                 return how
             opened += 1
             self._resent[i] = (how, k, self.per_connection)
-            if not self._limit(k):
-                return f"{how}{_KEEP_ALIVE_NEEDED}"
+            self._limit(k)
             return send(i)
 
         waiting: list[int] = []  # paced: connections whose next request waits for the wave

@@ -428,3 +428,21 @@ def test_bytes_an_idle_connection_is_sent_without_an_end_refuse_the_next_request
     assert not result.ok and result.first_error == (
         "connection 1 unusable: 4 bytes nobody asked for after 1 responses on it"
     ), result
+
+
+def test_a_forced_keep_alive_refuses_a_server_that_closes_each_connection_unannounced(
+    scripted: Serve,
+) -> None:
+    """The same server saying nothing of its closes: the request after the first answer
+    meets the end (or a reset), and is not sent again where keep-alive was asked for."""
+    state, port = scripted(lambda k: (OK % b"x", True))
+    with KeepAliveClient(HOST, port, PLAIN, 1, 5.0) as client:
+        client.connection = "keep-alive"
+        result = client.run(5)
+    assert not result.ok and result.completed == 1
+    assert (result.first_error or "").startswith("connection 1 ")
+    assert (result.first_error or "").endswith(
+        "after 1 responses on it: --connection keep-alive needs a server that keeps "
+        "connections open; --connection close counts each request's connection as its work"
+    ), result
+    assert state.accepted == 1
