@@ -120,16 +120,22 @@ class Watch:
 
     def __init__(self, root: int) -> None:
         self.root = root
+        self._kids: dict[tuple[int, int], str | None] = {}  # each thread's, at the last scan
+        self._steady = False  # the last scan saw the threads the one before it saw
 
     def scan(self, before: Scan | None = None) -> Running | Scan:
         """The first thread found with work to do, else every thread with its counters.
-        `before`: the scan just taken, where every thread waited; a thread of a valgrind
-        process that has not run since (the same state and counters) still waits in the
-        same call: its system call is not read again (reading `syscall` waits for the
-        thread to be off its CPU, the dearest read of a scan). Children are read every
-        scan: a thread's list changes without it running when a sibling thread that had
-        children exits (the kernel hands them to another thread of the process)."""
+        `before`: the scan just taken, where every thread waited; a thread that has not
+        run since (the same state and counters) still waits in the same call, and has
+        forked nothing: its system call (read in valgrind processes only, where it
+        serves the lock test) is not read again, nor its children while the threads
+        stay the same. A thread's children change without it running when a thread or
+        process exits (the kernel hands its children to another thread of the process,
+        or to a subreaper): that thread is then missing from the scan after, which so
+        differs, and the next one reads every thread's children again."""
         seen: Scan = {}
+        kids_now: dict[tuple[int, int], str | None] = {}
+        steady = before is not None and self._steady
         todo = [self.root]
         while todo:
             pid = todo.pop()
@@ -150,9 +156,15 @@ class Watch:
                     return found
                 if found is not None:
                     seen[key] = found
-                kids = _read(f"{task}/children")
+                if steady and found is not None and found == known and key in self._kids:
+                    kids = self._kids[key]
+                else:
+                    kids = _read(f"{task}/children")
+                kids_now[key] = kids
                 if kids:
                     todo.extend(int(k) for k in kids.split())
+        self._kids = kids_now
+        self._steady = before is None or seen.keys() == before.keys()
         return seen
 
     def _thread(
