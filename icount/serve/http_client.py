@@ -491,6 +491,14 @@ class KeepAliveClient:
             self._limit(k)
             return send(i)
 
+        def again(i: int, how: str) -> str | None:
+            """`resend` of the request in flight on connection i, which its send counted
+            in the quota; why the connection is lost, where it cannot be."""
+            if quota is not None:
+                quota[i] += 1
+            why = resend(i, how)
+            return None if why is None else self._lost(i, why)
+
         waiting: list[int] = []  # paced: connections whose next request waits for the wave
         first = range(min(n, len(socks)))
         if pace is not None and first:
@@ -532,20 +540,14 @@ class KeepAliveClient:
                         and not bufs[i]
                         and isinstance(e, ConnectionResetError)
                     ):  # reset at a limit, the request on it unanswered: again
-                        if quota is not None:
-                            quota[i] += 1
-                        why = resend(i, f"failed ({e.strerror or e})")
-                        if why is None:
-                            continue
-                        first_error = first_error or self._lost(i, why)
-                        inflight -= 1
+                        lost = again(i, f"failed ({e.strerror or e})")
+                    else:
+                        lost = self._lost(i, f"failed ({e.strerror or e})")
+                    if lost is not None:
+                        first_error = first_error or lost
+                        inflight -= busy[i]
                         busy[i] = False
                         stopping = True
-                        continue
-                    first_error = first_error or self._lost(i, f"failed ({e.strerror or e})")
-                    inflight -= busy[i]
-                    busy[i] = False
-                    stopping = True
                     continue
                 if not data:
                     if busy[i] and bufs[i]:  # a body without a length ends here
@@ -553,7 +555,8 @@ class KeepAliveClient:
                     elif not busy[i] and answered[i]:
                         # closed between requests, at a limit it did not announce: a new
                         # connection for the next request. One closed under a request in
-                        # flight cannot be told from a crash, and is one.
+                        # flight with part of an answer cannot be told from a crash, and
+                        # is one.
                         why = self._server_closed(i, "was closed by the server")
                         first_error = first_error or why
                         stopping = stopping or why is not None
@@ -561,11 +564,9 @@ class KeepAliveClient:
                     elif busy[i] and answered[i]:
                         # closed at a limit it did not announce, the request on it not
                         # answered by one byte: again, on a new connection
-                        if quota is not None:
-                            quota[i] += 1
-                        why = resend(i, "closed by the server")
-                        if why is not None:
-                            first_error = first_error or self._lost(i, why)
+                        lost = again(i, "closed by the server")
+                        if lost is not None:
+                            first_error = first_error or lost
                             inflight -= 1
                             busy[i] = False
                             stopping = True
