@@ -175,6 +175,7 @@ def _measure_cell(
     label = build_label.label_of(spec.argv[0])
     cpus = opts.jobs[job.slot] if opts.jobs else None
     # the commands inherit the CPUs of the thread that starts them
+    pace.start(key)  # to the cell's end: its floor, cache simulation and native runs
     with pinned_self(cpus) if cpus else contextlib.nullcontext():
         for i in range(opts.runs):
             job.check()
@@ -195,13 +196,13 @@ def _measure_cell(
             if not run.valid:
                 counter.add(opts.runs - i - 1)
                 break
-    pace.finish(key)
     extra: dict[str, object] = {"build": label}
     if opts.floors is not None and len(runs) == opts.runs and all(r.valid for r in runs):
         floor_dir = artifacts / "floors"
 
         def floor_runs(argv: tuple[str, ...]) -> list[Run]:
             if progress:
+                tell_time_left(progress, pace.left())
                 progress(f"{spec.name}: start-up floor", counter.done, counter.total)
             fspec = CommandSpec(spec.name, argv, spec.env)
             name = environment.safe_name(" ".join(argv))
@@ -216,6 +217,7 @@ def _measure_cell(
             )
     if opts.cache_sim and len(runs) == opts.runs and all(r.valid for r in runs):
         if progress:
+            tell_time_left(progress, pace.left())
             progress(f"{spec.name}: cache simulation", counter.done, counter.total)
         sim_dir = artifacts / environment.safe_name(spec.name) / "cache-sim"
         with pinned_self(cpus) if cpus else contextlib.nullcontext():
@@ -224,12 +226,14 @@ def _measure_cell(
             )
     if opts.memory and len(runs) == opts.runs and all(r.valid for r in runs):
         if progress:
+            tell_time_left(progress, pace.left())
             progress(f"{spec.name}: peak memory, native", counter.done, counter.total)
         native = artifacts / environment.safe_name(spec.name) / "native"
         with pinned_self(cpus) if cpus else contextlib.nullcontext():
             extra[memory.KEY] = memory.command_peaks(
                 spec.argv, spec.env, opts.runs, opts.allowed_exits, opts.timeout, native
             )
+    pace.finish(key)
     return Cell(
         name=spec.name,
         path="",
@@ -260,8 +264,9 @@ def measure(
     resumed) `opts.runs` times, len(opts.jobs) commands at a time, calling `on_cell`
     with the results so far after each. A failed run ends its cell early (the cell is
     invalid whatever the other runs say); other cells go on. The time left told to
-    `progress` is each command's runs left at what its own runs took (`clock`), at the
-    mean run so far before one of its own has ended."""
+    `progress` is each command's runs left at what its own runs took (`clock`), before
+    one of its own has ended at what the commands ended so far took a run (their floor,
+    cache simulation and native runs included), else at the mean run so far."""
     if start is None:
         start = Results(fingerprint(opts.backend, "command"), (), shard)
     planned = [
@@ -271,7 +276,9 @@ def measure(
 
     todo = scheduler.todo(planned, start)
     pace = eta.Pace(
-        {str(c.order): eta.Work(opts.runs, 1.0) for c in todo}, jobs=len(opts.jobs), clock=clock
+        {str(c.order): eta.Work(opts.runs, 1.0, likes=("command",)) for c in todo},
+        jobs=len(opts.jobs),
+        clock=clock,
     )
 
     def one(cell: scheduler.Planned[CommandSpec], job: jobs.Job, counter: jobs.Tally) -> Cell:

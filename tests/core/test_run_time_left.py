@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from icount import measure_command
+import pytest
+
+from icount import cache_sim, measure_command
+from icount import memory as memory_peaks
 from icount.backends.protocol import Counted
 from icount.measure_command import CommandSpec, RunOptions
 from tests.support.fake_backend import FakeBackend, FakeConfig
@@ -57,9 +60,16 @@ class Told:
         self.lines.append((text, self.left))
 
 
-def measure(specs: list[CommandSpec], tmp_path: Path) -> Told:
-    clock, told = Clock(), Told()
-    opts = RunOptions(backend=Timed(clock), runs=3, cwd=tmp_path)
+def measure(
+    specs: list[CommandSpec],
+    tmp_path: Path,
+    clock: Clock | None = None,
+    *,
+    memory: bool = False,
+    cache_sim: bool = False,
+) -> Told:
+    clock, told = clock or Clock(), Told()
+    opts = RunOptions(Timed(clock), 3, cwd=tmp_path, memory=memory, cache_sim=cache_sim)
     measure_command.measure(specs, opts, tmp_path / "artifacts", told, clock=clock)
     return told
 
@@ -91,3 +101,46 @@ def test_a_failed_run_ends_its_command_and_says_nothing_of_what_a_run_takes(
         ("ok: run 2/3", 2 * 2.0),
         ("ok: run 3/3", 1 * 2.0),
     ]
+
+
+TWO_ONE_SECOND = [CommandSpec("a", ("prog", "1")), CommandSpec("b", ("prog", "1"))]
+
+
+def test_a_commands_memory_runs_count_in_the_time_left_of_those_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+
+    def native_runs(*args: object) -> dict[str, object]:
+        clock.now += 30.0
+        return {"peak_rss_bytes": [1, 1, 1]}
+
+    monkeypatch.setattr(memory_peaks, "command_peaks", native_runs)
+    told = measure(TWO_ONE_SECOND, tmp_path, clock, memory=True)
+    assert told.lines == [
+        ("a: run 1/3", None),
+        ("a: run 2/3", 2 * 1.0 + 3 * 1.0),
+        ("a: run 3/3", 1 * 1.0 + 3 * 1.0),
+        ("a: peak memory, native", 3 * 1.0),  # its own native runs not yet timed
+        ("b: run 1/3", 3 * 1.0 + 30.0),  # a's 33 s for 3 runs; was 3 s
+        # its own rate from here, whose native runs count only once they have ended
+        ("b: run 2/3", 2 * 1.0),
+        ("b: run 3/3", 1 * 1.0),
+        ("b: peak memory, native", 0.0),
+        ("done", 0.0),
+    ]
+
+
+def test_a_commands_cache_simulation_counts_in_the_time_left_of_those_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+
+    def simulate(*args: object) -> dict[str, object]:
+        clock.now += 12.0
+        return {}
+
+    monkeypatch.setattr(cache_sim, "simulate", simulate)
+    lines = dict(measure(TWO_ONE_SECOND, tmp_path, clock, cache_sim=True).lines)
+    assert lines["a: cache simulation"] == 3 * 1.0
+    assert lines["b: run 1/3"] == 3 * 1.0 + 12.0
