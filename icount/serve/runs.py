@@ -682,13 +682,14 @@ def measure_cold_start(
     counted by a backend counting from exec. One figure per run."""
     from icount.serve.http_client import encode_request
 
+    def answered(server: Server, port: int) -> None:
+        note(f"cold start: asking {path.request_target} until it answers")
+        first_correct_answer(server, port, path, target.adapter.ready_timeout_s)
+
     try:
-        with started_server(target, opts.backend, opts.cpus.server, run_dir, whole_life=True) as (
-            server,
-            port,
-        ):
-            note(f"cold start: asking {path.request_target} until it answers")
-            first_correct_answer(server, port, path, target.adapter.ready_timeout_s)
+        with started_server(
+            target, opts.backend, opts.cpus.server, run_dir, note, answered, whole_life=True
+        ) as (server, _):
             count = server.close_window()  # no window was opened: counted since exec
             check_alive(server)
     except RunInvalid as e:

@@ -301,11 +301,17 @@ def started_server(
     backend: ServerStarter[S],
     cpus: tuple[int, ...],
     run_dir: Path,
+    note: Note,
+    up: Callable[[S, int], object],
     whole_life: bool,
 ) -> Iterator[tuple[S, int]]:
-    """A started server, not waited for: yields (server, port); stops it and removes its
-    working directory whatever happens."""
-    with _started(target, backend, cpus, run_dir, whole_life) as (server, port, _):
+    """A started server on which `up` (server, port) has returned, not waited for
+    otherwise (a cold start's first answer is its own `up`): yields (server, port); stops
+    it and removes its working directory whatever happens. Started again where its port
+    was taken, as running_server's is."""
+    with _port_retried(
+        target, backend, cpus, run_dir, note, whole_life, lambda s, p, _: up(s, p)
+    ) as (server, port):
         yield server, port
 
 
@@ -380,10 +386,30 @@ def running_server(
     the port between free_port() and its bind: it is started again on another port (up
     to PORT_TRIES starts), before anything is counted; the failed start's files are set
     aside beside `run_dir` (RUN_DIR.port-N-taken)."""
+
+    def ready(server: S, port: int, where: str) -> None:
+        _wait_ready(server, port, target.adapter, note, where)
+
+    with _port_retried(target, backend, cpus, run_dir, note, whole_life, ready) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def _port_retried(
+    target: Target,
+    backend: ServerStarter[S],
+    cpus: tuple[int, ...],
+    run_dir: Path,
+    note: Note,
+    whole_life: bool,
+    up: Callable[[S, int, str], object],
+) -> Iterator[tuple[S, int]]:
+    """A started server on which `up` (server, port, where it runs) has returned; one
+    that exited in `up` while another process holds its port is started again."""
     for tries in range(1, PORT_TRIES + 1):
         with _started(target, backend, cpus, run_dir, whole_life) as (server, port, where):
             try:
-                _wait_ready(server, port, target.adapter, note, where)
+                up(server, port, where)
             except RunInvalid:
                 if tries == PORT_TRIES or server.alive() or not port_taken(port):
                     raise

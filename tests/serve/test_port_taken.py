@@ -1,6 +1,7 @@
 """A server whose port another process took between free_port() and its bind (a busy
 machine's outgoing connections draw from the same ports) is started again on another
-port before anything is counted (serve/server.py `running_server`). The port is taken
+port before anything is counted (serve/server.py `running_server`, and `started_server`
+for cold starts). The port is taken
 on purpose here: a socket of the test listens on the port the first start is given."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from icount.serve import adapter as adapters
 from icount.serve import server as server_mod
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.runs import CellOptions, RunOutcome, measure_cold_start, measure_run
 from icount.serve.server import Target, port_taken
 from icount.session.options import Warmup
 from tests.serve.test_runs import ADAPTER, SPLIT
@@ -43,10 +44,14 @@ def ports(first: list[int]) -> Callable[[], int]:
     return lambda: first.pop(0) if first else real()
 
 
-def run(target: Target, tmp_path: Path, config: FakeConfig, notes: list[str]) -> RunOutcome:
+def run(
+    target: Target, tmp_path: Path, config: FakeConfig, notes: list[str], cold: bool = False
+) -> RunOutcome:
     opts = CellOptions(backend=FakeBackend(config), cpus=SPLIT, runs=1, reps=3, requests=100,
                        warmup=Warmup(20), idle_seconds=0)  # fmt: skip
     path = target.adapter.paths[0]
+    if cold:
+        return measure_cold_start(target, path, opts, tmp_path / "run-1", notes.append)
     return measure_run(target, path, opts, tmp_path / "run-1", None, notes.append)
 
 
@@ -64,6 +69,21 @@ def test_a_server_whose_port_was_taken_starts_again_on_another(
     aside = tmp_path / f"run-1.port-{taken}-taken" / "server.stderr"
     assert "Address already in use" in aside.read_text()
     assert not (tmp_path / "run-1" / "server.stderr").exists()
+
+
+def test_a_cold_start_whose_port_was_taken_starts_again_on_another(
+    target: Target, tmp_path: Path, taken: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_mod, "free_port", ports([taken]))
+    config, notes = FakeConfig(), list[str]()
+    outcome = run(target, tmp_path, config, notes, cold=True)
+    # counted from the second start's exec: one answer (1000) and closing the count (27)
+    assert outcome.reason is None and outcome.value == 1027.0
+    first, second = config.started
+    assert (first.returncode, second.returncode) == (1, 0)
+    assert f"port {taken} was taken before the server listened on it: starting it again" in notes
+    aside = tmp_path / f"run-1.port-{taken}-taken" / "server.stderr"
+    assert "Address already in use" in aside.read_text()
 
 
 def test_a_port_taken_at_every_start_ends_the_run_after_three(
