@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import NoReturn
+
+HERE_TIMEOUT_S = 60.0  # run_icount_here's limit: what run_icount's callers gave
+
+
+class RanTooLong(BaseException):
+    """A command run in-process (run_icount_here) past its time limit: one that was to
+    refuse before anything started, and started a session instead. Not an Exception,
+    so that no `except Exception` of icount's takes it for its own."""
 
 
 def run_icount(
@@ -27,7 +39,10 @@ def run_icount(
 
 
 def run_icount_here(
-    args: Sequence[str], cwd: Path | None = None, env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """What run_icount gives (exit status, stdout and stderr as text, with the same
     encodings and newlines), from icount's own entry point inside this process: no
@@ -37,23 +52,26 @@ def run_icount_here(
     output would reach this process's descriptors), serves, must not hang on a FIFO or
     takes signals runs in its own process (run_icount). Everything the call could
     change for the next test is put back: arguments, streams, environment, working
-    directory and signal handlers.
+    directory and signal handlers. One that runs past `timeout` seconds fails its test
+    (RanTooLong, from SIGALRM in the main thread) rather than hang its worker: a
+    refusal that regressed into a session that starts a server.
     """
-    done = run_icount_here_bytes(args, cwd, env)
+    done = run_icount_here_bytes(args, cwd, env, timeout)
     return subprocess.CompletedProcess(
         done.args, done.returncode, _text(done.stdout), _text(done.stderr)
     )
 
 
 def run_icount_here_bytes(
-    args: Sequence[str], cwd: Path | None = None, env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """run_icount_here's call, its stdout and stderr the bytes a process of its own
     writes (subprocess.run without text=True): for a test of the bytes themselves, a
     stray carriage return or an encoding, which decoding as text would hide."""
-    import contextlib
     import os
-    import signal
     import types
 
     from icount.cli import main
@@ -72,6 +90,7 @@ def run_icount_here_bytes(
             stack.enter_context(contextlib.chdir(cwd or os.getcwd()))
             stack.enter_context(contextlib.redirect_stdout(stdout))
             stack.enter_context(contextlib.redirect_stderr(stderr))
+            stack.enter_context(_time_limit(args, HERE_TIMEOUT_S if timeout is None else timeout))
             if env is not None:
                 os.environ.clear()
                 os.environ.update(env)
@@ -97,6 +116,25 @@ def run_icount_here_bytes(
     )
 
 
+@contextlib.contextmanager
+def _time_limit(args: Sequence[str], seconds: float) -> Iterator[None]:
+    """SIGALRM after `seconds`, where this is the main thread (signals go there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> NoReturn:
+        raise RanTooLong(f"run_icount_here: icount {' '.join(args)} ran past {seconds:g} s")
+
+    before = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
 def _text(data: bytes) -> str:
     """Bytes as subprocess.run(text=True) gives them: decoded, universal newlines."""
     return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
@@ -107,5 +145,4 @@ def icount_here(
 ) -> subprocess.CompletedProcess[str]:
     """The `icount` fixture's call (tests/conftest.py), in-process: a test module whose
     commands only read and write files overrides the fixture with this."""
-    del timeout  # nothing here waits: a command that could hang runs in its own process
-    return run_icount_here(args, cwd)
+    return run_icount_here(args, cwd, timeout=timeout)
