@@ -50,21 +50,20 @@ class RunRequest:
         return {"keep_profiles": self.keep_profiles, "profile_top": self.profile_top}
 
     def to_json(self) -> dict[str, Any]:
-        """The plan as the provenance records it, as `resume_request` reads it back."""
-        return {
-            "commands": [
-                {"name": c.name, "argv": list(c.argv), "env": dict(sorted(c.env.items()))}
-                for c in self.commands
-            ],
-            "backend": self.backend,
-            "runs": self.runs,
-            "max_spread": o.percent_text(self.max_spread),
-            "allowed_exits": None if self.allowed_exits is None else sorted(self.allowed_exits),
-            "timeout": self.timeout,
-            **({"memory": True} if self.memory else {}),  # absent: files before --memory
-            **({"floor": self.floor} if self.floor else {}),
-            **({"cache_sim": True} if self.cache_sim else {}),
-        }
+        """The plan as the provenance records it, every option of RESUMED_OPTIONS as
+        `resume_request` reads it back."""
+        saved = {f: getattr(self, f) for f in RESUMED_OPTIONS}
+        saved["max_spread"] = o.percent_text(self.max_spread)
+        exits = self.allowed_exits
+        saved["allowed_exits"] = None if exits is None else sorted(exits)
+        for option in _WRITTEN_WHEN_SET:
+            if not saved[option]:
+                del saved[option]
+        commands = [
+            {"name": c.name, "argv": list(c.argv), "env": dict(sorted(c.env.items()))}
+            for c in self.commands
+        ]
+        return {"commands": commands, **saved}
 
 
 def _exits_from_json(value: Any) -> frozenset[int] | None:
@@ -106,6 +105,8 @@ RESUMED_OPTIONS: dict[str, Callable[[Any], Any]] = {
 }
 # the command-line parameter of an option whose field is named otherwise
 _PARAMETER = {"allowed_exits": "allow_exit"}
+# recorded only when on: a plan without them reads as one written before they existed
+_WRITTEN_WHEN_SET = ("memory", "floor", "cache_sim")
 
 
 def resume_request(request: RunRequest, resume: Path, explicit: frozenset[str]) -> RunRequest:
