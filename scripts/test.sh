@@ -3,8 +3,8 @@
 # missing (scripts/setup.sh), then lint, type-check and run every test.
 #
 # scripts/test.sh --fast: only the fast tier (every test not marked slow: no valgrind,
-# no builds, no servers beyond the fake backend), for the loop of editing (2 min 1 s at
-# load 7-9 and 3 min 43 s at load 6-11 on a shared 2-core VM: docs/benchmarks.md); no
+# no builds, no servers beyond the fake backend), for the loop of editing (under 2 minutes on a
+# 2-core VM with one other job beside it; more on a busier one: docs/benchmarks.md); no
 # setup, lint or type-check. Other arguments go to pytest either way.
 # It keeps Python's bytecode (of icount, of the tests with pytest's rewritten asserts)
 # in a cache outside the tree, even where PYTHONDONTWRITEBYTECODE is set: compiling them

@@ -184,8 +184,10 @@ def _fits(value: object, expected: Any) -> bool:
     if origin is typing.Literal:
         return value in typing.get_args(expected)
     if origin is tuple:  # tuple[X, ...]: the values of a flag given once per value
-        (item, _) = typing.get_args(expected)
-        return isinstance(value, (tuple, list)) and all(_fits(v, item) for v in value)
+        args = typing.get_args(expected)
+        if len(args) != 2 or args[1] is not Ellipsis:
+            raise TypeError(f"a backend setting's tuple is tuple[X, ...], not {expected}")
+        return isinstance(value, (tuple, list)) and all(_fits(v, args[0]) for v in value)
     if origin in (typing.Union, types.UnionType):
         return any(_fits(value, arm) for arm in typing.get_args(expected))
     if expected is type(None):

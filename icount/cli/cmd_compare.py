@@ -221,7 +221,8 @@ def compare_command(
 
 def _refusal(ctx: object, flag: str, args: list[str], own: set[str]) -> str | None:
     """Why compare of files refuses `flag`: serve's options that go with no comparison,
-    and those of `icount interleave` (the modes compare had), naming every one given."""
+    and those of `icount interleave` (routed there with `--interleave`), naming every one
+    given."""
     from icount.cli import build_command
 
     if flag in comparing.REFUSED:

@@ -93,7 +93,7 @@ _FILES_ONLY |= {"--confirm": _FILES_ONLY["--history"], "--rejected": _FILES_ONLY
 
 # ctx.meta's key: this invocation was `icount compare --interleave ...`
 _ROUTED = "icount.compare_interleave"
-# compare's flag that an interleave never read (it measures its own builds)
+# compare's flag that means nothing to an interleave, which measures both builds itself
 _IGNORED = "--allow-build-change"
 
 

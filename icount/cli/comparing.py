@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 Refusal = Callable[[Any, str, list[str], set[str]], str | None]
 
 # serve's options that go with no comparison (an interleave's runs take turns in one
-# invocation; results files are compared as they are), refused saying why, in the
-# words `icount compare` has always used (refused() words them for `icount interleave`)
+# invocation; results files are compared as they are), refused saying why, in compare's
+# words, which scripts that call `icount compare --interleave` match on (refused() words
+# them for `icount interleave`)
 REFUSED = {
     "--jobs": "--jobs does not go with compare: an interleave's runs take turns, one at a time",
     "--shard": "--shard does not go with compare: an interleave's rounds are one measurement "

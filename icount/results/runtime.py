@@ -436,8 +436,7 @@ def _span_reason(bound: SpanBound, half: float, details: Sequence[ServeDetail], 
     if more < 1 or not math.isfinite(need) or more >= MAX_WINDOWS_ASKED:
         return f"{head}: longer spans would bring it in"
     # a projection at the C seen: a runtime whose work still moves shows a larger C as its
-    # spans grow (Express json at warm-up 20,000: 76.8M over 3,000 requests, 320.2M over
-    # 18,000), and then needs more than said
+    # spans grow (docs/measuring.md has Express's), and then needs more than said
     return (
         f"{head}: about {more} more window{'s' if more != 1 else ''} a run would bring it in, "
         "if no larger collection shows in them"

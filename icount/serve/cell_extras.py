@@ -33,7 +33,7 @@ def extra(
     """What the table shows beside the counts: `beside` (the target's, serve/targets.py
     shown_beside), why the windows differ where they differ enough to ask, and the
     notes of the runs and of the names in their windows."""
-    out = deepcopy(dict(beside))  # each cell its own, as when each read its own
+    out = deepcopy(dict(beside))  # `beside` is the target's, shared by all its cells
     explained = spread.explain(got.windows, max_spread)
     if explained is not None:
         out["spread_explained"] = explained

@@ -4,8 +4,8 @@ resumed file recorded, the file to resume and the shard to measure, and the cell
 the session starts from once that file is found comparable.
 
 Each command's plan (run_plan.py, serve/plan.py) says what is its own: the cells it
-plans and what each is measured with; `compare --interleave` plans its servers'
-runs through serve's plan, so it reserves its file here too.
+plans and what each is measured with; `icount interleave` plans its servers' runs
+through serve's plan, so it reserves its file here too.
 """
 
 from __future__ import annotations

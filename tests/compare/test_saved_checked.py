@@ -267,8 +267,8 @@ def test_a_float_verdict_at_the_threshold_loads() -> None:
 
 def test_a_serve_interleave_of_several_cells_loads() -> None:
     """Each cell judged on its own rounds, one against a control that drifted, one whose
-    control failed before anything ran (unchanged, no figures), as interleave_serve
-    writes them."""
+    control failed before anything ran (unchanged, no figures), as
+    icount/interleave/servers.py writes them."""
     from icount.compare.control import judged
     from icount.compare.rounds import ControlArm, Pair, Rounds
 
