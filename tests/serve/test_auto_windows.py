@@ -265,9 +265,13 @@ def c_epoll_run(make_adapter: AdapterMaker, tmp_path: Path, loop: int, i: int,
 
 
 @pytest.mark.slow
-def test_added_windows_bring_a_known_collectors_total_in_with_the_truth_inside(
+def test_a_known_collectors_total_is_bounded_over_spans_with_no_window_added(
     need_valgrind: None, make_adapter: AdapterMaker, tmp_path: Path
 ) -> None:
+    """A collector of 2K instructions every Nth request: each run's three windows are one
+    span of 3,000 requests, over which the total is off by at most one collection (the
+    bound, results/runtime.py), 0.74% of it here: valid without a window added, the
+    mutator exact, and the truth inside the bound."""
     base = c_epoll_run(make_adapter, tmp_path, 0, 0)  # the call alone: a few instructions
     first = c_epoll_run(make_adapter, tmp_path, K, 1)
     assert first.detail is not None
@@ -277,14 +281,12 @@ def test_added_windows_bring_a_known_collectors_total_in_with_the_truth_inside(
     assert base.value is not None and first.value is not None
     assert first.value == pytest.approx(base.value, rel=1e-4)  # the mutator stays exact
     b = cell([base]).runtime
-    before = cell([asked_only(first), asked_only(second)]).runtime
-    after = cell([first, second]).runtime
-    assert b is not None and before is not None and after is not None
+    got = cell([first, second]).runtime
+    assert b is not None and got is not None
     added = sum(x.detail.added_windows for x in (first, second) if x.detail)
     truth = base.value + b.collector + TRUTH
-    print(f"truth {truth:.3f}; 6 windows: {before.total} ±{before.half_width:.3f} "
-          f"({before.reason}); {after.windows} windows ({added} added): {after.total} "
-          f"±{after.half_width:.3f}")  # fmt: skip
-    assert not before.total_valid and added > 0
-    assert after.total_valid, after.reason
-    assert after.total is not None and abs(after.total - truth) <= after.half_width
+    print(f"truth {truth:.3f}; {got.windows} windows ({added} added): {got.total} "
+          f"±{got.half_width:.3f} ({got.reason})")  # fmt: skip
+    assert got.bound is not None and got.total_valid, got.reason
+    assert added == 0  # the projection asks for no window where the bound already fits
+    assert got.total is not None and abs(got.total - truth) <= got.half_width
