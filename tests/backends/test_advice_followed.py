@@ -29,9 +29,15 @@ def test_the_go_remedy_turns_callgrinds_assertion_into_a_valid_cell(
                            "GOCACHE": str(tmp_path / "cache")})  # fmt: skip
     assert built.returncode == 0, built.stderr
     args = ["run", "--backend", "callgrind", "--runs", "1", "--name", "spin", "-q"]
-    out = tmp_path / "crash.json"
-    done = run_icount([*args, "-o", str(out), "--", str(exe), "5000000"], cwd=tmp_path)
-    assert done.returncode != 0
+    # The assertion depends on where valgrind's signal lands: a run without the remedy
+    # finished cleanly once in two fresh-clone suites (2026-12-07). Up to 8 tries, the
+    # first crash kept: if a try crashes with p >= 0.5, all 8 pass cleanly with p < 0.004.
+    for attempt in range(8):
+        out = tmp_path / f"crash-{attempt}.json"
+        done = run_icount([*args, "-o", str(out), "--", str(exe), "5000000"], cwd=tmp_path)
+        if done.returncode != 0:
+            break
+    assert done.returncode != 0, "callgrind never asserted in 8 runs without the remedy"
     (cell,) = json.loads(out.read_text())["cells"]
     assert cell["reason"].startswith(
         "run 1 of 1: exited with status 1; callgrind asserted "
