@@ -1,5 +1,6 @@
 """Text from input files made safe for each output format icount writes, losslessly where
-the format can say everything (JSON), visibly escaped where it cannot (CSV cells, XML).
+the format can say everything (JSON), visibly escaped where it cannot (CSV cells, XML);
+a CSV cell that a spreadsheet would run as a formula starts with a quote.
 
 Names come from files icount did not write: an ESC or OSC sequence, a C1 control, a bidi
 override or a form feed in one reached terminals that `cat` or `less` the output raw, and
@@ -10,10 +11,18 @@ characters are unsafe; the terminal and Markdown tables escape them already.
 
 from __future__ import annotations
 
-import csv
-import io
+import re
+from collections.abc import Iterable, Sequence
 
 from icount.text import printable
+
+# The first characters by which a spreadsheet reads a CSV cell as a formula (OWASP's CSV
+# injection page; ASVS 5.0's 1.2.10 adds NUL); a leading quote makes it text, and is not
+# shown
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
+_QUOTE = "'"
+# a number a spreadsheet reads as one, never as a formula: a negative delta stays a number
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def _printable_lines(text: str) -> bool:
@@ -41,22 +50,30 @@ def json_text(text: str) -> str:
     return "".join(ch if ch == "\n" or ch.isprintable() else _json_escape(ch) for ch in text)
 
 
-def csv_text(text: str) -> str:
-    """A CSV document (`,` delimited, minimal quoting, '\\n' line ends, as
-    `icount.tables.render_csv` writes it) with each field escaped by `printable`, a
-    newline in a field included: every record stays one line, and what a field shows is
-    exactly what the input held, no two fields alike. A document with nothing to escape
-    comes back as it is."""
-    if _printable_lines(text) and '"' not in text:  # no field holds a newline either
-        return text
-    rows = list(csv.reader(io.StringIO(text, newline="")))
-    if all(field.isprintable() for row in rows for field in row):
-        return text
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for row in rows:
-        writer.writerow([_field(field) for field in row])
-    return buf.getvalue()
+def csv_fields(rows: Iterable[Sequence[object]]) -> list[list[object]]:
+    """The rows of a CSV document (`icount.tables.render_csv` writes them) made safe for
+    a spreadsheet and for scripts: each cell through `csv_cell`, then, where any field
+    holds a character `printable` escapes, each field escaped by it, a newline or a lone
+    carriage return included (the csv module leaves a CR unquoted): every record stays
+    one line, and what a field shows is exactly what the input held, no two fields
+    alike. Numbers are never changed."""
+    out = [[csv_cell(v) for v in row] for row in rows]
+    if all(not isinstance(v, str) or v.isprintable() for row in out for v in row):
+        return out
+    return [[_field(v) if isinstance(v, str) else v for v in row] for row in out]
+
+
+def csv_cell(value: object) -> object:
+    """`value` for a CSV cell: a string that a spreadsheet would run as a formula (one
+    starting with a character of FORMULA_START that is not a plain number) prefixed with a
+    single quote, as is one that starts with a quote already, so that no two names read
+    alike (a reader drops one leading quote to get the name back). Numbers, and strings
+    that are numbers, come back as they are."""
+    if not isinstance(value, str) or not value.startswith((*FORMULA_START, _QUOTE)):
+        return value
+    if value[0] != _QUOTE and _NUMBER.fullmatch(value):
+        return value
+    return _QUOTE + value
 
 
 def _field(text: str) -> str:

