@@ -102,7 +102,7 @@ from icount.results.details import (
     RequestIdentity,
     ServeDetail,
 )
-from icount.results.runtime import span_refused, windows_to_fit
+from icount.results.runtime import span_bound, span_refused, windows_to_fit
 from icount.serve import arrival, connections
 from icount.serve.adapter import PathSpec
 from icount.serve.http_client import KeepAliveClient, LoadResult
@@ -576,16 +576,25 @@ def _added_windows(
     cap: str | None = None
     windows_cap = f"--max-windows {opts.max_windows}"
     time_cap = f"--max-extra-seconds {opts.max_extra_seconds:g}"
+    idle = opts.arrival == Arrival.IDLE
+    first_seen = _collection_seen(earlier, detail, idle)
     while True:
         have = len(detail.reps)
-        idle = opts.arrival == Arrival.IDLE
         need = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 1.0, idle)
         if need is not None and need <= have:
             break
         if span_refused([*earlier, detail], idle):
             break  # the bound does not hold here: no window brings it in (its reason says)
-        # the need read with half the spread measured: beyond the caps, none are taken
-        hope = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 0.5, idle)
+        # the need read with half the spread measured: beyond the caps, none are taken.
+        # Under the bound over spans the spread is C, the largest collection seen, which
+        # more windows only raise: where it rose by more than a tenth since this run began
+        # adding, the collections are not yet seen whole, the need follows the span, and
+        # half of it is no hope
+        seen = _collection_seen(earlier, detail, idle)
+        grown = first_seen is not None and seen is not None and seen > 1.1 * first_seen
+        hope = windows_to_fit(
+            earlier, detail, opts.runs, opts.max_spread, 1.0 if grown else 0.5, idle
+        )
         if have >= opts.max_windows or hope is None or hope > opts.max_windows:
             cap = windows_cap
             break
@@ -614,6 +623,17 @@ def _added_windows(
              f"{_about(need)} windows a run)")  # fmt: skip
         detail = dataclasses.replace(detail, window_cap=cap)
     return detail, tuple(rps)
+
+
+def _collection_seen(
+    earlier: Sequence[ServeDetail], detail: ServeDetail, idle: bool
+) -> float | None:
+    """C of the bound over the spans of `earlier` and `detail`, None where the bound does
+    not judge them."""
+    details = [*earlier, detail]
+    inside = idle and any(r.scheduler is not None for d in details for r in d.reps)
+    bound = span_bound(details, inside)
+    return None if bound is None else bound.collection
 
 
 def _about(windows: int | None) -> str:

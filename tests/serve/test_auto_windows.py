@@ -290,3 +290,34 @@ def test_a_known_collectors_total_is_bounded_over_spans_with_no_window_added(
     assert got.bound is not None and got.total_valid, got.reason
     assert added == 0  # the projection asks for no window where the bound already fits
     assert got.total is not None and abs(got.total - truth) <= got.half_width
+
+
+def test_a_collection_that_grows_with_the_span_stops_the_adding(
+    target: Target, tmp_path: Path
+) -> None:
+    """A collector whose every collection is larger than the last (a heap that keeps
+    growing: every 150th request's costs 20 x its index): each window added shows a
+    larger C, so the half of it the adding hopes for is no hope, and the run stops at the
+    first window whose C rose by more than a tenth and whose need at the full C is beyond
+    the cap (3 added), where reading half of C throughout added 7, for a total that stays
+    `~` either way."""
+    notes: list[str] = []
+    growing = lambda i: 20.0 * i if i % 150 == 0 else 0.0  # noqa: E731
+    outcome = run(target, tmp_path, FakeConfig(collector=growing), notes=notes)
+    d = outcome.detail
+    assert outcome.reason is None and d is not None
+    assert 0 < d.added_windows <= 3 and d.window_cap == "--max-windows 20", d.added_windows
+    f = cell([outcome]).runtime
+    assert f is not None and not f.total_valid
+    (stop,) = [n for n in notes if n.startswith("windows added for the runtime's interval")]
+    assert "stopped at --max-windows 20" in stop
+    # the same windows with the half-C hope kept throughout would have gone to the cap
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(runs_mod, "_collection_seen", lambda *a: None)
+    try:
+        kept = run(target, tmp_path, FakeConfig(collector=growing), 1)
+    finally:
+        monkey.undo()
+    assert kept.detail is not None and kept.detail.added_windows >= d.added_windows + 3
+    kept_f = cell([kept]).runtime
+    assert kept_f is not None and not kept_f.total_valid
