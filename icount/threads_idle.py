@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,6 +34,8 @@ _READ_SYSCALL = {"x86_64": 0, "aarch64": 63}.get(platform.machine())
 # request under callgrind takes a millisecond or more, natively tens of microseconds
 SPIN_S = 0.001
 POLL_S = 0.0002
+# a Watch's /proc descriptors kept open between scans, at most (four files a thread)
+KEPT_FILES = 256
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,20 @@ class Running:
         return f"pid {self.pid} thread {self.tid} ({where})"
 
 
-def _read(path: str) -> str | None:
+def _read(path: str, kept: dict[str, int] | None = None) -> str | None:
     """The file's text; None where its thread or process ended (nothing of it runs).
     PermissionError where /proc hides it (another user's process, without the right to
-    trace it)."""
+    trace it). `kept`: descriptors left open from earlier reads, by path, where this one's
+    is left too (up to KEPT_FILES): /proc makes a file's text afresh for each read from
+    its start, so a scan reads each with one system call, not three. A kept descriptor
+    stays with the thread it was opened for: once that thread has ended, reading it
+    fails, and the path is opened again (a reused pid is a new thread)."""
+    if kept is not None and (old := kept.get(path)) is not None:
+        try:
+            return os.pread(old, 4096, 0).decode("latin-1")
+        except OSError:
+            del kept[path]
+            os.close(old)
     try:
         fd = os.open(path, os.O_RDONLY)
     except PermissionError:
@@ -65,16 +78,26 @@ def _read(path: str) -> str | None:
     except OSError:
         return None
     try:  # os calls, not open(): a check reads several files per thread per request
-        return os.read(fd, 4096).decode("latin-1")
-    except PermissionError:
-        raise
-    except OSError:
-        return None
-    finally:
+        text = os.pread(fd, 4096, 0).decode("latin-1")
+    except OSError as e:
         os.close(fd)
+        if isinstance(e, PermissionError):
+            raise
+        return None
+    if kept is not None and len(kept) < KEPT_FILES:
+        kept[path] = fd
+    else:
+        os.close(fd)
+    return text
 
 
-def _valgrind_floor(pid: int) -> int | None:
+def _close_all(kept: dict[str, int]) -> None:
+    for fd in kept.values():
+        os.close(fd)
+    kept.clear()
+
+
+def _valgrind_floor(pid: int, kept: dict[str, int] | None = None) -> int | None:
     """The lowest descriptor valgrind keeps for itself in process `pid`, or None for a
     process not under valgrind."""
     try:
@@ -83,21 +106,21 @@ def _valgrind_floor(pid: int) -> int | None:
         return None
     if "/valgrind/" not in exe:
         return None
-    for line in (_read(f"/proc/{pid}/limits") or "").splitlines():
+    for line in (_read(f"/proc/{pid}/limits", kept) or "").splitlines():
         if line.startswith("Max open files"):
             soft = line.split()[3]
             return int(soft) - VALGRIND_RESERVED_FDS if soft.isdigit() else None
     return None
 
 
-def _switches(task: str) -> str | None:
+def _switches(task: str, kept: dict[str, int] | None = None) -> str | None:
     """What changes each time the thread runs: schedstat's time on the CPU, time waiting
     for it and times scheduled; where the kernel keeps no schedstat, its context-switch
     counts. None where the thread ended."""
-    text = _read(f"{task}/schedstat")
+    text = _read(f"{task}/schedstat", kept)
     if text is not None:
         return text.strip()
-    status = _read(f"{task}/status")
+    status = _read(f"{task}/status", kept)
     if status is None:
         return None
     return " ".join(line for line in status.splitlines() if "ctxt_switches" in line)
@@ -122,6 +145,9 @@ class Watch:
         self.root = root
         self._kids: dict[tuple[int, int], str | None] = {}  # each thread's, at the last scan
         self._steady = False  # the last scan saw the threads the one before it saw
+        self._kept: dict[str, int] = {}  # /proc descriptors left open (`_read`)
+        # closed with the Watch: the client's pacer and the backend's edges drop theirs
+        weakref.finalize(self, _close_all, self._kept)
 
     def scan(self, before: Scan | None = None) -> Running | Scan:
         """The first thread found with work to do, else every thread with its counters.
@@ -146,7 +172,7 @@ class Watch:
             # valgrind's floor is read again each scan, not kept: a traced exec runs
             # valgrind again in the same process (the same tool's path, the same start
             # time) with a soft limit raised once more, and a pid may be reused
-            floor = _valgrind_floor(pid)
+            floor = _valgrind_floor(pid, self._kept)
             for tid in tids:
                 key = (pid, int(tid))
                 task = f"/proc/{pid}/task/{tid}"
@@ -159,13 +185,23 @@ class Watch:
                 if steady and found is not None and found == known and key in self._kids:
                     kids = self._kids[key]
                 else:
-                    kids = _read(f"{task}/children")
+                    kids = _read(f"{task}/children", self._kept)
                 kids_now[key] = kids
                 if kids:
                     todo.extend(int(k) for k in kids.split())
         self._kids = kids_now
+        self._forget_ended({f"/proc/{pid}/task/{tid}/" for pid, tid in kids_now})
         self._steady = before is None or seen.keys() == before.keys()
         return seen
+
+    def _forget_ended(self, tasks: set[str]) -> None:
+        """Close the kept descriptors of threads a whole scan no longer found (a
+        process's limits are kept while one of its threads is)."""
+        pids = {t.split("/")[2] for t in tasks}
+        for path in list(self._kept):
+            task = path[: path.rfind("/") + 1]
+            if task not in tasks and not (path.endswith("/limits") and path.split("/")[2] in pids):
+                os.close(self._kept.pop(path))
 
     def _thread(
         self, pid: int, tid: int, task: str, floor: int | None, known: str | None = None
@@ -175,8 +211,8 @@ class Watch:
         not under valgrind. `known`: what the last scan read of it, where it waited."""
         # the counters first: a thread that runs after they were read and is asleep
         # again by the state's read has new ones by the next scan
-        switches = _switches(task)
-        stat = _read(f"{task}/stat")
+        switches = _switches(task, self._kept)
+        stat = _read(f"{task}/stat", self._kept)
         if stat is None or switches is None:
             return None
         state = stat[stat.rfind(")") + 2 : stat.rfind(")") + 3]
@@ -190,7 +226,7 @@ class Watch:
             # under valgrind, a thread that has not run since it was read waiting
             return waits
         # read after the state: a thread that woke in between shows "running" here
-        call = (_read(f"{task}/syscall") or "").split()
+        call = (_read(f"{task}/syscall", self._kept) or "").split()
         nr = call[0] if call else "running"
         if nr == "running":
             return Running(pid, tid, state, nr)

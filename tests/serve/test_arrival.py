@@ -157,7 +157,9 @@ def test_valgrind_lock_descriptors_are_read_from_the_limits(
     monkeypatch.setattr("os.readlink", lambda p: "/usr/libexec/valgrind/x-amd64-linux")
     real = threads_idle._read
     monkeypatch.setattr(
-        threads_idle, "_read", lambda p: limits.read_text() if p.endswith("limits") else real(p)
+        threads_idle,
+        "_read",
+        lambda p, kept=None: limits.read_text() if p.endswith("limits") else real(p),
     )
     assert threads_idle._valgrind_floor(1) == 1024
     monkeypatch.setattr("os.readlink", lambda p: "/usr/bin/python3")
@@ -250,8 +252,8 @@ def test_a_thread_waiting_for_valgrinds_lock_reads_running(
         files[f"/proc/7/task/{7 + i}/stat"] = _STAT.format(tid=7 + i, state=state)
         files[f"/proc/7/task/{7 + i}/syscall"] = syscall
         files[f"/proc/7/task/{7 + i}/schedstat"] = "1000 20 3\n"
-    monkeypatch.setattr(threads_idle, "_read", files.get)
-    monkeypatch.setattr(threads_idle, "_valgrind_floor", lambda pid: floor)
+    monkeypatch.setattr(threads_idle, "_read", lambda p, kept=None: files.get(p))
+    monkeypatch.setattr(threads_idle, "_valgrind_floor", lambda pid, kept=None: floor)
     monkeypatch.setattr("os.listdir", lambda p: [str(7 + i) for i in range(len(threads))])
     found = first_running(threads_idle.Watch(7))
     if running is None:

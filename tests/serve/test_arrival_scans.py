@@ -90,7 +90,7 @@ def proc(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeProc]]:
     def use(fake: FakeProc) -> None:
         made.append(fake)
 
-    monkeypatch.setattr(threads_idle, "_read", lambda p: made[-1].now.read(p))
+    monkeypatch.setattr(threads_idle, "_read", lambda p, kept=None: made[-1].now.read(p))
     monkeypatch.setattr("os.listdir", lambda p: made[-1].listdir(p))
     monkeypatch.setattr("os.readlink", lambda p: made[-1].readlink(p))
     yield made
@@ -186,7 +186,7 @@ def test_without_schedstat_the_context_switch_counts_are_compared(
     files = {"/proc/7/task/7/stat": STAT.format(tid=7, state="S", start=1),
              "/proc/7/task/7/syscall": EPOLL}  # fmt: skip
 
-    def read(path: str) -> str | None:
+    def read(path: str, kept: object = None) -> str | None:
         return next(status) if path.endswith("/status") else files.get(path)
 
     monkeypatch.setattr(threads_idle, "_read", read)
@@ -250,7 +250,7 @@ def test_syscall_is_read_only_under_valgrind_and_once_for_a_thread_that_has_not_
     proc.append(fake)
     read: list[str] = []
 
-    def reading(path: str) -> str | None:
+    def reading(path: str, kept: object = None) -> str | None:
         read.append(path)
         return fake.now.read(path)
 
