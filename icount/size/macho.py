@@ -9,20 +9,26 @@ Offsets inside a slice are relative to the slice; Regions hold absolute file off
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from icount.size.model import PADDING, Container, Image, Region, SymbolTable
 from icount.size.source import NOT_BINARY, Blob, cstr
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF
 MH_MAGIC, MH_MAGIC_64 = 0xFEEDFACE, 0xFEEDFACF
 MAGICS = (MH_MAGIC, MH_MAGIC_64)
 LC_SEGMENT, LC_SEGMENT_64, LC_SYMTAB, LC_DYSYMTAB = 0x1, 0x19, 0x2, 0xB
 LC_DYLD_INFO, LC_DYLD_INFO_ONLY = 0x22, 0x80000022
+LC_FUNCTION_STARTS = 0x26
 # linkedit_data_command (dataoff, datasize) kinds and the row each becomes
 _LINKEDIT_DATA = {
     0x1D: "code signature",
     0x1E: "other",  # LC_SEGMENT_SPLIT_INFO
-    0x26: "function starts",
+    LC_FUNCTION_STARTS: "function starts",
     0x29: "data in code",
     0x2B: "other",  # LC_DYLIB_CODE_SIGN_DRS
     0x2E: "other",  # LC_LINKER_OPTIMIZATION_HINT
@@ -131,6 +137,7 @@ def _read_fat(blob: Blob, symbols: bool) -> list[Image]:
 @dataclass
 class _Segment:
     name: str
+    vmaddr: int
     vmsize: int
     fileoff: int
     filesize: int
@@ -147,6 +154,8 @@ class _Thin:
         self.linkedit: list[Region] = []
         self.relocs: list[Region] = []
         self.symtab: tuple[int, int, int, int] | None = None
+        self.function_starts: tuple[int, int] | None = None  # dataoff, datasize
+        self.arm32 = False
 
     def fail(self, message: str) -> Exception:
         where = f" (slice at offset {self.base})" if self.base else ""
@@ -184,6 +193,7 @@ class _Thin:
             self._command(cmd, p, cmdsize, i)
             p += cmdsize  # unknown commands are skipped by their size field
         header = Region("[Mach-O header + load commands]", self.base, hsize + sizeofcmds, 0)
+        self.arm32 = cputype == 12  # Thumb: a function's start may carry bit 0
         image = self._assemble(header, arch_name(cputype, subtype), filetype)
         if symbols:
             image.symbols = self._symbols()
@@ -216,6 +226,8 @@ class _Thin:
         elif cmd in _LINKEDIT_DATA:
             dataoff, datasize = b.unpack(end + "II", at + 8, f"load command {i}")
             self._part(_LINKEDIT_DATA[cmd], dataoff, datasize)
+            if cmd == LC_FUNCTION_STARTS:
+                self.function_starts = (dataoff, datasize)
 
     def _part(self, what: str, offset: int, length: int) -> None:
         if length == 0:
@@ -229,7 +241,7 @@ class _Thin:
         seg_size = 72 if wide else 56
         if cmdsize < seg_size:
             raise self.fail(f"load command {i}: segment command of {cmdsize} bytes is too short")
-        name_raw, _vmaddr, vmsize, fileoff, filesize, _, _, nsects, _ = b.unpack(
+        name_raw, vmaddr, vmsize, fileoff, filesize, _, _, nsects, _ = b.unpack(
             seg_fmt, at + 8, "segment"
         )
         name = cstr(name_raw)
@@ -238,7 +250,7 @@ class _Thin:
                 f"segment {name or '(unnamed)'}: {nsects} sections do not fit in its load command"
             )
         self.span(fileoff, filesize, f"segment {name or '(unnamed)'}")
-        seg = _Segment(name, vmsize, fileoff, filesize)
+        seg = _Segment(name, vmaddr, vmsize, fileoff, filesize)
         s_fmt = end + ("16s16sQQIIIIIIII" if wide else "16s16sIIIIIIIIII")
         for k in range(nsects):
             f = b.unpack(s_fmt, at + seg_size + k * sect_fmt, "section header")
@@ -337,14 +349,60 @@ class _Thin:
         usable = ((ntype & N_STAB) == 0) & ((ntype & N_TYPE) == N_SECT)
         usable &= (sect >= 1) & (sect <= len(self.sections))
         rank = np.where(ntype & N_PEXT, 1, np.where(ntype & N_EXT, 0, 2)).astype(np.int64)
+        addr = syms["value"].astype(np.uint64)
         return SymbolTable(
             source="LC_SYMTAB",
             region=np.where(usable, sect - 1, -1).astype(np.int64),
-            addr=syms["value"].astype(np.uint64),
+            addr=addr,
             size=np.zeros(nsyms, dtype=np.uint64),
             rank=rank,
             name_off=syms["strx"].astype(np.int64),
             strtab=strtab,
             sized=False,
             strip_underscore=True,
+            missing=self._unnamed(addr[usable]),
         )
+
+    def _unnamed(self, named: npt.NDArray[np.uint64]) -> str:
+        """What a stripped image lacks: "names for K of N functions" where K of the N
+        functions its linker listed (LC_FUNCTION_STARTS) start where no symbol does (strip
+        -x removed their local symbols, strip the rest but what dyld needs); "" where each
+        has a name, or where the image lists none (object files)."""
+        import numpy as np
+
+        starts = self._starts()
+        if starts is None or not len(starts):
+            return ""
+        if self.arm32:  # a Thumb function's start and its symbol may differ in bit 0
+            starts, named = starts & ~np.uint64(1), named & ~np.uint64(1)
+        unnamed = int(np.count_nonzero(~np.isin(starts, named)))
+        if not unnamed:
+            return ""
+        n = len(starts)
+        return f"names for {unnamed} of {n} function{'s' if n != 1 else ''}"
+
+    def _starts(self) -> npt.NDArray[np.uint64] | None:
+        """The function starts' addresses: ULEB128 deltas from the address of the segment
+        that maps the file's start (llvm-objdump's base), ended by a zero; None where there
+        are none, or the data is not ULEB128 that fits 64 bits (nothing is claimed)."""
+        import numpy as np
+
+        base = next((s.vmaddr for s in self.segments if s.fileoff == 0 and s.filesize), None)
+        if self.function_starts is None or base is None or not self.function_starts[1]:
+            return None
+        off, size = self.function_starts
+        raw = np.frombuffer(self.blob.data, dtype=np.uint8, count=size, offset=self.base + off)
+        ends = np.flatnonzero(raw < 0x80)
+        if not len(ends):
+            return None
+        raw = raw[: ends[-1] + 1]
+        first = np.concatenate(([0], ends[:-1] + 1))
+        if int((ends - first).max()) > 8:  # 9 bytes of 7 bits: 63
+            return None
+        group = np.repeat(np.arange(len(ends)), ends - first + 1)
+        shift = (np.arange(len(raw)) - first[group]) * 7
+        bits = (raw & 0x7F).astype(np.uint64) << shift.astype(np.uint64)
+        deltas = np.add.reduceat(bits, first)
+        zero = np.flatnonzero(deltas == 0)
+        deltas = deltas[: zero[0]] if len(zero) else deltas
+        return np.uint64(base) + np.cumsum(deltas, dtype=np.uint64)
