@@ -172,11 +172,21 @@ class IdleCount:
     # a collected runtime's own work in it, where one was found: work with no request,
     # which results/runtime.py's bound over a span reads (None in files from before)
     runtime_work: float | None = None
+    # Under idle arrival the window is sent a few requests spread over it, so that work
+    # the clock leaves for the next request (a cache a once-a-second handler invalidates)
+    # is in its rate: how many were answered, and the instructions taken out of
+    # `instructions` as their own work (their runtime work is out of `runtime_work`
+    # alike). 0 in files from before and under a closed loop: a window with no request.
+    requests: int = 0
+    served: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"instructions": self.instructions, "seconds": self.seconds}
         if self.runtime_work is not None:
             out["runtime_work"] = self.runtime_work
+        if self.requests:
+            out["requests"] = self.requests
+            out["served"] = self.served
         return out
 
 
@@ -324,6 +334,8 @@ def detail_from_json(doc: Any) -> Detail:
             None
             if idle.get("runtime_work") is None
             else count(idle["runtime_work"], "idle.runtime_work"),
+            count_int(idle.get("requests", 0), "idle.requests"),
+            count(idle.get("served", 0.0), "idle.served"),
         ),
         time_share=None if share is None else count(share, "detail.time_share"),
         runtime=None if d.get("runtime") is None else str_(d["runtime"], "detail.runtime"),

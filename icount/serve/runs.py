@@ -23,8 +23,11 @@ rep per run). The first run's preflight decides for the session (`WindowMethod`)
 Time-driven work (nginx's once-a-second clock refresh, poll timeouts) grows with wall
 time, not with requests: where the idle window's rate explains TIME_SHARE_SHOWN of a
 window or more, rate x each window's wall time is taken out of the mutator (and the cell
-says so), so that neither its value nor its validity depends on how busy the machine was;
-where the clock's work while a window opens and closes (which lands inside the window or
+says so), so that neither its value nor its validity depends on how busy the machine was.
+Under idle arrival the idle window is sent a request every IDLE_REQUEST_EVERY_S, their own
+work taken out at the reps' figure, so that its rate holds the work the clock leaves for
+the next request (lighttpd's stat cache, invalidated once a second) as well as the timer's.
+Where the clock's work while a window opens and closes (which lands inside the window or
 not) is half the spread limit of a window or more, the run is refused (`_clock_uncertain`).
 
 A collected runtime's own work (icount/runtimes.py: its collector and background
@@ -131,6 +134,8 @@ from icount.session import options
 from icount.session.options import Arrival, Warmup
 
 IDLE_SETTLE_S = 0.5
+# under idle arrival, the idle window's requests: one every this many seconds of it
+IDLE_REQUEST_EVERY_S = 0.25
 # the wall clock the added windows' time cap reads (a test gives its own, not a sleep)
 CLOCK: Callable[[], float] = time.monotonic
 
@@ -353,17 +358,52 @@ def _refusal(
 
 
 def _idle(
-    server: Server, seconds: float, reps: Sequence[Rep], walls: Sequence[float]
+    server: Server,
+    seconds: float,
+    reps: Sequence[Rep],
+    walls: Sequence[float],
+    client: LoadGenerator | None = None,
+    requests: bool = False,
 ) -> tuple[IdleCount, float | None]:
-    """An idle window of `seconds`, and the share of a rep's count its rate explains."""
+    """An idle window of `seconds`, and the share of a rep's count its rate explains.
+    `requests` (idle arrival): the window is sent a request every IDLE_REQUEST_EVERY_S,
+    each when the server is idle, so that the work the clock leaves for the next request
+    (a cache its once-a-second handler invalidated, rebuilt lazily) is in the rate as it
+    is in the reps; their own work, the reps' per request, is taken out of its count."""
     # Timers the reps delayed (a server busy with requests runs late) catch up first:
     # run inside the window, they would be counted as the idle window's own.
     time.sleep(IDLE_SETTLE_S)
+    sender = _sender(client, requests)
+    n = max(round(seconds / IDLE_REQUEST_EVERY_S), 1) if sender is not None else 0
+    anchor = 0.0
+    if sender is not None:
+        # what the clock left for a request since the reps is done by one sent now, outside
+        # the window; the schedule runs from its answer, so that the window's requests
+        # find what `seconds` of the clock left, the last one at the end of them
+        primed = connections.before_window(sender) or _load(server, sender, 1, "idle window")
+        if not primed.ok:
+            lost = primed.first_error or f"{primed.failed} of {primed.requested} failed"
+            raise RunInvalid(with_server_state(server, f"idle window: new connections: {lost}"))
+        anchor = time.monotonic()
+        arrival.settle(server, sender, "idle window", "open")
     server.open_window()
-    # the pause counts from the moment counting started to the moment it stops, not
-    # from when opening began to when closing does
-    elapsed = time.monotonic() - server.opened_at
-    time.sleep(max(seconds - elapsed - server.close_latency_s, 0.0))
+    answered = 0
+    if sender is not None:
+        for j in range(1, n + 1):
+            time.sleep(max(anchor + seconds * j / n - time.monotonic(), 0.0))
+            result = _load(server, sender, 1, "idle window")
+            if result.connections and sender.mode != connections.CLOSE:
+                # a connection opened inside: its accept would read as the clock's work
+                raise RunInvalid(with_server_state(
+                    server, "idle window: the server closed a connection between two of its "
+                    f"requests, {IDLE_REQUEST_EVERY_S:g} s apart"))  # fmt: skip
+            answered += result.completed
+        arrival.settle(server, sender, "idle window", "close")
+    else:
+        # the pause counts from the moment counting started to the moment it stops, not
+        # from when opening began to when closing does
+        elapsed = time.monotonic() - server.opened_at
+        time.sleep(max(seconds - elapsed - server.close_latency_s, 0.0))
     # the time it counted, as a window's: a busy machine oversleeps, and a rate taken
     # over the asked-for seconds would then be too high and take too much out of the reps
     counted_s = time.monotonic() + server.close_latency_s - server.opened_at
@@ -376,11 +416,35 @@ def _idle(
     # the runtime's own work with no request, kept where there was some: its bound over
     # spans reads it (results/runtime.py)
     own = float(work.collector + work.compiler) if work is not None else 0.0
-    idle = IdleCount(max(count.instructions - apart, 0), round(counted_s, 6), own or None)
-    window_s = statistics.median(walls)
+    served = 0.0
+    if answered:
+        # The requests' work at the reps' mutator a request, the clock's share still in
+        # it: that share is the rate x a window's seconds / its requests, so the rate
+        # comes out low by answered x a window's seconds / (its requests x these seconds)
+        # of itself (4 x 1.5 s / (1000 x 1 s): 0.6%), and the figure moves by that much of
+        # the clock's share of a window (0.1%: 6 in a million): second order, left in.
+        served = answered * statistics.median((r.instructions - r.apart) / r.requests
+                                              for r in reps)  # fmt: skip
+        # the runtime's work the requests did is theirs: its own stays work with no request
+        done = sum(r.requests for r in reps)
+        own = max(own - answered * sum(r.runtime_work for r in reps) / done, 0.0)
+    idle = IdleCount(max(count.instructions - apart - served, 0), round(counted_s, 6),
+                     own or None, answered, round(served, 3))  # fmt: skip
+    # the seconds a window counted, which the rate is taken out for (the client's own
+    # wall time leaves out the window's edges)
+    counted = [r.seconds for r in reps if r.seconds]
+    window_s = statistics.median(counted) if len(counted) == len(reps) else statistics.median(walls)
     per_window = statistics.median(r.instructions for r in reps)
     share = idle.instructions / idle.seconds * window_s / per_window if per_window else 0.0
     return idle, (float(f"{share:.2g}") if share >= TIME_SHARE_SHOWN else None)
+
+
+def _sender(client: LoadGenerator | None, requests: bool) -> KeepAliveClient | None:
+    """The client that sends the idle window its requests: under idle arrival, the
+    built-in one (the closed loop's and external generators' windows stay without)."""
+    if requests and isinstance(client, KeepAliveClient) and client.pace is not None:
+        return client
+    return None
 
 
 def _clock_uncertain(detail: ServeDetail, took: Sequence[float], max_spread: float) -> str | None:
@@ -504,7 +568,9 @@ def _windows(
         idle, share = None, None
         if opts.idle_seconds > 0:
             note(f"idle window: {opts.idle_seconds:g} s")
-            idle, share = _idle(server, opts.idle_seconds, reps, walls)
+            idle, share = _idle(
+                server, opts.idle_seconds, reps, walls, client, opts.arrival == Arrival.IDLE
+            )
         subtract = share is not None  # the clock's share is worth taking out
         if not subtract:  # a window's time is kept where it is subtracted for
             reps = [dataclasses.replace(r, seconds=None) for r in reps]
