@@ -47,7 +47,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -195,6 +195,7 @@ class CallgrindServer:
         self._at_open: set[int] = set()  # processes live when the current window opened
         self.opened_at = 0.0
         self._dump_times: list[float] = []  # seconds each vgdb dump of the root took
+        self._unsettled: list[str] = []  # the current window's edges dumped while busy
 
     # ------------------------------------------------------------ processes
 
@@ -281,21 +282,25 @@ class CallgrindServer:
             return f"vgdb status failed on pid {p.pid}: {_last_line(done)}"
         return None
 
-    def _dump_all(self, label: str) -> set[int]:
-        """Dump every live process; returns the pids that were dumped."""
+    def _dump_all(self, edge: str) -> set[int]:
+        """Dump every live process at the window's `edge` (open, close); returns the pids
+        that were dumped."""
         self._dumps += 1
         dumped: set[int] = set()
         # The client has its last response as soon as the server's write() returns, while
         # the server still runs the rest of its loop: a dump that arrived then would be
         # taken at valgrind's next poll point, in the middle of that code, instead of
         # through ptrace in epoll_wait like every other window's edge. A server busy
-        # beyond IDLE_TIMEOUT_S is dumped anyway; under --arrival idle the client has
-        # waited for it before each edge (serve/arrival.settle), as long as for a request.
-        threads_idle.wait_idle(threads_idle.Watch(self.pid), IDLE_TIMEOUT_S)
+        # beyond IDLE_TIMEOUT_S is dumped anyway, and the window says why (a closed loop
+        # or an external load generator never lets it idle; under --arrival idle the
+        # client has waited for it before each edge, serve/arrival.settle).
+        busy = threads_idle.wait_idle(threads_idle.Watch(self.pid), IDLE_TIMEOUT_S)
+        if busy is not None:
+            self._unsettled.append(f"{edge}: {busy}")
         live = self.processes()
         for p in live:
             t0 = time.monotonic()
-            done = self._vgdb(p.pid, f"dump {label}-{self._dumps}", VGDB_TIMEOUT_S)
+            done = self._vgdb(p.pid, f"dump icount-{edge}-{self._dumps}", VGDB_TIMEOUT_S)
             if done.ok:
                 dumped.add(p.pid)
                 if p.pid == self.pid:
@@ -419,7 +424,8 @@ class CallgrindServer:
 
     def open_window(self) -> None:
         self.instrument(True)
-        self._dump_all("icount-open")
+        self._unsettled = []
+        self._dump_all("open")
         self.opened_at = time.monotonic()
         self._collect(read=False)  # start-up, readiness, warm-up, the opening dumps
         self._functions = {}
@@ -428,7 +434,7 @@ class CallgrindServer:
         self._at_open = {p.pid for p in self.processes()}
 
     def close_window(self) -> WindowCount:
-        dumped = self._dump_all("icount-close")
+        dumped = self._dump_all("close")
         counts, wrote = self._collect()
         lost = self._lost()
         if lost:
@@ -451,7 +457,7 @@ class CallgrindServer:
                 f"--thread {self.thread}: the server has no such valgrind thread "
                 f"(threads seen: {seen})"
             )
-        return self._window_count(counts)
+        return replace(self._window_count(counts), unsettled=tuple(self._unsettled))
 
     # ------------------------------------------------------------ lifetime
 

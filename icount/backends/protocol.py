@@ -95,6 +95,9 @@ class WindowCount:
     # the runtime's own work in the window (collector, background compiler: see
     # icount/runtimes.py), where the backend sees the call graph (callgrind)
     runtime: RuntimeWork | None = None
+    # an edge (the opening or closing dump) taken with the server not seen idle, as
+    # "open: why" / "close: why": it fell inside the server's work, not between requests
+    unsettled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

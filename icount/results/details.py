@@ -104,6 +104,9 @@ class Rep:
     # it is neither the mutator's nor the total's (results/runtime.py says why). None
     # where the backend found none.
     scheduler: float | None = None
+    # the window's edges dumped with the server not seen idle ("open: why", "close:
+    # why"): each fell inside its work (serve/cell_windows.py's note says what that moves)
+    unsettled: tuple[str, ...] = ()
 
     @property
     def per_request(self) -> float:
@@ -132,6 +135,8 @@ class Rep:
         for key in ("collector", "compiler", "seconds", "runtime_calls", "scheduler"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.unsettled:
+            out["unsettled"] = list(self.unsettled)
         return out
 
 
@@ -371,6 +376,8 @@ def _rep(doc: Any) -> Rep:
         runtime_calls=None if d.get("runtime_calls") is None
         else count_int(d["runtime_calls"], "rep.runtime_calls"),
         scheduler=_optional_count(d, "scheduler"),
+        unsettled=tuple(str_(e, "rep.unsettled") for e in list_(d.get("unsettled", []),
+                                                                 "rep.unsettled")),
     ))  # fmt: skip
 
 

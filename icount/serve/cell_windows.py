@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from icount.results import Run
 from icount.results.cell_profile import PER_REQUEST, PER_RUN, CellProfile, cell_profile
-from icount.results.details import RequestIdentity, ServeDetail
+from icount.results.details import WINDOW_DUMPS, RequestIdentity, ServeDetail
 from icount.serve import spread
 from icount.serve.runs import RunOutcome
 from icount.window_profile import WindowProfile
@@ -48,11 +48,32 @@ def gather(outcomes: Sequence[RunOutcome], cold_start: bool) -> Gathered:
             for j, (rep, functions) in enumerate(pairs)
             if functions is not None
         ]
+    unsettled = unsettled_note(details)
     return Gathered(
         runs=runs,
         windows=tuple(windows),
         profile=cell_profile(profiled, PER_RUN if cold_start else PER_REQUEST),
-        notes=tuple(notes),
+        notes=(*notes, unsettled) if unsettled else tuple(notes),
         connection=next((o.connection for o in outcomes if o.connection), None),
         request=next((d.request for d in details if d.request), None),
+    )
+
+
+def unsettled_note(details: Sequence[ServeDetail]) -> str | None:
+    """What the runs' window edges dumped inside the server's work mean, or None where
+    every edge fell with the server idle. Such an edge splits what was in flight then
+    between the window and what is outside it: a request a connection at most, or the
+    work of a thread that never sleeps, which wall time drives alike in every window. The
+    count stays a window's, off by up to that much, and the spread rule judges it."""
+    reps = [r for d in details if d.window == WINDOW_DUMPS for r in d.reps]
+    cut = [(r, edge) for r in reps for edge in r.unsettled]
+    if not cut:
+        return None
+    head, kept, _ = cut[0][1].partition(" kept it busy")  # threads_idle's advice left out
+    return (
+        f"{len(cut)} of {2 * len(reps)} window edges were dumped with the server busy "
+        f"(first, {head}{kept}): such an edge falls inside the server's work, not between "
+        "requests, and moves at most the requests in flight then, one a connection, "
+        f"partly out of a window of {min(r.requests for r, _ in cut):,} requests or more; "
+        "the windows stay valid, their spread judged as any other"
     )

@@ -266,7 +266,8 @@ def _window(
     count = server.close_window()
     shares = tuple(ProcessShare(i, p.role, p.instructions) for i, p in enumerate(count.processes))
     work = count.runtime
-    rep = Rep(count.instructions, result.completed, shares, seconds=round(counted_s, 6))
+    rep = Rep(count.instructions, result.completed, shares, seconds=round(counted_s, 6),
+              unsettled=count.unsettled)  # fmt: skip
     if work is not None:
         # the scheduler only where it ran: files of runtimes without one read as before
         rep = dataclasses.replace(rep, collector=float(work.collector),
