@@ -417,7 +417,7 @@ def _idle(
     # the runtime's own work with no request, kept where there was some: its bound over
     # spans reads it (results/runtime.py)
     own = float(work.collector + work.compiler) if work is not None else 0.0
-    served = 0.0
+    clock, served = max(count.instructions - apart, 0), 0.0
     if answered:
         # The requests' work at the reps' mutator a request, the clock's share still in
         # it: that share is the rate x a window's seconds / its requests, so the rate
@@ -426,11 +426,11 @@ def _idle(
         # the clock's share of a window (0.1%: 6 in a million): second order, left in.
         served = answered * statistics.median((r.instructions - r.apart) / r.requests
                                               for r in reps)  # fmt: skip
+        clock = round(max(clock - served, 0), 3)
         # the runtime's work the requests did is theirs: its own stays work with no request
         done = sum(r.requests for r in reps)
         own = max(own - answered * sum(r.runtime_work for r in reps) / done, 0.0)
-    idle = IdleCount(max(count.instructions - apart - served, 0), round(counted_s, 6),
-                     own or None, answered, round(served, 3))  # fmt: skip
+    idle = IdleCount(clock, round(counted_s, 6), own or None, answered, round(served, 3))
     # the seconds a window counted, which the rate is taken out for (the client's own
     # wall time leaves out the window's edges)
     counted = [r.seconds for r in reps if r.seconds]
@@ -452,10 +452,11 @@ def _clock_uncertain(detail: ServeDetail, took: Sequence[float], max_spread: flo
     """Why the clock's share cannot be taken out well enough, or None. Opening and
     closing a window holds the server (vgdb's dumps, perf's control fifo), and the
     clock's work due meanwhile runs after, inside the window or not, as the timer
-    catches up or skips: up to rate x that time per window that the subtraction cannot
-    place. Where that is half the spread limit of a window or more, the subtracted
-    figure could be off by about that much, which the spread rule would not see (every
-    window is off alike): refused, longer windows shrinking it. Half, not all: it is a
+    catches up or skips (what it leaves for the next request, in the next window's first):
+    up to rate x that time per window that the subtraction cannot place. Where that is
+    half the spread limit of a window or more, the subtracted figure could be off by
+    about that much, which the spread rule would not see (every window is off alike):
+    refused, longer windows shrinking it. Half, not all: it is a
     bound (ticks fall either side), and what is left of the limit is the windows' own."""
     if not detail.clock_subtracted or detail.idle is None or not detail.idle.seconds:
         return None

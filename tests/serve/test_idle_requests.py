@@ -59,7 +59,7 @@ def test_the_idle_windows_requests_are_taken_out_at_the_reps_figure(
     # (outside), 2 inside at 1000 each, and its own 27; the 2 taken out at 1000.27 leave
     # 27 - 0.54 (the reps' window cost in the figure a request: second order)
     assert (d.idle.requests, d.idle.served) == (2, 2000.54)
-    assert d.idle.instructions == pytest.approx(26.46)
+    assert d.idle.instructions == 26.46
     assert d.idle.seconds == 0.1 and d.time_share is None and not d.clock_subtracted
     (server,) = config.started
     assert server.requests == BEFORE + 1 + 2
@@ -87,7 +87,7 @@ def test_the_runtimes_own_work_in_the_idle_window_stays_work_with_no_request(
     assert d.idle.runtime_work is None
     # 2 x 1500 + 27, less the collector's 1000 apart, less 2 x the reps' mutator 1000.27
     assert (d.idle.requests, d.idle.served) == (2, 2000.54)
-    assert d.idle.instructions == pytest.approx(26.46)
+    assert d.idle.instructions == 26.46
 
 
 def test_the_requests_share_lowers_the_clocks_rate_to_what_the_clock_did(
@@ -113,3 +113,27 @@ def test_idle_counts_of_files_from_before_read_no_request() -> None:
     assert isinstance(back, ServeDetail) and back.idle == with_requests
     with pytest.raises(ValueError, match=r"idle\.requests"):
         detail_from_json({**doc, "idle": {**with_requests.to_json(), "requests": -1}})
+
+
+def test_a_wrong_answer_in_the_idle_window_invalidates_the_run(
+    target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icount.serve import server as server_mod
+    from tests.support import fake_backend
+
+    monkeypatch.setattr(server_mod, "EXIT_WAIT_S", 0.0)  # alive: nothing to wait for
+
+    def cost(i: int, p: int) -> float:
+        if i == BEFORE:  # the request before the window: the next answers differ
+            monkeypatch.setitem(fake_backend.BODIES, b"/plaintext", (b"text/plain", b"Bye"))
+        return 1000.0
+
+    opts = CellOptions(backend=FakeBackend(FakeConfig(cost=cost)), cpus=SPLIT, runs=1, reps=3,
+                       requests=100, warmup=Warmup(20), idle_seconds=0.1,
+                       arrival=Arrival.IDLE)  # fmt: skip
+    outcome = measure_run(
+        target, target.adapter.paths[0], opts, tmp_path / "run", None, lambda text: None
+    )
+    assert outcome.value is None and outcome.reason is not None
+    assert outcome.reason.startswith("idle window: "), outcome.reason
+    assert "body" in outcome.reason, outcome.reason
