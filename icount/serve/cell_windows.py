@@ -75,5 +75,5 @@ def unsettled_note(details: Sequence[ServeDetail]) -> str | None:
         f"(first, {head}{kept}): such an edge falls inside the server's work, not between "
         "requests, and moves at most the requests in flight then, one a connection, "
         f"partly out of a window of {min(r.requests for r, _ in cut):,} requests or more; "
-        "the windows stay valid, their spread judged as any other"
+        "that alone leaves a window valid, its spread judged as any other's"
     )

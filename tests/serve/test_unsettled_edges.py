@@ -114,7 +114,7 @@ def test_the_cells_note_counts_the_edges_and_bounds_what_they_move() -> None:
         f"3 of 6 window edges were dumped with the server busy (first, open: {SHOWN}): such "
         "an edge falls inside the server's work, not between requests, and moves at most the "
         "requests in flight then, one a connection, partly out of a window of 500 requests "
-        "or more; the windows stay valid, their spread judged as any other",
+        "or more; that alone leaves a window valid, its spread judged as any other's",
     )
     # every edge settled, or windows that are not dumps (the differential method's): none
     assert gather([_outcome(Rep(2e6, 1000))], cold_start=False).notes == ()
