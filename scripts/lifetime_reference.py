@@ -25,6 +25,13 @@ icount's mutator nor its total (it moves with the client's timing and the load),
 figure to compare with icount's total is whole - scheduler = mutator + collector +
 compiler; icount's mutator compares with the mutator, and its scheduler with the
 scheduler only as far as the two clients' timings agree.
+
+With --arrival idle each request, the warm-up's included, is sent only when every
+thread of every server process waits in the kernel, as icount serve sends its counted
+ones by default. Compare a cell with a reference taken under its own arrival: a JIT's
+state follows it (V8 drops the optimized code of a request's closures at a major
+collection that finds no request in flight, and compiles it again after each one:
+docs/measuring.md, item 9).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from icount import procs
 from icount.backends.callgrind_reader import read_self_costs
 from icount.serve import adapter as adapters
+from icount.threads_idle import Watch, wait_idle
 
 READY_TIMEOUT_S = 300.0
+IDLE_TIMEOUT_S = 120.0  # --arrival idle: a server never idle this long is refused
 STOP_GRACE_S = 600.0  # valgrind writes its profile on SIGTERM; a big one takes a while
 _TOTAL = re.compile(rb"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
 
@@ -163,6 +172,20 @@ def wait_ready(port: int, target: str, server: procs.Child) -> None:
     raise SystemExit(f"no answer within {READY_TIMEOUT_S:.0f} s")
 
 
+def send(client: Client, path: str, requests: int, pause_s: float = 0.0,
+         idle: Callable[[], str | None] | None = None) -> None:  # fmt: skip
+    """`requests` GETs of `path`, each after the client's pause (`pause_s`) and, with
+    `idle`, once it says the server is idle (None; else why it never was: refused)."""
+    for _ in range(requests):
+        if pause_s:
+            time.sleep(pause_s)  # the client's timing, on purpose (--pause-ms)
+        if idle is not None and (why := idle()) is not None:
+            raise SystemExit(f"{path}: {why}")
+        status, _ = client.get(path)
+        if status != 200:
+            raise SystemExit(f"{path}: status {status}")
+
+
 @dataclass(frozen=True)
 class Life:
     ir: int  # every process's instructions summed
@@ -181,10 +204,13 @@ def life(
     split: bool = False,
     keep: Path | None = None,
     pause_s: float = 0.0,
+    idle: bool = False,
 ) -> Life:
     """One life that serves `requests` requests of `path` after readiness. `split`:
     its profiles split as icount's backend splits a window; `keep`: a folder the
-    profiles are copied to; `pause_s`: the client's pause before each request."""
+    profiles are copied to; `pause_s`: the client's pause before each request; `idle`:
+    each request sent only when every thread of the server waits in the kernel, as
+    icount's default arrival sends a counted one (serve/arrival.py)."""
     valgrind = procs.require("valgrind", "install valgrind (scripts/setup.sh)")
     setarch = procs.which("setarch")
     with tempfile.TemporaryDirectory(prefix="lifetime-") as tmp:
@@ -208,12 +234,9 @@ def life(
             try:
                 wait_ready(port, target.ready_target, server)
                 c = Client(port)
-                for _ in range(requests):
-                    if pause_s:
-                        time.sleep(pause_s)  # the client's timing, on purpose (--pause-ms)
-                    status, _ = c.get(path)
-                    if status != 200:
-                        raise SystemExit(f"{path}: status {status}")
+                watch = Watch(server.pid) if idle else None
+                paced = (lambda: wait_idle(watch, IDLE_TIMEOUT_S)) if watch else None
+                send(c, path, requests, pause_s, paced)
                 c.close()
             finally:
                 server.stop(grace_s=STOP_GRACE_S)
@@ -261,7 +284,8 @@ def one_path(
             continue
         keep = args.keep_profiles / f"{target.name}-{name}-life{n}" if args.keep_profiles else None
         pause = args.pause_ms / 1000
-        one = life(target, request, warmup + extra, build, cpus, args.split, keep, pause)
+        idle = args.arrival == "idle"
+        one = life(target, request, warmup + extra, build, cpus, args.split, keep, pause, idle)
         lives[n] = one
         print(f"{cell}: life {n}: {warmup}+{extra} requests, {one.ir} Ir in {one.files} "
               f"profile(s), {one.seconds:.0f} s", flush=True)  # fmt: skip
@@ -315,6 +339,15 @@ def main() -> int:
         help="the client sleeps this long before each request, so that the server waits "
         "for every one (Go's scheduler then counts more; whole - scheduler should not "
         "move) [0]",
+    )
+    ap.add_argument(
+        "--arrival",
+        choices=("closed", "idle"),
+        default="closed",
+        help="idle: each request, warm-up included, is sent only when every thread of "
+        "every server process waits in the kernel, as icount serve's default sends its "
+        "counted ones (a V8 server's JIT state follows the arrival: compare like with "
+        "like) [closed]",
     )
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--client-cpu", type=int, default=1)

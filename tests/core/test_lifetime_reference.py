@@ -82,3 +82,43 @@ def test_lives_that_serve_the_same_requests_give_no_figure() -> None:
     life = ref.split_files([ANSWERED])
     with pytest.raises(ValueError, match="differ by 1 request or more"):
         ref.per_request(life, life, 0)
+
+
+class _Client:
+    """Answers every GET with `status`, recording it in `log`."""
+
+    def __init__(self, log: list[str], status: int = 200) -> None:
+        self.log, self.status = log, status
+
+    def get(self, target: str) -> tuple[int, bytes]:
+        self.log.append(f"GET {target}")
+        return self.status, b"{}"
+
+
+def test_idle_arrival_waits_for_the_server_before_every_request() -> None:
+    ref = _script()
+    log: list[str] = []
+
+    def idle() -> str | None:
+        log.append("idle?")
+        return None
+
+    ref.send(_Client(log), "/json", 3, idle=idle)
+    assert log == ["idle?", "GET /json"] * 3
+    log.clear()
+    ref.send(_Client(log), "/json", 2)  # closed: sent as soon as the last answer is in
+    assert log == ["GET /json"] * 2
+
+
+def test_a_server_never_idle_is_refused_with_the_reason_before_its_request() -> None:
+    ref = _script()
+    log: list[str] = []
+    answers = iter([None, "the server was never idle within 120 s: pid 7 kept it busy"])
+    with pytest.raises(SystemExit, match=r"^/json: the server was never idle within 120 s"):
+        ref.send(_Client(log), "/json", 5, idle=lambda: next(answers))
+    assert log == ["GET /json"]  # the second request was never sent
+
+
+def test_a_wrong_status_ends_the_life() -> None:
+    with pytest.raises(SystemExit, match=r"^/json: status 500$"):
+        _script().send(_Client([], status=500), "/json", 1)
