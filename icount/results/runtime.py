@@ -26,7 +26,9 @@ How wide the runtime's work may be off is judged by one of two rules, the cell's
 The bound over spans (`span_bound`; runs whose detail says its windows were taken back
 to back, `contiguous`). A collector driven by allocation is close to periodic in
 requests: say its cumulative work G(n) after n requests grows by the same C over any p
-requests (p its period, C one cycle's work: one collection of each kind). Then over any
+requests (p its period, C one cycle's work: one collection of each kind, and what a JIT
+does again after each, as V8 compiling anew the code a collection freed: runtimes.py).
+Then over any
 span of W contiguous requests, W = qp + s with 0 <= s < p, G(n+W) - G(n) lies in
 [qC, (q+1)C] (G never falls, and s requests hold at most one cycle's work), as does
 rW = (q + s/p)C, r = C/p the long-run rate: a span's work is off r x W by less than C,
