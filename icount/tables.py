@@ -8,13 +8,11 @@ Markdown renderers escape their control characters (icount.text.printable).
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from icount.escapes import csv_fields
+from icount.escapes import csv_document
 from icount.terminal import Grid, Group
 from icount.text import printable
 
@@ -94,7 +92,4 @@ def render_csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """CSV for scripts: raw values, '\\n' line ends, minimal quoting; names escaped by
     escapes.csv_fields (a control character or newline written out, a quote before one
     that a spreadsheet would run as a formula)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerows(csv_fields([header, *(["" if v is None else v for v in r] for r in rows)]))
-    return buf.getvalue()
+    return csv_document([header, *(["" if v is None else v for v in row] for row in rows)])
