@@ -23,24 +23,28 @@ def uleb(n: int) -> bytes:
             return bytes(out)
 
 
-def image(starts: bytes, symbols: list[tuple[int, int]]) -> bytes:
+def image(starts: bytes, symbols: list[tuple[int, int]] | None) -> bytes:
     """A 64-bit arm64 executable: __TEXT (fileoff 0) with one section __text, then
     LC_FUNCTION_STARTS holding `starts` and LC_SYMTAB holding `symbols` (n_type, value)
-    named f0, f1, ..., all in section 1."""
+    named f0, f1, ..., all in section 1 (None: no LC_SYMTAB)."""
     seg = struct.pack("<II16sQQQQiiII", 0x19, 72 + 80, b"__TEXT", TEXT_ADDR, 0x1000, 0,
                       0x1000, 5, 5, 1, 0)  # fmt: skip
     sect = struct.pack("<16s16sQQIIIIIIII", b"__text", b"__TEXT", MAIN, 0x100, 0x400, 2,
                        0, 0, 0x80000400, 0, 0, 0)  # fmt: skip
-    cmds_size = len(seg) + len(sect) + 16 + 24
+    cmds_size = len(seg) + len(sect) + 16 + (24 if symbols is not None else 0)
     data_at = 0x1000
-    names = b"\0" + b"".join(f"f{i}\0".encode() for i in range(len(symbols)))
+    names = b"\0" + b"".join(f"f{i}\0".encode() for i in range(len(symbols or ())))
     syms = b"".join(struct.pack("<IBBHQ", 1 + 3 * i, t, 1, 0, v)
-                    for i, (t, v) in enumerate(symbols))  # fmt: skip
+                    for i, (t, v) in enumerate(symbols or ()))  # fmt: skip
     starts_at, syms_at = data_at, data_at + len(starts)
     names_at = syms_at + len(syms)
     fs = struct.pack("<IIII", 0x26, 16, starts_at, len(starts))
-    symtab = struct.pack("<IIIIII", 0x2, 24, syms_at, len(symbols), names_at, len(names))
-    header = struct.pack("<IiiIIII", 0xFEEDFACF, 0x0100000C, 0, 2, 3, cmds_size, 0) + b"\0" * 4
+    symtab = b""
+    if symbols is not None:
+        symtab = struct.pack("<IIIIII", 0x2, 24, syms_at, len(symbols), names_at, len(names))
+    ncmds = 3 if symbols is not None else 2
+    header = struct.pack("<IiiIIII", 0xFEEDFACF, 0x0100000C, 0, 2, ncmds, cmds_size, 0)
+    header += b"\0" * 4
     head = header + seg + sect + fs + symtab
     return head + b"\0" * (data_at - len(head)) + starts + syms + names
 
@@ -75,3 +79,8 @@ def test_functions_without_a_symbol_make_it_stripped() -> None:
 )
 def test_starts_that_do_not_decode_claim_nothing(starts: bytes) -> None:
     assert said(image(starts, [(EXT, MAIN)])) == "1 symbol from LC_SYMTAB"
+
+
+def test_no_symbol_table_is_only_sections() -> None:
+    b = views.by_symbols(load_bytes("t", image(STARTS, None))[0], 0)
+    assert b.stripped and b.symbols == "no symbols: only sections (no symbol table)"
