@@ -180,8 +180,8 @@ class IdleCount:
     # Under idle arrival the window is sent a few requests spread over it, so that work
     # the clock leaves for the next request (a cache a once-a-second handler invalidates)
     # is in its rate: how many were answered, and the instructions taken out of
-    # `instructions` as their own work (their runtime work is out of `runtime_work`
-    # alike). 0 in files from before and under a closed loop: a window with no request.
+    # `instructions` as their own work. 0 in files from before, under a closed loop and
+    # for a collected runtime (serve/runs.py `_sender`): a window with no request.
     requests: int = 0
     served: float = 0.0
 
