@@ -14,13 +14,8 @@ from icount import environment, eta, jobs
 from icount.progress import Progress, tell_time_left
 from icount.results.details import ServeDetail
 from icount.serve.adapter import PathSpec
-from icount.serve.runs import (
-    CellOptions,
-    RunOutcome,
-    WindowMethod,
-    measure_cold_start,
-    measure_run,
-)
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, WindowMethod, measure_cold_start, measure_run
 from icount.serve.server import Target
 
 

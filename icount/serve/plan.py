@@ -29,7 +29,7 @@ from icount.results.details import COLD_START, ServeParams, arrival_of
 from icount.results.shard import ShardRecord
 from icount.serve import arrival as arrival_mod
 from icount.serve.adapter import Adapter, PathSpec
-from icount.serve.runs import CellOptions
+from icount.serve.cell_options import CellOptions
 from icount.serve.server import Target
 from icount.serve.targets import CmdServer, PathChoice, check_paths, choose_targets, selected_paths
 from icount.serve.warmup import is_jit

@@ -21,14 +21,12 @@ so), the run falls back to the differential method over two lifetimes of the sam
 server: warm-up + N and warm-up + 2N requests, per-request = (Ir(2N) - Ir(N)) / N (one
 rep per run). The first run's preflight decides for the session (`WindowMethod`).
 Time-driven work (nginx's once-a-second clock refresh, poll timeouts) grows with wall
-time, not with requests: where the idle window's rate explains TIME_SHARE_SHOWN of a
-window or more, rate x each window's wall time is taken out of the mutator (and the cell
-says so), so that neither its value nor its validity depends on how busy the machine was.
-Under idle arrival the idle window is sent a request every IDLE_REQUEST_EVERY_S, their own
-work taken out at the reps' figure, so that its rate holds the work the clock leaves for
-the next request (lighttpd's stat cache, invalidated once a second) as well as the timer's.
-Where the clock's work while a window opens and closes (which lands inside the window or
-not) is half the spread limit of a window or more, the run is refused (`_clock_uncertain`).
+time, not with requests: where the idle window's rate (serve/idle_window.py) explains
+TIME_SHARE_SHOWN of a window or more, rate x each window's wall time is taken out of the
+mutator (and the cell says so), so that neither its value nor its validity depends on how
+busy the machine was; where the clock's work while a window opens and closes (which lands
+inside the window or not) is half the spread limit of a window or more, the run is
+refused (`clock_uncertain`).
 
 A collected runtime's own work (icount/runtimes.py: its collector and background
 compiler, found by the backend from the profile's call graph, and Go's scheduler waiting
@@ -37,23 +35,23 @@ rule follow the mutator (the rest), and the cell's runtime figures are means ove
 window (icount/results/runtime.py; the scheduler's is in no total, and why is there).
 
 Where that mean's interval is too wide for the cell's total to be valid, windows are
-added after the --reps ones, of the same --requests, until the interval projected for
-the cell fits (this run's windows pooled with the cell's earlier runs', the runs still
-to come assumed alike), or a cap stops them: --max-windows a run, --reps included, and
---max-extra-seconds a run of added windows. The added windows serve the runtime's mean
-only. The run's median and every refusal rule take the --reps windows, so that the
-mutator means what the cell's params say (the median of --reps windows) whatever the
-collector's noise asked for, and a run is judged on the same evidence as one of a
-runtime without a collector; the refusals are decided before any window is added, so
-that a refused run spends nothing on them. The idle window comes before them for the
-same reason: the clock's rate must be known to judge the reps, and it is subtracted from
-the added windows alike. A run stops adding early when even half the spread measured
-between its windows (under the bound over spans, half the largest collection seen)
-would need more than the caps allow: the time would be spent for a total that stays
-`~`. The cap that stopped a run is recorded with it, and the total's reason names it.
-A run's windows taken back to back, with no request uncounted between them (no
-connection the server closed at a limit, no window taken again), are one span: its
-detail says `contiguous`, and the bound over spans judges the total
+added (serve/added_windows.py) after the --reps ones, of the same --requests, until the
+interval projected for the cell fits (this run's windows pooled with the cell's earlier
+runs', the runs still to come assumed alike), or a cap stops them: --max-windows a run,
+--reps included, and --max-extra-seconds a run of added windows. The added windows serve
+the runtime's mean only. The run's median and every refusal rule take the --reps
+windows, so that the mutator means what the cell's params say (the median of --reps
+windows) whatever the collector's noise asked for, and a run is judged on the same
+evidence as one of a runtime without a collector; the refusals are decided before any
+window is added, so that a refused run spends nothing on them. The idle window comes
+before them for the same reason: the clock's rate must be known to judge the reps, and
+it is subtracted from the added windows alike. A run stops adding early when even half
+the spread measured between its windows (under the bound over spans, half the largest
+collection seen) would need more than the caps allow: the time would be spent for a
+total that stays `~`. The cap that stopped a run is recorded with it, and the total's
+reason names it. A run's windows taken back to back, with no request uncounted between
+them (no connection the server closed at a limit, no window taken again), are one span:
+its detail says `contiguous`, and the bound over spans judges the total
 (results/runtime.py), the idle window's own runtime work recorded for it; a collector
 that bound finds driven by the clock stops the adding at once.
 
@@ -84,31 +82,30 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import statistics
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from icount import runtimes
 from icount.backends import ServerBackend
 from icount.backends.protocol import Server
-from icount.cpus import CpuSplit
 from icount.results.details import (
-    TIME_SHARE_SHOWN,
     WINDOW_COLD_START,
     WINDOW_DIFFERENTIAL,
-    IdleCount,
     Lifetimes,
     ProcessShare,
     Rep,
     RequestIdentity,
     ServeDetail,
 )
-from icount.results.runtime import span_bound, span_refused, windows_to_fit
 from icount.serve import arrival, connections
+from icount.serve import window as win
 from icount.serve.adapter import PathSpec
+from icount.serve.added_windows import added_windows
+from icount.serve.cell_options import CellOptions
 from icount.serve.http_client import KeepAliveClient, LoadResult
+from icount.serve.idle_window import clock_uncertain, idle_window
 from icount.serve.loadgen import LoadGenerator
 from icount.serve.server import (
     HOST,
@@ -116,50 +113,18 @@ from icount.serve.server import (
     RunInvalid,
     Target,
     check_alive,
-    ended,
     first_correct_answer,
     running_server,
     started_server,
     verify,
-    with_server_state,
 )
 from icount.serve.warmup import (
-    AutoLimits,
     WarmupFailed,
     auto_warmup,
     moved_after_settling,
     still_warming,
 )
-from icount.session import options
-from icount.session.options import Arrival, Warmup
-
-IDLE_SETTLE_S = 0.5
-# under idle arrival, the idle window's requests: one every this many seconds of it
-IDLE_REQUEST_EVERY_S = 0.25
-# the wall clock the added windows' time cap reads (a test gives its own, not a sleep)
-CLOCK: Callable[[], float] = time.monotonic
-
-
-@dataclass(frozen=True)
-class CellOptions:
-    """How every run of a cell is measured."""
-
-    backend: ServerBackend
-    cpus: CpuSplit
-    runs: int = options.RUNS
-    reps: int = options.REPS
-    requests: int = 1000
-    warmup: Warmup = options.AUTO
-    concurrency: int = options.CONCURRENCY
-    load_kind: str = "builtin"
-    connection: str = "auto"  # http_client.CONNECTIONS: --connection
-    arrival: Arrival = Arrival.CLOSED  # serve/arrival.py; a session plan gives its own
-    max_spread: float = options.MAX_SPREAD
-    auto_limits: AutoLimits = field(default_factory=AutoLimits)
-    idle_seconds: float = options.IDLE_SECONDS  # an idle window after the reps; 0: none
-    # windows added for a collected runtime's interval: a run's caps
-    max_windows: int = options.MAX_WINDOWS  # --reps included
-    max_extra_seconds: float = options.MAX_EXTRA_SECONDS
+from icount.session.options import Arrival
 
 
 @dataclass(frozen=True)
@@ -192,27 +157,6 @@ def request_identity(data: bytes | None) -> RequestIdentity | None:
     return RequestIdentity(len(data), hashlib.sha256(data).hexdigest())
 
 
-def _warm(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult:
-    """Requests that are not counted, sent as soon as their answers are in whatever the
-    arrival: paced, go-http's staggered warm-ups of 30,000 and 60,000 requests took as
-    long as counted ones. The wave after them waits for an idle server as every wave."""
-    if not isinstance(client, KeepAliveClient) or client.pace is None:
-        return _load(server, client, n, what)
-    pace, client.pace = client.pace, None
-    try:
-        return _load(server, client, n, what)
-    finally:
-        client.pace = pace
-
-
-def _load(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult:
-    result = client.run(n)
-    if not result.ok:
-        why = result.first_error or f"{result.failed} of {result.requested} requests failed"
-        raise RunInvalid(with_server_state(server, f"{what}: {why}"))
-    return result
-
-
 @contextmanager
 def _client(
     server: Server, opts: CellOptions, port: int, path: PathSpec
@@ -235,77 +179,6 @@ def _client(
         client.close()
 
 
-def _window(
-    server: Server,
-    client: LoadGenerator,
-    n: int,
-    what: str,
-    floor: float | None,
-    tries: int = 0,
-) -> tuple[Rep, LoadResult, Mapping[str, float] | None, str | None, float]:
-    """One counted window of `n` requests: (its rep, the client's result, self costs by
-    function, the collected runtime the backend found, if any, and the seconds spent
-    before it on new connections or on a window taken again, which are not the
-    window's: serve/connections.py). A window whose requests were answered by processes
-    the backend does not count is refused: its figure would be a valid-looking part of
-    the work, or zero. `tries`: times this window was taken again."""
-    before = connections.known(client)
-    t0 = time.monotonic()  # not CLOCK: a test's own clock counts windows, not this
-    primed = connections.before_window(client)
-    prepared = time.monotonic() - t0
-    if primed is not None and not primed.ok:
-        lost = primed.first_error or f"{primed.failed} of {primed.requested} requests failed"
-        raise RunInvalid(with_server_state(server, f"{what}: new connections: {lost}"))
-    arrival.settle(server, client, what, "open")
-    server.open_window()
-    idle_s = connections.idle_since(client)
-    result = _load(server, client, n, what)
-    arrival.settle(server, client, what, "close")
-    # from the moment counting started to the moment it stops, as the idle window's
-    counted_s = time.monotonic() + server.close_latency_s - server.opened_at
-    count = server.close_window()
-    shares = tuple(ProcessShare(i, p.role, p.instructions) for i, p in enumerate(count.processes))
-    work = count.runtime
-    rep = Rep(count.instructions, result.completed, shares, seconds=round(counted_s, 6),
-              unsettled=count.unsettled)  # fmt: skip
-    if work is not None:
-        # the scheduler only where it ran: files of runtimes without one read as before
-        rep = dataclasses.replace(rep, collector=float(work.collector),
-                                  compiler=float(work.compiler),
-                                  runtime_calls=work.calls,
-                                  scheduler=float(work.scheduler) if work.scheduler
-                                  else None)  # fmt: skip
-    outside = server.uncounted()
-    if outside:
-        raise RunInvalid(
-            f"{what}: processes of the server run outside the backend, so their work is "
-            f"not counted: {'; '.join(outside)}"
-        )
-    if floor is not None and rep.per_request < floor:
-        # a server that daemonized leaves its child serving uncounted in a new session
-        # while its started process exits: that is the reason to give when it is so
-        why = ended(server)
-        if why:
-            raise RunInvalid(f"{what}: {why}")
-        counted = len(shares) or 1
-        raise RunInvalid(
-            f"{what}: the requests were served by processes icount did not count: "
-            f"{rep.per_request:.1f} instructions per request in the {counted} counted "
-            f"process{'es' if counted != 1 else ''}, below the floor of {floor:g} that any "
-            "real request path exceeds (a server whose workers escaped counting?)"
-        )
-    if result.idle_reopened and tries + 1 >= connections.IDLE_TRIES:
-        raise RunInvalid(f"{what}: {connections.idle_refusal(idle_s)}")
-    if connections.known(client) != before or result.idle_reopened:
-        # the server first closed a connection (or closed each) inside this window, or
-        # closed one while idle that the window reopened: the windows after it start on
-        # new connections, and so does this one, taken again
-        again = time.monotonic()
-        rep, result, functions, runtime, spent = _window(server, client, n, what, floor, tries + 1)
-        return rep, result, functions, runtime, spent + again - t0
-    return rep, result, count.functions, None if work is None else work.runtime, prepared
-
-
 def _auto_warmup(
     server: Server, client: LoadGenerator, opts: CellOptions, note: Note, runtime: list[float]
 ) -> tuple[int, tuple[tuple[int, float], ...]]:
@@ -317,14 +190,14 @@ def _auto_warmup(
     def probe(n: int) -> float:
         # the mutator's curve: a collection that falls in a probe holds nothing back, nor
         # does a scheduler that waited longer for the requests of one probe
-        rep, _, _, _, _ = _window(server, client, n, "warm-up probe", floor)
+        rep, _, _, _, _ = win.count_window(server, client, n, "warm-up probe", floor)
         if rep.collector is not None:
             runtime.append(round(rep.runtime_work / rep.requests, 3))
         return (rep.instructions - rep.apart) / rep.requests
 
     def cheap(n: int) -> None:
         server.instrument(False)
-        _warm(server, client, n, "warm-up")
+        win.warm(server, client, n, "warm-up")
 
     return auto_warmup(probe, cheap, opts.requests, opts.max_spread, note, opts.auto_limits)
 
@@ -356,130 +229,6 @@ def _refusal(
         # windows, not a process that warmed up): the whole count did not fall
         warming = None
     return warming or moved_after_settling(curve, per_request, max_spread)
-
-
-def _idle(
-    server: Server,
-    seconds: float,
-    reps: Sequence[Rep],
-    walls: Sequence[float],
-    client: LoadGenerator | None = None,
-    requests: bool = False,
-) -> tuple[IdleCount, float | None]:
-    """An idle window of `seconds`, and the share of a rep's count its rate explains.
-    `requests` (idle arrival): the window is sent a request every IDLE_REQUEST_EVERY_S,
-    each when the server is idle, so that the work the clock leaves for the next request
-    (a cache its once-a-second handler invalidated, rebuilt lazily) is in the rate as it
-    is in the reps; their own work, the reps' per request, is taken out of its count."""
-    # Timers the reps delayed (a server busy with requests runs late) catch up first:
-    # run inside the window, they would be counted as the idle window's own.
-    time.sleep(IDLE_SETTLE_S)
-    sender = _sender(client, requests, reps)
-    n = max(round(seconds / IDLE_REQUEST_EVERY_S), 1) if sender is not None else 0
-    anchor = 0.0
-    if sender is not None:
-        # what the clock left for a request since the reps is done by one sent now, outside
-        # the window; the schedule runs from its answer, so that the window's requests
-        # find what `seconds` of the clock left, the last one at the end of them
-        primed = connections.before_window(sender) or _load(server, sender, 1, "idle window")
-        if not primed.ok:
-            lost = primed.first_error or f"{primed.failed} of {primed.requested} failed"
-            raise RunInvalid(with_server_state(server, f"idle window: new connections: {lost}"))
-        anchor = time.monotonic()
-        arrival.settle(server, sender, "idle window", "open")
-    server.open_window()
-    answered = 0
-    if sender is not None:
-        for j in range(1, n + 1):
-            time.sleep(max(anchor + seconds * j / n - time.monotonic(), 0.0))
-            result = _load(server, sender, 1, "idle window")
-            if result.connections and sender.mode != connections.CLOSE:
-                # a connection opened inside: its accept would read as the clock's work
-                raise RunInvalid(with_server_state(
-                    server, "idle window: the server closed a connection between two of its "
-                    f"requests, {IDLE_REQUEST_EVERY_S:g} s apart"))  # fmt: skip
-            answered += result.completed
-        arrival.settle(server, sender, "idle window", "close")
-    else:
-        # the pause counts from the moment counting started to the moment it stops, not
-        # from when opening began to when closing does
-        elapsed = time.monotonic() - server.opened_at
-        time.sleep(max(seconds - elapsed - server.close_latency_s, 0.0))
-    # the time it counted, as a window's: a busy machine oversleeps, and a rate taken
-    # over the asked-for seconds would then be too high and take too much out of the reps
-    counted_s = time.monotonic() + server.close_latency_s - server.opened_at
-    count = server.close_window()
-    # the rate is taken out of each rep's mutator, which the runtime's own work counted
-    # apart has already left (Go's idle sysmon and netpoll are its scheduler's): counted
-    # in the rate too, it would be taken out twice
-    work = count.runtime
-    apart = work.collector + work.compiler + work.scheduler if work is not None else 0
-    # the runtime's own work with no request, kept where there was some: its bound over
-    # spans reads it (results/runtime.py)
-    own = float(work.collector + work.compiler) if work is not None else 0.0
-    clock, served = max(count.instructions - apart, 0), 0.0
-    if answered:
-        # The requests' work at the reps' mutator a request, the clock's share still in
-        # it: that share is the rate x a window's seconds / its requests, so the rate
-        # comes out low by answered x a window's seconds / (its requests x these seconds)
-        # of itself (4 x 1.5 s / (1000 x 1 s): 0.6%), and the figure moves by that much of
-        # the clock's share of a window (0.1%: 6 in a million): second order, left in.
-        served = answered * statistics.median((r.instructions - r.apart) / r.requests
-                                              for r in reps)  # fmt: skip
-        clock = round(max(clock - served, 0), 3)
-    idle = IdleCount(clock, round(counted_s, 6), own or None, answered, round(served, 3))
-    # the seconds a window counted, which the rate is taken out for (the client's own
-    # wall time leaves out the window's edges)
-    counted = [r.seconds for r in reps if r.seconds]
-    window_s = statistics.median(counted) if len(counted) == len(reps) else statistics.median(walls)
-    per_window = statistics.median(r.instructions for r in reps)
-    share = idle.instructions / idle.seconds * window_s / per_window if per_window else 0.0
-    return idle, (float(f"{share:.2g}") if share >= TIME_SHARE_SHOWN else None)
-
-
-def _sender(
-    client: LoadGenerator | None, requests: bool, reps: Sequence[Rep]
-) -> KeepAliveClient | None:
-    """The client that sends the idle window its requests: under idle arrival, the
-    built-in one (the closed loop's and external generators' windows stay without), where
-    the reps counted no collected runtime's work apart. A JIT's few requests after pauses
-    do not cost the reps' mean (inline caches missed, code not yet optimised): what they
-    cost more would be read as the clock's and taken out of every window by its seconds
-    (docs/measuring.md has node-http's). Its runtime's work, and the bound over spans
-    that reads it, stay those of a window with no request."""
-    if not requests or not isinstance(client, KeepAliveClient) or client.pace is None:
-        return None
-    return None if any(r.collector is not None for r in reps) else client
-
-
-def _clock_uncertain(detail: ServeDetail, took: Sequence[float], max_spread: float) -> str | None:
-    """Why the clock's share cannot be taken out well enough, or None. Opening and
-    closing a window holds the server (vgdb's dumps, perf's control fifo), and the
-    clock's work due meanwhile runs after, inside the window or not, as the timer
-    catches up or skips (what it leaves for the next request, in the next window's first):
-    up to rate x that time per window that the subtraction cannot place. Where that is
-    half the spread limit of a window or more, the subtracted figure could be off by
-    about that much, which the spread rule would not see (every window is off alike):
-    refused, longer windows shrinking it. Half, not all: it is a
-    bound (ticks fall either side), and what is left of the limit is the windows' own."""
-    if not detail.clock_subtracted or detail.idle is None or not detail.idle.seconds:
-        return None
-    held = [t - r.seconds for t, r in zip(took, detail.reps, strict=False) if r.seconds]
-    window = statistics.median(r.instructions for r in detail.reps)
-    if not held or not window:
-        return None
-    rate = detail.idle.instructions / detail.idle.seconds
-    uncertain = rate * max(statistics.median(held), 0.0) / window
-    if uncertain < max_spread / 2:
-        return None
-    return (
-        f"the clock drives ~{(detail.time_share or 0.0) * 100:.2g}% of each window "
-        f"({rate:,.0f} instructions/s while idle), and its work in the "
-        f"{statistics.median(held) * 1000:.0f} ms opening and closing a window held the "
-        f"server ({uncertain * 100:.2f}% of a window) may fall inside the window or not: "
-        f"not below half of --max-spread {max_spread * 100:g}%; longer windows (--requests) "
-        "shrink it"
-    )
 
 
 def _decide(server: Server, backend: ServerBackend) -> WindowMethod:
@@ -539,12 +288,12 @@ def _windows(
             warmup = opts.warmup.count
             note(f"warm-up: {warmup} requests")
             if warmup:
-                _warm(server, client, warmup, "warm-up")
+                win.warm(server, client, warmup, "warm-up")
         if extra:
             note(f"warm-up: {extra} requests more, staggered from the cell's earlier runs")
             if opts.warmup.count is None:
                 server.instrument(False)  # after auto's last probe, as its cheap warm-up
-            _warm(server, client, extra, "staggered warm-up")
+            win.warm(server, client, extra, "staggered warm-up")
             warmup += extra
         reps: list[Rep] = []
         rps: list[float] = []
@@ -553,14 +302,14 @@ def _windows(
         functions: list[Mapping[str, float] | None] = []
         runtime_names: list[str] = []
         inside = 0  # connections a window opened
-        known = _connections_seen(client)
+        known = win.connections_seen(client)
         for r in range(opts.reps):
             note(f"rep {r + 1}/{opts.reps}: {opts.requests} requests")
-            t0 = CLOCK()
-            rep, result, by_function, work, prepared = _window(
+            t0 = win.CLOCK()
+            rep, result, by_function, work, prepared = win.count_window(
                 server, client, opts.requests, f"rep {r + 1}", opts.backend.instruction_floor
             )
-            took.append(CLOCK() - t0 - prepared)
+            took.append(win.CLOCK() - t0 - prepared)
             inside = max(inside, result.connections)
             reps.append(rep)
             rps.append(round(result.rps, 1))
@@ -574,7 +323,7 @@ def _windows(
         idle, share = None, None
         if opts.idle_seconds > 0:
             note(f"idle window: {opts.idle_seconds:g} s")
-            idle, share = _idle(
+            idle, share = idle_window(
                 server, opts.idle_seconds, reps, walls, client, opts.arrival == Arrival.IDLE
             )
         subtract = share is not None  # the clock's share is worth taking out
@@ -596,120 +345,22 @@ def _windows(
             window, warmup, tuple(reps), request, warmup_curve=curve, idle=idle,
             time_share=share, runtime=runtime, clock_subtracted=subtract,
             runtime_curve=_runtime_curve(curve, probes),
-            contiguous=runtime is not None and _contiguous(client, known),
+            contiguous=runtime is not None and win.contiguous(client, known),
         )  # fmt: skip
         mutator = detail.mutator_per_request
         # the advice a refusal gives names a warm-up the user can ask for: not the stagger
-        why = _clock_uncertain(detail, took, opts.max_spread) or _refusal(
+        why = clock_uncertain(detail, took, opts.max_spread) or _refusal(
             mutator, opts.max_spread, curve, warmup - extra, detail.per_request
         )
         if not why and runtime is not None:
-            detail, added_rps = _added_windows(server, client, opts, detail, earlier, took, note)
+            detail, added_rps = added_windows(server, client, opts, detail, earlier, took, note)
             rps.extend(added_rps)
-            if detail.contiguous and not _contiguous(client, known):
+            if detail.contiguous and not win.contiguous(client, known):
                 detail = dataclasses.replace(detail, contiguous=False)
     check_alive(server)
     if why:
         raise RunRefused(why, detail)
     return detail, tuple(rps), tuple(functions)
-
-
-def _connections_seen(client: LoadGenerator) -> object:
-    """What the client knows of the server's connections, and how many it reopened after
-    an idle timeout (each sent a request outside the windows)."""
-    closes = client.idle_closes if isinstance(client, KeepAliveClient) else 0
-    return connections.known(client), closes
-
-
-def _contiguous(client: LoadGenerator, known: object) -> bool:
-    """Whether the windows since the client saw `known` (`_connections_seen`) were taken
-    back to back: no window taken again (its requests uncounted), and no new connection
-    sent a request between two windows (a server closing at a limit or after an idle
-    timeout)."""
-    if _connections_seen(client) != known:
-        return False
-    return not (isinstance(client, KeepAliveClient) and client.renews)
-
-
-def _added_windows(
-    server: Server,
-    client: LoadGenerator,
-    opts: CellOptions,
-    detail: ServeDetail,
-    earlier: Sequence[ServeDetail],
-    took: Sequence[float],
-    note: Note,
-) -> tuple[ServeDetail, tuple[float, ...]]:
-    """Windows after the reps while the cell's total would not be valid, within the caps
-    (see the module's docstring): `detail` with them, and their client throughputs."""
-    per_window = statistics.median(took) if took else 0.0
-    spent = 0.0
-    rps: list[float] = []
-    cap: str | None = None
-    windows_cap = f"--max-windows {opts.max_windows}"
-    time_cap = f"--max-extra-seconds {opts.max_extra_seconds:g}"
-    idle = opts.arrival == Arrival.IDLE
-    first_seen = _collection_seen(earlier, detail, idle)
-    while True:
-        have = len(detail.reps)
-        need = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 1.0, idle)
-        if need is not None and need <= have:
-            break
-        if span_refused([*earlier, detail], idle):
-            break  # the bound does not hold here: no window brings it in (its reason says)
-        # the need read with half the spread measured: beyond the caps, none are taken.
-        # Under the bound over spans the spread is C, the largest collection seen, which
-        # more windows only raise: where it rose by more than a tenth since this run began
-        # adding, the collections are not yet seen whole, the need follows the span, and
-        # half of it is no hope
-        seen = _collection_seen(earlier, detail, idle)
-        grown = first_seen is not None and seen is not None and seen > 1.1 * first_seen
-        hope = windows_to_fit(
-            earlier, detail, opts.runs, opts.max_spread, 1.0 if grown else 0.5, idle
-        )
-        if have >= opts.max_windows or hope is None or hope > opts.max_windows:
-            cap = windows_cap
-            break
-        if spent + per_window > opts.max_extra_seconds or (
-            spent + (hope - have) * per_window > opts.max_extra_seconds
-        ):
-            cap = time_cap
-            break
-        n = have + 1
-        note(f"rep {n}/{opts.max_windows} (added: the runtime's interval needs "
-             f"{_about(need)} windows a run): {opts.requests} requests")  # fmt: skip
-        t0 = CLOCK()
-        rep, result, _, _, prepared = _window(
-            server, client, opts.requests, f"rep {n}", opts.backend.instruction_floor
-        )
-        spent += CLOCK() - t0 - prepared
-        if not detail.clock_subtracted:
-            rep = dataclasses.replace(rep, seconds=None)
-        rps.append(round(result.rps, 1))
-        detail = dataclasses.replace(
-            detail, reps=(*detail.reps, rep), added_windows=detail.added_windows + 1
-        )
-        per_window = spent / detail.added_windows  # the added windows' own pace from now
-    if cap is not None:
-        note(f"windows added for the runtime's interval stopped at {cap} (it needs "
-             f"{_about(need)} windows a run)")  # fmt: skip
-        detail = dataclasses.replace(detail, window_cap=cap)
-    return detail, tuple(rps)
-
-
-def _collection_seen(
-    earlier: Sequence[ServeDetail], detail: ServeDetail, idle: bool
-) -> float | None:
-    """C of the bound over the spans of `earlier` and `detail`, None where the bound does
-    not judge them."""
-    details = [*earlier, detail]
-    inside = idle and any(r.scheduler is not None for d in details for r in d.reps)
-    bound = span_bound(details, inside)
-    return None if bound is None else bound.collection
-
-
-def _about(windows: int | None) -> str:
-    return "many" if windows is None else f"about {windows}"
 
 
 def _runtime_curve(
@@ -732,8 +383,8 @@ def _lifetime(
         with _client(server, opts, port, path) as client:
             note(f"lifetime of {n} requests (differential method)")
             if opts.warmup.count:
-                _load(server, client, opts.warmup.count, "warm-up")
-            result = _load(server, client, n, f"{n} requests")
+                win.load(server, client, opts.warmup.count, "warm-up")
+            result = win.load(server, client, n, f"{n} requests")
             request = client.request_bytes
         check_alive(server)
         server.stop()

@@ -14,7 +14,8 @@ from icount.cpus import CpuSplit
 from icount.measure_command import CommandSpec, RunOptions
 from icount.results.cell_profile import PER_REQUEST, PER_RUN, cell_profile
 from icount.serve import adapter as adapters
-from icount.serve.runs import CellOptions, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
 from icount.window_profile import FunctionCost, WindowProfile

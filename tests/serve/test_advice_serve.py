@@ -11,7 +11,7 @@ import pytest
 from icount import procs
 from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
 from icount.serve import server as server_mod
-from icount.serve.runs import _clock_uncertain
+from icount.serve.idle_window import clock_uncertain
 from icount.serve.server import RunInvalid
 from tests.serve.conftest import AdapterMaker, cells, run_icount
 from tests.serve.test_faults import _Alive, _ready_adapter, _Statuses, statuses  # noqa: F401
@@ -27,10 +27,10 @@ def _detail(requests: int) -> ServeDetail:
 
 def test_longer_windows_shrink_the_clocks_uncertainty_as_advised() -> None:
     held = 0.2  # opening and closing a window held the server 200 ms
-    why = _clock_uncertain(_detail(1000), [1.0 + held] * 3, 0.01)
+    why = clock_uncertain(_detail(1000), [1.0 + held] * 3, 0.01)
     assert why is not None and why.endswith("longer windows (--requests) shrink it")
     # --requests 10000: the same 200 ms are a tenth of the share
-    assert _clock_uncertain(_detail(10_000), [10.0 + held] * 3, 0.01) is None
+    assert clock_uncertain(_detail(10_000), [10.0 + held] * 3, 0.01) is None
 
 
 def test_a_longer_ready_timeout_waits_for_a_server_slow_to_be_ready(

@@ -22,9 +22,9 @@ from icount.serve import adapter as adapters
 from icount.serve import arrival
 from icount.serve import plan as plan_mod
 from icount.serve.adapter import Expect, PathSpec
+from icount.serve.cell_options import CellOptions
 from icount.serve.http_client import KeepAliveClient
 from icount.serve.loadgen import make_load_generator
-from icount.serve.runs import CellOptions
 from icount.session.options import Arrival, Warmup
 from tests.support.cli import run_icount_here
 
@@ -326,7 +326,7 @@ def test_a_wave_goes_out_when_the_connection_answering_last_has_no_request_left(
 def test_warm_up_requests_are_not_paced_and_the_next_window_is(c_server: StartServer) -> None:
     """Warm-up requests are not counted: paced, go-http's staggered 60,000 took as long as
     counted ones. The wave after them still waits for an idle server."""
-    from icount.serve.runs import _load, _warm
+    from icount.serve.window import load, warm
 
     port = c_server()
     seen: list[int] = []
@@ -336,7 +336,7 @@ def test_warm_up_requests_are_not_paced_and_the_next_window_is(c_server: StartSe
         return None
 
     with KeepAliveClient(HOST, port, PLAIN, 1, 5.0, pace) as client:
-        assert _warm(None, client, 20, "warm-up").completed == 20  # type: ignore[arg-type]
+        assert warm(None, client, 20, "warm-up").completed == 20  # type: ignore[arg-type]
         assert seen == [] and client.pace is pace
-        assert _load(None, client, 3, "window").completed == 3  # type: ignore[arg-type]
+        assert load(None, client, 3, "window").completed == 3  # type: ignore[arg-type]
     assert len(seen) == 3

@@ -12,8 +12,8 @@ import pytest
 from icount.backends.protocol import WindowCount
 from icount.serve import server as server_mod
 from icount.serve.http_client import KeepAliveClient
-from icount.serve.runs import _window
 from icount.serve.server import RunInvalid
+from icount.serve.window import count_window
 
 from .conftest import HOST, StartServer
 from .test_arrival import PLAIN
@@ -52,7 +52,7 @@ def test_each_edge_waits_for_an_idle_server(c_server: StartServer) -> None:
         return None
 
     with KeepAliveClient(HOST, port, PLAIN, 1, 5.0, pace) as client:
-        _window(_Edges(events), client, 3, "rep 1", None)  # type: ignore[arg-type]
+        count_window(_Edges(events), client, 3, "rep 1", None)  # type: ignore[arg-type]
     # before the open, before each of the 3 requests, before the close
     assert events == ["idle", "open", "idle", "idle", "idle", "idle", "close"]
 
@@ -61,7 +61,7 @@ def test_closed_arrival_does_not_wait_at_the_edges(c_server: StartServer) -> Non
     port = c_server()
     events: list[str] = []
     with KeepAliveClient(HOST, port, PLAIN, 1, 5.0, None) as client:
-        _window(_Edges(events), client, 3, "rep 1", None)  # type: ignore[arg-type]
+        count_window(_Edges(events), client, 3, "rep 1", None)  # type: ignore[arg-type]
     assert events == ["open", "close"]
 
 
@@ -77,7 +77,7 @@ def test_a_server_never_idle_at_the_close_refuses_the_window(
         return "the server was never idle within 5 s" if events.count("idle") == 5 else None
 
     with KeepAliveClient(HOST, port, PLAIN, 1, 5.0, pace) as client, pytest.raises(RunInvalid) as e:
-        _window(_Edges(events), client, 3, "rep 1", None)  # type: ignore[arg-type]
+        count_window(_Edges(events), client, 3, "rep 1", None)  # type: ignore[arg-type]
     assert str(e.value) == (
         "rep 1: before the window's close: the server was never idle within 5 s"
     )

@@ -23,7 +23,8 @@ from icount import backends, procs, threads_idle
 from icount import cpus as cpus_mod
 from icount.serve import arrival
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Arrival, Warmup
 

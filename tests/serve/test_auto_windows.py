@@ -1,4 +1,4 @@
-"""Windows added for a collected runtime's interval (serve/runs.py `_added_windows`):
+"""Windows added for a collected runtime's interval (serve/added_windows.py):
 after the --reps windows, more of the same --requests until the cell's total is valid,
 within --max-windows and --max-extra-seconds a run; the run's median and its rules keep
 to the --reps windows. A run's windows are one span, judged by the bound over spans
@@ -26,10 +26,12 @@ from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import ServeDetail, detail_from_json
 from icount.results.files import provenance_path
 from icount.serve import adapter as adapters
+from icount.serve import added_windows as added_mod
 from icount.serve import plan as plan_mod
-from icount.serve import runs as runs_mod
+from icount.serve import window as window_mod
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session import options as o
 from icount.session.options import Warmup
@@ -165,7 +167,7 @@ def test_a_cap_in_time_stops_them(
     """Each window reads 10 s on the clock the cap reads: 65 s hold six added windows of
     the twelve a collection of 8000 every 70th request needs (spans of ~1450 requests)."""
     ticks = iter(range(0, 10**6, 10))  # read as each window starts and ends
-    monkeypatch.setattr(runs_mod, "CLOCK", lambda: float(next(ticks)))
+    monkeypatch.setattr(window_mod, "CLOCK", lambda: float(next(ticks)))
     outcome = run(target, tmp_path, FakeConfig(collector=every(70, 8000.0)),
                   max_extra_seconds=65.0)  # fmt: skip
     d = outcome.detail
@@ -313,7 +315,7 @@ def test_a_collection_that_grows_with_the_span_stops_the_adding(
     assert "stopped at --max-windows 20" in stop
     # the same windows with the half-C hope kept throughout would have gone to the cap
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(runs_mod, "_collection_seen", lambda *a: None)
+    monkey.setattr(added_mod, "_collection_seen", lambda *a: None)
     try:
         kept = run(target, tmp_path, FakeConfig(collector=growing), 1)
     finally:

@@ -22,7 +22,8 @@ import pytest
 from icount import backends, procs
 from icount import cpus as cpus_mod
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
 
@@ -32,7 +33,7 @@ SOURCE = Path(__file__).with_name("clock_server.c")
 LOOP = 5000  # per request: 10,000 instructions of spin() beside the server's own
 # 2,500 instructions every 10 ms: 0.25M a second, low enough that the clock's work while
 # a window opens and closes (up to ~0.3 s of it on a loaded machine) stays well under half
-# the spread limit of a 3000-request window (runs._clock_uncertain refuses beyond it)
+# the spread limit of a 3000-request window (idle_window.clock_uncertain refuses beyond it)
 TICK_MS, TICK_LOOP = 10, 1_250
 REQUESTS, IDLE_S = 3000, 4.0
 TICK = 2 * TICK_LOOP  # instructions a tick

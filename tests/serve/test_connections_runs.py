@@ -17,7 +17,8 @@ import pytest
 
 from icount.backends.protocol import Server
 from icount.serve import adapter as adapters
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
 from tests.serve.test_runs import ADAPTER, SPLIT

@@ -12,7 +12,8 @@ from icount import backends
 from icount import cpus as cpus_mod
 from icount.serve import spread
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
 
@@ -45,7 +46,7 @@ def test_the_idle_rate_recovers_work_driven_by_the_clock(
                           idle_seconds=10.0)  # fmt: skip
         # millions a second against 200-request windows: the clock's work while a window
         # opens and closes (tens of ms) is far beyond half the limit of a window, so the
-        # run is refused (runs._clock_uncertain), its idle window kept with the reason
+        # run is refused (idle_window.clock_uncertain), its idle window kept with the reason
         assert outcome.detail is not None, outcome.reason
         assert outcome.reason is not None and outcome.reason.startswith("the clock drives")
         idle = outcome.detail.idle

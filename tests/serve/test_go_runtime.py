@@ -28,7 +28,7 @@ from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import WINDOW_DUMPS, Rep, ServeDetail
 from icount.results.files import from_json as results_from_json
 from icount.serve.http_client import LoadResult
-from icount.serve.runs import _window
+from icount.serve.window import count_window
 
 GO_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "go"
 
@@ -120,7 +120,7 @@ WINDOWS = [("plaintext-answered.callgrind", 10_000), ("plaintext-waited.callgrin
 
 def recorded_reps(tmp_path: Path) -> list[Rep]:
     server = _RecordedServer(tmp_path, [name for name, _ in WINDOWS])
-    return [_window(server, _Client(), n, "rep 1", None)[0] for _, n in WINDOWS]  # type: ignore[arg-type]
+    return [count_window(server, _Client(), n, "rep 1", None)[0] for _, n in WINDOWS]  # type: ignore[arg-type]
 
 
 def go_cell(reps: Sequence[Rep]) -> Cell:

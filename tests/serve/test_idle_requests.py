@@ -1,4 +1,4 @@
-"""The idle window's requests under idle arrival (serve/runs.py `_idle`), through the
+"""The idle window's requests under idle arrival (serve/idle_window.py `idle_window`), through the
 fake backend, whose counts are known by construction: their own work is taken out of the
 window's count at the reps' figure a request; a closed loop's idle window, and a collected
 runtime's, are sent none, as before; files from before read 0 requests."""
@@ -13,8 +13,9 @@ import pytest
 from icount.cpus import CpuSplit
 from icount.results.details import IdleCount, ServeDetail, detail_from_json
 from icount.serve import adapter as adapters
-from icount.serve import runs as runs_mod
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve import idle_window as idle_mod
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Arrival, Warmup
 from tests.support.fake_backend import FakeBackend, FakeConfig
@@ -32,8 +33,8 @@ BEFORE = 1 + 1 + 20 + 300
 @pytest.fixture
 def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Target:
     # an idle window of 0.1 s with a request every 0.05 s: 2 requests, no settling pause
-    monkeypatch.setattr(runs_mod, "IDLE_SETTLE_S", 0.0)
-    monkeypatch.setattr(runs_mod, "IDLE_REQUEST_EVERY_S", 0.05)
+    monkeypatch.setattr(idle_mod, "IDLE_SETTLE_S", 0.0)
+    monkeypatch.setattr(idle_mod, "IDLE_REQUEST_EVERY_S", 0.05)
     (tmp_path / "adapter.toml").write_text(ADAPTER)
     return Target(adapters.load_adapter(tmp_path / "adapter.toml"), tmp_path / "build")
 

@@ -5,7 +5,7 @@ tick and marks a cache stale, and the next request rebuilds it, as lighttpd's
 `connection_periodic_maint` leaves its stat cache to the next request. An idle window
 with no request sees the tick and never the rebuild, so a window's count grew with the
 seconds it spanned, that is with the machine's load. Under idle arrival the idle window
-is sent a request every 0.25 s (serve/runs.py `_idle`), its rate holds the rebuilds too,
+is sent a request every 0.25 s (serve/idle_window.py), its rate holds the rebuilds too,
 and the cell must read what the same server reads without the clock's work, within
 0.1%, with the machine idle and with every CPU busy."""
 
@@ -20,7 +20,8 @@ import pytest
 from icount import backends
 from icount import cpus as cpus_mod
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Arrival, Warmup
 

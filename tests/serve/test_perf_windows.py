@@ -12,7 +12,8 @@ import pytest
 from icount import backends
 from icount import cpus as cpus_mod
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
 

@@ -14,7 +14,8 @@ import pytest
 
 from icount.serve import adapter as adapters
 from icount.serve import server as server_mod
-from icount.serve.runs import CellOptions, RunOutcome, measure_cold_start, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_cold_start, measure_run
 from icount.serve.server import Target, port_taken
 from icount.session.options import Warmup
 from tests.serve.test_runs import ADAPTER, SPLIT

@@ -16,7 +16,8 @@ from icount.results.details import WINDOW_DIFFERENTIAL, WINDOW_DUMPS, IdleCount
 from icount.serve import adapter as adapters
 from icount.serve import server as server_mod
 from icount.serve import warmup
-from icount.serve.runs import CellOptions, RunOutcome, WindowMethod, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, WindowMethod, measure_run
 from icount.serve.server import Target
 from icount.serve.warmup import AutoLimits
 from icount.session.options import Warmup
@@ -323,7 +324,7 @@ def test_a_clock_share_the_window_edges_leave_uncertain_is_refused() -> None:
     that time is the spread limit of a window or more the run is refused, however well
     its windows agree (every window is off alike)."""
     from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
-    from icount.serve.runs import _clock_uncertain
+    from icount.serve.idle_window import clock_uncertain
 
     def detail(subtracted: bool) -> ServeDetail:
         # 12.7M instructions a window of 1.0 s counted; the idle clock 2M a second
@@ -332,13 +333,13 @@ def test_a_clock_share_the_window_edges_leave_uncertain_is_refused() -> None:
                            time_share=0.16, clock_subtracted=subtracted)  # fmt: skip
 
     held_200ms = (1.2, 1.2, 1.2)  # 400k of clock work a window: 3.1% of it
-    why = _clock_uncertain(detail(True), held_200ms, 0.01)
+    why = clock_uncertain(detail(True), held_200ms, 0.01)
     assert why is not None and "200 ms opening and closing" in why and "3.15%" in why, why
     assert "longer windows (--requests)" in why
-    assert _clock_uncertain(detail(True), held_200ms, 0.07) is None  # under half of 7%
-    assert _clock_uncertain(detail(True), held_200ms, 0.06) is not None  # 3.15% >= 3%
-    assert _clock_uncertain(detail(True), (1.01, 1.01, 1.01), 0.01) is None  # 20k: 0.16%
-    assert _clock_uncertain(detail(False), held_200ms, 0.01) is None  # nothing taken out
+    assert clock_uncertain(detail(True), held_200ms, 0.07) is None  # under half of 7%
+    assert clock_uncertain(detail(True), held_200ms, 0.06) is not None  # 3.15% >= 3%
+    assert clock_uncertain(detail(True), (1.01, 1.01, 1.01), 0.01) is None  # 20k: 0.16%
+    assert clock_uncertain(detail(False), held_200ms, 0.01) is None  # nothing taken out
 
 
 def test_the_idle_rate_leaves_out_the_runtimes_work_counted_apart(
@@ -352,7 +353,7 @@ def test_the_idle_rate_leaves_out_the_runtimes_work_counted_apart(
     from icount.backends.protocol import WindowCount
     from icount.results.details import Rep
     from icount.runtimes import RuntimeWork
-    from icount.serve import runs as runs_mod
+    from icount.serve import idle_window as idle_mod
 
     class Idle:
         opened_at, close_latency_s = 100.0, 0.0
@@ -363,9 +364,9 @@ def test_the_idle_rate_leaves_out_the_runtimes_work_counted_apart(
         def close_window(self) -> WindowCount:  # 1 s idle: 50k, 45k of them the scheduler
             return WindowCount(50_000, runtime=RuntimeWork("go", scheduler=45_000))
 
-    monkeypatch.setattr(runs_mod, "time", types.SimpleNamespace(sleep=lambda s: None,
+    monkeypatch.setattr(idle_mod, "time", types.SimpleNamespace(sleep=lambda s: None,
                         monotonic=lambda: 101.0))  # fmt: skip
     reps = [Rep(1_000_000, 100, scheduler=50_000.0, collector=0.0, compiler=0.0, seconds=1.0)]
-    idle, share = runs_mod._idle(Idle(), 1.0, reps, [1.0])  # type: ignore[arg-type]
+    idle, share = idle_mod.idle_window(Idle(), 1.0, reps, [1.0])  # type: ignore[arg-type]
     assert idle == IdleCount(5_000, 1.0)  # the mutator's clock only
     assert share == 0.005

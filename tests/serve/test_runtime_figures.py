@@ -22,7 +22,8 @@ from icount.export import render_results
 from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import ServeDetail
 from icount.serve import adapter as adapters
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.session.options import AUTO, Warmup
 from tests.serve.test_runs import ADAPTER, SPLIT

@@ -23,7 +23,8 @@ from icount.results import UNIT_PER_REQUEST, Cell, Results, Run
 from icount.results.details import IdleCount, Rep, ServeDetail
 from icount.results.runtime import RULE_SPAN, span_bound, span_refused, windows_to_fit
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import measure_run
 from icount.serve.server import Target
 from icount.session.options import Warmup
 

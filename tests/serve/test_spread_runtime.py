@@ -23,8 +23,8 @@ from icount.results import Results
 from icount.results.details import WINDOW_DUMPS, IdleCount, Rep, ServeDetail
 from icount.results.files import from_json as results_from_json
 from icount.serve import spread
-from icount.serve.runs import _window
 from icount.serve.spread import Window, explain
+from icount.serve.window import count_window
 from icount.session.options import Warmup
 from icount.spread_note import describe
 
@@ -41,7 +41,7 @@ def go_windows(tmp_path: Path) -> list[Window]:
     server = _RecordedServer(tmp_path, [name for name, _ in WINDOWS])
     out = []
     for run, (_, n) in enumerate(WINDOWS):
-        rep, _, functions, _, _ = _window(server, _Client(), n, "rep 1", None)  # type: ignore[arg-type]
+        rep, _, functions, _, _ = count_window(server, _Client(), n, "rep 1", None)  # type: ignore[arg-type]
         assert functions is not None
         out.append(Window(f"run {run + 1} rep 1", rep, functions))
     return out

@@ -20,7 +20,8 @@ from icount.results import UNIT_PER_REQUEST, Cell, Run
 from icount.results.details import ServeDetail
 from icount.serve import adapter as adapters
 from icount.serve.adapter import load_adapter
-from icount.serve.runs import CellOptions, RunOutcome, measure_run
+from icount.serve.cell_options import CellOptions
+from icount.serve.runs import RunOutcome, measure_run
 from icount.serve.server import Target
 from icount.serve.targets import PathChoice
 from icount.session.options import Warmup

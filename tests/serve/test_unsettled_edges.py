@@ -19,7 +19,8 @@ from icount.results import Cell, Results, Run
 from icount.results.details import WINDOW_DIFFERENTIAL, WINDOW_DUMPS, Rep, ServeDetail
 from icount.serve.cell_windows import gather, unsettled_note
 from icount.serve.http_client import LoadResult
-from icount.serve.runs import RunOutcome, _window
+from icount.serve.runs import RunOutcome
+from icount.serve.window import count_window
 
 BUSY = (
     "the server was never idle within 2 s: pid 7 thread 9 (running) kept it busy (a thread "
@@ -87,7 +88,7 @@ class _Client:
 
 
 def test_the_rep_keeps_the_edges_and_the_results_file_reads_them_back(tmp_path: Path) -> None:
-    rep = _window(_Counted(), _Client(), 1000, "rep 1", None)[0]  # type: ignore[arg-type]
+    rep = count_window(_Counted(), _Client(), 1000, "rep 1", None)[0]  # type: ignore[arg-type]
     assert (rep.instructions, rep.requests, rep.unsettled) == (2e6, 1000, (f"close: {BUSY}",))
     detail = ServeDetail(WINDOW_DUMPS, 10, (rep, Rep(2e6, 1000)))
     cell = Cell("c", "", "callgrind", results.UNIT_INSTRUCTIONS,
