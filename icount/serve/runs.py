@@ -288,12 +288,13 @@ def _windows(
             warmup = opts.warmup.count
             note(f"warm-up: {warmup} requests")
             if warmup:
-                win.warm(server, client, warmup, "warm-up")
+                win.warm(server, client, warmup, "warm-up", win.paced_tail(warmup, extra)[0])
         if extra:
             note(f"warm-up: {extra} requests more, staggered from the cell's earlier runs")
             if opts.warmup.count is None:
                 server.instrument(False)  # after auto's last probe, as its cheap warm-up
-            win.warm(server, client, extra, "staggered warm-up")
+            fixed = opts.warmup.count or 0  # auto's own probes reached an idle server
+            win.warm(server, client, extra, "staggered warm-up", win.paced_tail(fixed, extra)[1])
             warmup += extra
         reps: list[Rep] = []
         rps: list[float] = []

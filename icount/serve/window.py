@@ -20,19 +20,46 @@ from icount.serve.server import RunInvalid, ended, with_server_state
 # the wall clock that times the windows for the added windows' cap (a test gives its own,
 # not a sleep)
 CLOCK: Callable[[], float] = time.monotonic
+# the last 1/this of a warm-up, at most WARMUP_PACED_MAX requests, reaches the server as
+# the counted requests will (`paced_tail`): a few of V8's major collections under
+# Express, one every ~2,000 requests
+WARMUP_PACED_SHARE = 4
+WARMUP_PACED_MAX = 5000
 
 
-def warm(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult:
+def warm(server: Server, client: LoadGenerator, n: int, what: str, paced: int = 0) -> LoadResult:
     """Requests that are not counted, sent as soon as their answers are in whatever the
-    arrival: paced, go-http's staggered warm-ups of 30,000 and 60,000 requests took as
-    long as counted ones. The wave after them waits for an idle server as every wave."""
+    arrival, but for the last `paced` of them, which wait for an idle server as counted
+    ones do (where the client paces at all): paced throughout, go-http's staggered
+    warm-ups of 30,000 and 60,000 requests took as long as counted ones; unpaced
+    throughout, a JIT reaches the windows in the closed loop's state (`paced_tail`).
+    The wave after them waits for an idle server as every wave."""
     if not isinstance(client, KeepAliveClient) or client.pace is None:
         return load(server, client, n, what)
-    pace, client.pace = client.pace, None
-    try:
-        return load(server, client, n, what)
-    finally:
-        client.pace = pace
+    paced = min(paced, n)
+    result = None
+    if n > paced:
+        pace, client.pace = client.pace, None
+        try:
+            result = load(server, client, n - paced, what)
+        finally:
+            client.pace = pace
+    if paced:
+        result = load(server, client, paced, what)
+    assert result is not None  # n > 0: one of the two ran
+    return result
+
+
+def paced_tail(warmup: int, extra: int) -> tuple[int, int]:
+    """How many of the warm-up's and then of the staggered warm-up's requests are paced:
+    the last WARMUP_PACED_SHARE of the two together, at most WARMUP_PACED_MAX. V8 keeps a
+    function's optimized code alive through a major collection only while a request
+    that uses it is in flight: after a closed-loop warm-up, where one always is, the first
+    collections with none in flight (under idle arrival, every one) drop code that was
+    inlined and compile its parts on their own, a one-time cost that then fell in the
+    first windows (docs/measuring.md, Express)."""
+    tail = min((warmup + extra) // WARMUP_PACED_SHARE, WARMUP_PACED_MAX)
+    return max(tail - extra, 0), min(tail, extra)
 
 
 def load(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult:
