@@ -14,7 +14,8 @@ profile is summed (the `summary:`/`totals:` line of each file). Start-up, readin
 and warm-up are the same in both lives and cancel, so (Ir2 - Ir1) / (N2 - N1) is the
 whole count per request (mutator, collector, compiler, clock-driven work alike) at
 W + N1 .. W + N2 requests. Compare it with `icount serve TARGET --runs 3`'s total
-(mutator + runtime work) taken at the same warm-up. Slow: Express under callgrind runs
+(mutator + runtime work) taken at the same warm-up and arrival: `--arrival idle` here
+for icount's default, none (the closed loop) for a cell measured with `--arrival closed`. Slow: Express under callgrind runs
 ~10 minutes per 100,000 requests on a 2-core VM.
 
 With --split, each life's profiles are also split as icount's callgrind backend splits
