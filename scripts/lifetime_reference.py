@@ -15,8 +15,8 @@ and warm-up are the same in both lives and cancel, so (Ir2 - Ir1) / (N2 - N1) is
 whole count per request (mutator, collector, compiler, clock-driven work alike) at
 W + N1 .. W + N2 requests. Compare it with `icount serve TARGET --runs 3`'s total
 (mutator + runtime work) taken at the same warm-up and arrival: `--arrival idle` here
-for icount's default, none (the closed loop) for a cell measured with `--arrival closed`. Slow: Express under callgrind runs
-~10 minutes per 100,000 requests on a 2-core VM.
+for icount's default, none (the closed loop) for a cell measured with `--arrival closed`.
+Slow: Express under callgrind runs ~10 minutes per 100,000 requests on a 2-core VM.
 
 With --split, each life's profiles are also split as icount's callgrind backend splits
 a window's (backends/callgrind_reader.py's `read_self_costs`, every process summed), and the
