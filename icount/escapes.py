@@ -24,7 +24,7 @@ from icount.text import printable
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
 _QUOTE = "'"
 # a number a spreadsheet reads as one, never as a formula: a negative delta stays a number
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 # What a written field that csv_cell quotes starts with, after its separator (a tab, CR
 # and NUL are not printable: found apart). A superset: a sign or a quote inside a quoted
 # field matches too; a sign that starts a number that ends its field does not. It starts

@@ -128,14 +128,12 @@ TABLE: tuple[Runtime, ...] = (
                   COLLECTOR, "Sweeper::RawSweep +7.4k per request between Express windows"),
             Entry(r"v8::internal::ScavengerCollector::JobTask::Run\b.*", COLLECTOR,
                   "scavenging named among V8's heap functions in the Express windows"),
-            # how much of it a request costs follows the arrival: Express json (node
-            # 20.20.2, --trace-opt, 2026-12-08) under idle arrival compiles the router's
-            # per-request closure `next` again once in every major collection's cycle
-            # (51.8M, no deopt between: its code, held by live closures only, did not
-            # survive a collection that found no request in flight) and `onDestroy`
-            # every other cycle (19.0M), 22.4k per request over 17 windows; with
-            # --arrival closed next to none. Periodic in requests as the collections
-            # are, it is part of a cycle's work (results/runtime.py's bound).
+            # how much of it a request costs follows the arrival: under idle arrival
+            # V8 compiles a router's per-request closure again after every major
+            # collection (its code, held by live closures only, does not survive a
+            # collection that finds no request in flight); with --arrival closed next
+            # to none (docs/measuring.md, Express). Periodic in requests as the
+            # collections are, it is part of a cycle's work (results/runtime.py's bound).
             Entry(r"v8::internal::(OptimizingCompileDispatcher::CompileTask::Run\w*|"
                   r"compiler::PipelineCompilationJob::ExecuteJobImpl|"
                   r"maglev::MaglevConcurrentDispatcher::JobTask::Run)\b.*",

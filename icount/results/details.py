@@ -162,11 +162,11 @@ class Lifetimes:
         return {"requests": list(self.requests), "instructions": list(self.instructions)}
 
 
-# A time-driven share below 0.01% of a window is saved as None: not worth a note, and
+# A time-driven share below this of a window is saved as None: not worth a note, and
 # left in the figure. Whether a share reaches it follows the windows' wall time, which
 # follows the machine's load, so that where a cell's runs are taken out or not is a move
-# with load of up to this much: 0.01%, a tenth of what may move a figure between an idle
-# and a busy machine (issue 29). Files written with 0.1% here read as they were.
+# with load of up to this much: kept a tenth of what the figure may move between an idle
+# and a busy machine. Files written with a higher cut-off read as they were.
 TIME_SHARE_SHOWN = 0.0001
 
 
@@ -185,7 +185,7 @@ class IdleCount:
     # the clock leaves for the next request (a cache a once-a-second handler invalidates)
     # is in its rate: how many were answered, and the instructions taken out of
     # `instructions` as their own work. 0 in files from before, under a closed loop and
-    # for a collected runtime (serve/runs.py `_sender`): a window with no request.
+    # for a collected runtime (serve/idle_window.py `_sender`): a window with no request.
     requests: int = 0
     served: float = 0.0
 
@@ -210,7 +210,7 @@ class ServeDetail:
     lifetimes: Lifetimes | None = None
     idle: IdleCount | None = None
     # the share of a window's count that its idle rate explains (time-driven work), to
-    # two significant digits, where it is 0.1% or more
+    # two significant digits, where it is TIME_SHARE_SHOWN or more
     time_share: float | None = None
     runtime: str | None = None  # the collected runtime detected (icount/runtimes.py)
     # --warmup auto on a collected runtime: the curve above follows the mutator; this is

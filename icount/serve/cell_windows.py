@@ -69,10 +69,11 @@ def unsettled_note(details: Sequence[ServeDetail]) -> str | None:
     cut = [(r, edge) for r in reps for edge in r.unsettled]
     if not cut:
         return None
-    head, kept, _ = cut[0][1].partition(" kept it busy")  # threads_idle's advice left out
+    # threads_idle's advice left out: the run may be closed already
+    first = cut[0][1].split(" (measure it")[0].split(" (a thread that never sleeps")[0]
     return (
-        f"{len(cut)} of {2 * len(reps)} window edges were dumped with the server busy "
-        f"(first, {head}{kept}): such an edge falls inside the server's work, not between "
+        f"{len(cut)} of {2 * len(reps)} window edges were dumped without the server seen "
+        f"idle (first, {first}): such an edge falls inside the server's work, not between "
         "requests, and moves at most the requests in flight then, one a connection, "
         f"partly out of a window of {min(r.requests for r, _ in cut):,} requests or more; "
         "that alone leaves a window valid, its spread judged as any other's"

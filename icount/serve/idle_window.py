@@ -64,7 +64,8 @@ def idle_window(
                 # a connection opened inside: its accept would read as the clock's work
                 raise RunInvalid(with_server_state(
                     server, "idle window: the server closed a connection between two of its "
-                    f"requests, {IDLE_REQUEST_EVERY_S:g} s apart"))  # fmt: skip
+                    f"requests, {IDLE_REQUEST_EVERY_S:g} s apart (a keep-alive limit, or an "
+                    "idle timeout shorter than that)"))  # fmt: skip
             answered += result.completed
         arrival.settle(server, sender, "idle window", "close")
     else:

@@ -153,7 +153,7 @@ def cell_peaks(
 def server_peaks(
     target: Target,
     path: PathSpec,
-    opts: Any,  # runs.CellOptions (runs imports this module's callers)
+    opts: Any,  # cell_options.CellOptions (runs imports this module's callers)
     warmup: int,
     run_dir: Path,
     note: Any,

@@ -21,8 +21,7 @@ from icount.serve.server import RunInvalid, ended, with_server_state
 # not a sleep)
 CLOCK: Callable[[], float] = time.monotonic
 # the last 1/this of a warm-up, at most WARMUP_PACED_MAX requests, reaches the server as
-# the counted requests will (`paced_tail`): a few of V8's major collections under
-# Express, one every ~2,000 requests
+# the counted requests will (`paced_tail`): room for a few of a JIT's major collections
 WARMUP_PACED_SHARE = 4
 WARMUP_PACED_MAX = 5000
 

@@ -38,3 +38,8 @@ def test_numbers_stay_numbers_and_names_are_quoted() -> None:
     assert csv_document([["name", "delta"], ["-2+3", "-12"], ["ok", -1]]) == (
         "name,delta\n'-2+3,-12\nok,-1\n"
     )
+    # digits of other scripts are no number to a spreadsheet: a formula's start, quoted
+    assert [csv_cell(v) for v in ("-\u0663", "+\uff11", "-1\u0663")] == [
+        "'-\u0663", "'+\uff11", "'-1\u0663"
+    ]  # fmt: skip
+    assert csv_document([["name"], ["-\u0663"]]) == "name\n'-\u0663\n"

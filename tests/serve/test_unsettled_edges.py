@@ -112,7 +112,8 @@ def test_the_cells_note_counts_the_edges_and_bounds_what_they_move() -> None:
         f"close: {BUSY}",)))], cold_start=False)  # fmt: skip
     assert [r.valid for r in got.runs] == [True, True]
     assert got.notes == (
-        f"3 of 6 window edges were dumped with the server busy (first, open: {SHOWN}): such "
+        f"3 of 6 window edges were dumped without the server seen idle (first, open: {SHOWN}): "
+        "such "
         "an edge falls inside the server's work, not between requests, and moves at most the "
         "requests in flight then, one a connection, partly out of a window of 500 requests "
         "or more; that alone leaves a window valid, its spread judged as any other's",
@@ -120,6 +121,16 @@ def test_the_cells_note_counts_the_edges_and_bounds_what_they_move() -> None:
     # every edge settled, or windows that are not dumps (the differential method's): none
     assert gather([_outcome(Rep(2e6, 1000))], cold_start=False).notes == ()
     assert unsettled_note([_outcome(busy, window=WINDOW_DIFFERENTIAL).detail]) is None  # type: ignore[list-item]
+
+
+def test_a_permission_refused_edge_is_not_said_busy_nor_given_advice() -> None:
+    """An edge dumped because /proc hid the server's threads: not seen idle, not seen
+    busy, and the idle check's advice (--arrival closed) is left out of the note."""
+    why = ("cannot tell whether the server is idle: /proc/7/task: Permission denied "
+           "(measure it with --arrival closed)")  # fmt: skip
+    note = unsettled_note([_outcome(Rep(2e6, 1000, unsettled=(f"open: {why}",))).detail])  # type: ignore[list-item]
+    assert note is not None and "without the server seen idle (first, open: cannot tell" in note
+    assert "--arrival closed" not in note and "Permission denied)" in note
 
 
 SPIN = ["/bin/sh", "-c", "while :; do :; done"]
