@@ -98,7 +98,11 @@ def choose_targets(names: Sequence[str], cmd: CmdServer | None) -> Chosen:
             a = adapter_mod.load_adapter(p)
         else:
             known = ", ".join(sorted(bundled)) or "none"
-            raise UsageError(f"no adapter {n!r}: not a file and not a bundled target ({known})")
+            raise UsageError(
+                f"no adapter {n!r}: not a file and not a bundled target ({known})",
+                hint=f"give your own server's adapter.toml, or the folder holding it; "
+                f"{adapter_mod.ADAPTERS_ENV}=DIR makes DIR's adapters the bundled ones",
+            )
         why = adapter_mod.unavailable_reason(a)
         if why is not None:
             raise ToolMissingError(f"{a.name} cannot run here: {why}", program=a.name)

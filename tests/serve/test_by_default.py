@@ -49,3 +49,22 @@ def test_by_default_must_be_a_boolean(tmp_path: Path) -> None:
 def test_the_bundled_jvm_target_is_named_only() -> None:
     jvm = adapters.adapters_dir() / "jvm-http" / adapters.ADAPTER_FILE
     assert adapters.load_adapter(jvm).by_default is False
+
+
+def test_the_advice_for_an_unknown_target_works_when_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`no adapter 'mine'` says to give the adapter's folder or file, or ICOUNT_ADAPTERS:
+    each of the three then finds it."""
+    from icount.errors import UsageError
+
+    toml = _folder(tmp_path, "mine")
+    with pytest.raises(UsageError) as refused:
+        choose_targets(["mine"], None)
+    assert refused.value.hint is not None
+    assert "the folder holding it" in refused.value.hint
+    assert f"{adapters.ADAPTERS_ENV}=DIR" in refused.value.hint
+    assert [a.name for a in choose_targets([str(toml.parent)], None).adapters] == ["mine"]
+    assert [a.name for a in choose_targets([str(toml)], None).adapters] == ["mine"]
+    monkeypatch.setenv(adapters.ADAPTERS_ENV, str(tmp_path))
+    assert [a.name for a in choose_targets(["mine"], None).adapters] == ["mine"]
