@@ -212,7 +212,7 @@ def naming_notes(windows: Sequence[Window], collectors: Sequence[str]) -> list[s
             "stripped binary or library, or a JIT's compiled code), which the notes that "
             "name functions and --collector patterns cannot see: installing the debug "
             "symbols of the server and its libraries names it (Debian: their -dbgsym "
-            "packages, or debuginfod); a JIT's code has none"
+            "packages, from the debian-debug archive, or debuginfod); a JIT's code has none"
             + (
                 ""
                 if any(w.rep.collector is not None for w in windows)

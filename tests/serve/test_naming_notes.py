@@ -40,9 +40,10 @@ def test_a_stripped_programs_share_is_noted_with_the_remedy() -> None:
         "94% of the instructions ran in code without a symbol (a stripped binary or "
         "library, or a JIT's compiled code), which the notes that name functions and "
         "--collector patterns cannot see: installing the debug symbols of the server and "
-        "its libraries names it (Debian: their -dbgsym packages, or debuginfod); a JIT's "
-        "code has none; no collected runtime was recognised in it, so a collector's or a "
-        "JIT compiler's work, if the server has one, is in the figure, not apart"
+        "its libraries names it (Debian: their -dbgsym packages, from the debian-debug "
+        "archive, or debuginfod); a JIT's code has none; no collected runtime was "
+        "recognised in it, so a collector's or a JIT compiler's work, if the server has "
+        "one, is in the figure, not apart"
     )
     # where a runtime was recognised (its collector counted apart), the note stops there
     seen = [
