@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from icount.backends.protocol import Server
 from icount.results.details import ServeDetail
-from icount.results.runtime import span_bound, span_refused, windows_to_fit
+from icount.results.runtime import SpanBound, span_bound, span_refused, windows_to_fit
 from icount.serve import window as win
 from icount.serve.cell_options import CellOptions
 from icount.serve.loadgen import LoadGenerator
@@ -36,7 +36,7 @@ def added_windows(
     windows_cap = f"--max-windows {opts.max_windows}"
     time_cap = f"--max-extra-seconds {opts.max_extra_seconds:g}"
     idle = opts.arrival == Arrival.IDLE
-    first_seen = _collection_seen(earlier, detail, idle)
+    first = _bound(earlier, detail, idle)
     while True:
         have = len(detail.reps)
         need = windows_to_fit(earlier, detail, opts.runs, opts.max_spread, 1.0, idle)
@@ -44,15 +44,20 @@ def added_windows(
             break
         if span_refused([*earlier, detail], idle):
             break  # the bound does not hold here: no window brings it in (its reason says)
-        # the need read with half the spread measured: beyond the caps, none are taken.
-        # Under the bound over spans the spread is C, the largest collection seen, which
-        # more windows only raise: where it rose by more than a tenth since this run began
-        # adding, the collections are not yet seen whole, the need follows the span, and
-        # half of it is no hope
-        seen = _collection_seen(earlier, detail, idle)
-        grown = first_seen is not None and seen is not None and seen > 1.1 * first_seen
+        # The need read with half the spread measured: beyond the caps, none are taken. A
+        # few windows' spread may overstate the cycle's; under the bound over spans the
+        # spread is C, the largest collection seen, which more windows only raise, so
+        # half of it is no hope there. Only where the runs' spans disagree is C grown by
+        # their disagreement, which longer spans may see as one cycle: half of that is
+        # hoped for while the collection seen does not grow with the span (by more than
+        # a tenth since the run began adding: then the collections are not seen whole).
+        bound = _bound(earlier, detail, idle)
+        grown = (
+            first is not None and bound is not None and bound.collection > 1.1 * first.collection
+        )
+        hopeful = bound is None or (bound.refused is not None and not grown)
         hope = windows_to_fit(
-            earlier, detail, opts.runs, opts.max_spread, 1.0 if grown else 0.5, idle
+            earlier, detail, opts.runs, opts.max_spread, 0.5 if hopeful else 1.0, idle
         )
         if have >= opts.max_windows or hope is None or hope > opts.max_windows:
             cap = windows_cap
@@ -84,15 +89,12 @@ def added_windows(
     return detail, tuple(rps)
 
 
-def _collection_seen(
-    earlier: Sequence[ServeDetail], detail: ServeDetail, idle: bool
-) -> float | None:
-    """C of the bound over the spans of `earlier` and `detail`, None where the bound does
-    not judge them."""
+def _bound(earlier: Sequence[ServeDetail], detail: ServeDetail, idle: bool) -> SpanBound | None:
+    """The bound over the spans of `earlier` and `detail`, None where it does not judge
+    them (the interval over windows does)."""
     details = [*earlier, detail]
     inside = idle and any(r.scheduler is not None for d in details for r in d.reps)
-    bound = span_bound(details, inside)
-    return None if bound is None else bound.collection
+    return span_bound(details, inside)
 
 
 def _about(windows: int | None) -> str:

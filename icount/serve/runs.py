@@ -46,14 +46,15 @@ evidence as one of a runtime without a collector; the refusals are decided befor
 window is added, so that a refused run spends nothing on them. The idle window comes
 before them for the same reason: the clock's rate must be known to judge the reps, and
 it is subtracted from the added windows alike. A run stops adding early when even half
-the spread measured between its windows (under the bound over spans, half the largest
-collection seen) would need more than the caps allow: the time would be spent for a
-total that stays `~`. The cap that stopped a run is recorded with it, and the total's
-reason names it. A run's windows taken back to back, with no request uncounted between
-them (no connection the server closed at a limit, no window taken again), are one span:
-its detail says `contiguous`, and the bound over spans judges the total
-(results/runtime.py), the idle window's own runtime work recorded for it; a collector
-that bound finds driven by the clock stops the adding at once.
+the spread measured between its windows (under the bound over spans, the largest
+collection seen: serve/added_windows.py says when half of it) would need more than the
+caps allow: the time would be spent for a total that stays `~`. The cap that stopped a
+run is recorded with it, and the total's reason names it. A run's windows taken back to
+back, with no request uncounted between them (no connection the server closed at a
+limit, no window taken again), are one span: its detail says `contiguous`, and the bound
+over spans judges the total (results/runtime.py), the idle window's own runtime work
+recorded for it; a collector that bound finds driven by the clock stops the adding at
+once.
 
 Staggered warm-ups (`stagger`): run k (from 0) of a collected runtime's cell warms up
 k x --reps x --requests requests more than the cell's warm-up, after a fixed count as
