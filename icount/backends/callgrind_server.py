@@ -75,6 +75,9 @@ VGDB_TIMEOUT_S = 60.0  # a dump of a large profile (node) takes seconds under lo
 PREFLIGHT_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 2.0  # a server busy beyond this (timers, GC threads) is dumped anyway
 STOP_GRACE_S = 60.0  # valgrind writes the final profile on SIGTERM; never cut it short
+# where the server was counted in windows nothing reads its final profile, and one that
+# does not exit on SIGTERM under valgrind (nginx did, now and then) is killed sooner
+WINDOWS_STOP_GRACE_S = 15.0
 FINAL_WAIT_S = 10.0  # how long a process that is exiting may take to write its profile
 # vgdb waits --max-invoke-ms before it forces an idle process, after it started (~5 ms);
 # once dumps were timed, the median time a dump took stands for it (the dump happens
@@ -468,7 +471,9 @@ class CallgrindServer:
         return self.child.left_behind
 
     def stop(self) -> int:
-        return self.child.stop(grace_s=STOP_GRACE_S)
+        # a whole life (or a warm-up counted from exec) is read from the final profile
+        whole = self._starts_instrumented
+        return self.child.stop(grace_s=STOP_GRACE_S if whole else WINDOWS_STOP_GRACE_S)
 
     def lifetime_count(self) -> WindowCount:
         """After `stop()`: the instructions of the whole life of every process."""
