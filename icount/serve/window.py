@@ -36,17 +36,15 @@ def warm(server: Server, client: LoadGenerator, n: int, what: str, paced: int = 
     if not isinstance(client, KeepAliveClient) or client.pace is None:
         return load(server, client, n, what)
     paced = min(paced, n)
-    result = None
     if n > paced:
         pace, client.pace = client.pace, None
         try:
             result = load(server, client, n - paced, what)
         finally:
             client.pace = pace
-    if paced:
-        result = load(server, client, paced, what)
-    assert result is not None  # n > 0: one of the two ran
-    return result
+        if not paced:
+            return result
+    return load(server, client, paced, what)
 
 
 def paced_tail(warmup: int, extra: int) -> tuple[int, int]:

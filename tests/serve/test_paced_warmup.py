@@ -37,6 +37,9 @@ def test_the_last_quarter_is_paced_and_the_pace_is_given_back(
     window_mod.warm(None, client, 20_000, "warm-up", window_mod.paced_tail(20_000, 0)[0])  # type: ignore[arg-type]
     assert sent == [(15_000, False), (5_000, True)]
     assert client.pace is pace
+    window_mod.warm(None, client, 8, "warm-up", 20)  # type: ignore[arg-type]
+    window_mod.warm(None, client, 8, "warm-up", 0)  # type: ignore[arg-type]
+    assert sent[2:] == [(8, True), (8, False)] and client.pace is pace
 
 
 def test_a_closed_loop_sends_every_warm_up_request_at_once(sent: list[tuple[int, bool]]) -> None:
