@@ -9,19 +9,33 @@ import os
 import re
 import shutil
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
-from icount import procs
+from icount import backends, procs
+from icount import cpus as cpus_mod
 from icount.serve import adapter as adapters
+from icount.serve.adapter import load_adapter
+from icount.serve.cell_options import CellOptions
 from icount.serve.http_client import fetch
+from icount.serve.runs import RunOutcome, measure_run
+from icount.serve.server import Target
 from tests.support.cli import run_icount
 
-__all__ = ["HOST", "JSON_PATH", "PLAINTEXT", "AdapterMaker", "cells", "leftovers", "run_icount"]
+__all__ = [
+    "HOST",
+    "JSON_PATH",
+    "PLAINTEXT",
+    "AdapterMaker",
+    "cells",
+    "leftovers",
+    "measure_c_server",
+    "run_icount",
+]
 HOST = "127.0.0.1"
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +73,25 @@ def c_epoll(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 AdapterMaker = Callable[..., Path]
+
+
+def measure_c_server(argv: Sequence[str], folder: Path, name: str, **opts: Any) -> RunOutcome:
+    """One run under callgrind, as `icount serve` takes it, of a ground-truth C server
+    (`argv` holds {port}) on its plaintext path, its adapter written to folder/name;
+    `opts`: the CellOptions beside the backend, the CPUs and the one run."""
+    adapter_dir = folder / name
+    adapter_dir.mkdir(parents=True)
+    start = ", ".join(f'"{a}"' for a in argv)
+    (adapter_dir / "adapter.toml").write_text(
+        f'name = "{name}"\nstart = [{start}]\nbinary = "{argv[0]}"\n'
+        '[ready]\ntarget = "/plaintext"\ntimeout_s = 60\n' + PLAINTEXT
+    )
+    adapter = load_adapter(adapter_dir / "adapter.toml")
+    split = cpus_mod.split(None, None)
+    cell = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1, **opts)
+    with cpus_mod.pinned_self(split.load):
+        return measure_run(Target(adapter, folder / "build"), adapter.paths[0], cell,
+                           folder / f"run-{name}", None, lambda text: None)  # fmt: skip
 
 
 @pytest.fixture

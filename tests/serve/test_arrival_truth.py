@@ -19,16 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from icount import backends, procs, threads_idle
 from icount import cpus as cpus_mod
+from icount import procs, threads_idle
 from icount.serve import arrival
-from icount.serve.adapter import load_adapter
-from icount.serve.cell_options import CellOptions
-from icount.serve.runs import RunOutcome, measure_run
-from icount.serve.server import Target
+from icount.serve.runs import RunOutcome
 from icount.session.options import Arrival, Warmup
 
-from .conftest import PLAINTEXT
+from .conftest import measure_c_server
 from .test_arrival import first_running
 
 SOURCE = Path(__file__).with_name("wakeup_server.c")
@@ -58,23 +55,10 @@ def wakeup_server(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def measure(server: Path, folder: Path, name: str, wakeup_loop: int) -> RunOutcome:
-    adapter_dir = folder / name
-    adapter_dir.mkdir(parents=True)
     argv = [str(server), "--port", "{port}", "--wakeup-loop", str(wakeup_loop),
             "--tail-loop", str(TAIL_LOOP)]  # fmt: skip
-    start = ", ".join(f'"{a}"' for a in argv)
-    (adapter_dir / "adapter.toml").write_text(
-        f'name = "{name}"\nstart = [{start}]\nbinary = "{server}"\n'
-        '[ready]\ntarget = "/plaintext"\ntimeout_s = 60\n' + PLAINTEXT
-    )
-    adapter = load_adapter(adapter_dir / "adapter.toml")
-    split = cpus_mod.split(None, None)
-    opts = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1, reps=2,
-                       requests=REQUESTS, warmup=Warmup(50), idle_seconds=0,
-                       arrival=Arrival.IDLE)  # fmt: skip
-    with cpus_mod.pinned_self(split.load):
-        return measure_run(Target(adapter, folder / "build"), adapter.paths[0], opts,
-                           folder / f"run-{name}", None, lambda text: None)  # fmt: skip
+    return measure_c_server(argv, folder, name, reps=2, requests=REQUESTS,
+                            warmup=Warmup(50), idle_seconds=0, arrival=Arrival.IDLE)  # fmt: skip
 
 
 @contextmanager

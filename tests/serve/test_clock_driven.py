@@ -19,15 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from icount import backends, procs
 from icount import cpus as cpus_mod
-from icount.serve.adapter import load_adapter
-from icount.serve.cell_options import CellOptions
-from icount.serve.runs import RunOutcome, measure_run
-from icount.serve.server import Target
+from icount import procs
+from icount.serve.runs import RunOutcome
 from icount.session.options import Warmup
 
-from .conftest import PLAINTEXT
+from .conftest import measure_c_server
 
 SOURCE = Path(__file__).with_name("clock_server.c")
 LOOP = 5000  # per request: 10,000 instructions of spin() beside the server's own
@@ -61,21 +58,9 @@ def clock_server(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def measure(
     server: Path, folder: Path, name: str, *flags: str, requests: int = REQUESTS
 ) -> RunOutcome:
-    adapter_dir = folder / name
-    adapter_dir.mkdir(parents=True)
     argv = [str(server), "--port", "{port}", "--loop", str(LOOP), "--timer", "thread", *flags]
-    start = ", ".join(f'"{a}"' for a in argv)
-    (adapter_dir / "adapter.toml").write_text(
-        f'name = "{name}"\nstart = [{start}]\nbinary = "{server}"\n'
-        '[ready]\ntarget = "/plaintext"\ntimeout_s = 60\n' + PLAINTEXT
-    )
-    adapter = load_adapter(adapter_dir / "adapter.toml")
-    split = cpus_mod.split(None, None)
-    opts = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1, reps=3,
-                       requests=requests, warmup=Warmup(200), idle_seconds=IDLE_S)  # fmt: skip
-    with cpus_mod.pinned_self(split.load):
-        return measure_run(Target(adapter, folder / "build"), adapter.paths[0], opts,
-                           folder / f"run-{name}", None, lambda text: None)  # fmt: skip
+    return measure_c_server(argv, folder, name, reps=3, requests=requests,
+                            warmup=Warmup(200), idle_seconds=IDLE_S)  # fmt: skip
 
 
 @contextmanager

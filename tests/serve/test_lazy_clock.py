@@ -17,15 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from icount import backends
-from icount import cpus as cpus_mod
-from icount.serve.adapter import load_adapter
-from icount.serve.cell_options import CellOptions
-from icount.serve.runs import RunOutcome, measure_run
-from icount.serve.server import Target
+from icount.serve.runs import RunOutcome
 from icount.session.options import Arrival, Warmup
 
-from .conftest import PLAINTEXT
+from .conftest import measure_c_server
 from .test_clock_driven import busy
 
 SOURCE = Path(__file__).with_name("lazy_clock_server.c")
@@ -49,23 +44,11 @@ def lazy_server(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def measure(server: Path, folder: Path, name: str, tick: int, rebuild: int) -> RunOutcome:
-    adapter_dir = folder / name
-    adapter_dir.mkdir(parents=True)
     argv = [str(server), "--port", "{port}", "--loop", str(LOOP), "--tick-loop", str(tick),
             "--rebuild-loop", str(rebuild)]  # fmt: skip
-    start = ", ".join(f'"{a}"' for a in argv)
-    (adapter_dir / "adapter.toml").write_text(
-        f'name = "{name}"\nstart = [{start}]\nbinary = "{server}"\n'
-        '[ready]\ntarget = "/plaintext"\ntimeout_s = 60\n' + PLAINTEXT
-    )
-    adapter = load_adapter(adapter_dir / "adapter.toml")
-    split = cpus_mod.split(None, None)
     # the default idle window (1 s) and idle arrival, as `icount serve` runs them
-    opts = CellOptions(backend=backends.create("callgrind"), cpus=split, runs=1, reps=3,
-                       requests=REQUESTS, warmup=Warmup(100), arrival=Arrival.IDLE)  # fmt: skip
-    with cpus_mod.pinned_self(split.load):
-        return measure_run(Target(adapter, folder / "build"), adapter.paths[0], opts,
-                           folder / f"run-{name}", None, lambda text: None)  # fmt: skip
+    return measure_c_server(argv, folder, name, reps=3, requests=REQUESTS,
+                            warmup=Warmup(100), arrival=Arrival.IDLE)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
