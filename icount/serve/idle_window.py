@@ -18,7 +18,7 @@ from icount.serve import arrival, connections
 from icount.serve.http_client import KeepAliveClient
 from icount.serve.loadgen import LoadGenerator
 from icount.serve.server import RunInvalid, with_server_state
-from icount.serve.window import load
+from icount.serve.window import load, reopened
 
 IDLE_SETTLE_S = 0.5
 # under idle arrival, the idle window's requests: one every this many seconds of it
@@ -31,27 +31,24 @@ def idle_window(
     reps: Sequence[Rep],
     walls: Sequence[float],
     client: LoadGenerator | None = None,
-    requests: bool = False,
 ) -> tuple[IdleCount, float | None]:
     """An idle window of `seconds`, and the share of a rep's count its rate explains.
-    `requests` (idle arrival): the window is sent a request every IDLE_REQUEST_EVERY_S,
+    Under idle arrival (a `client` that paces) the window is sent a request every
+    IDLE_REQUEST_EVERY_S,
     each when the server is idle, so that the work the clock leaves for the next request
     (a cache its once-a-second handler invalidated, rebuilt lazily) is in the rate as it
     is in the reps; their own work, the reps' per request, is taken out of its count."""
     # Timers the reps delayed (a server busy with requests runs late) catch up first:
     # run inside the window, they would be counted as the idle window's own.
     time.sleep(IDLE_SETTLE_S)
-    sender = _sender(client, requests, reps)
+    sender = _sender(client, reps)
     n = max(round(seconds / IDLE_REQUEST_EVERY_S), 1) if sender is not None else 0
     anchor = 0.0
     if sender is not None:
         # what the clock left for a request since the reps is done by one sent now, outside
         # the window; the schedule runs from its answer, so that the window's requests
         # find what `seconds` of the clock left, the last one at the end of them
-        primed = connections.before_window(sender) or load(server, sender, 1, "idle window")
-        if not primed.ok:
-            lost = primed.first_error or f"{primed.failed} of {primed.requested} failed"
-            raise RunInvalid(with_server_state(server, f"idle window: new connections: {lost}"))
+        reopened(server, sender, "idle window") or load(server, sender, 1, "idle window")
         anchor = time.monotonic()
         arrival.settle(server, sender, "idle window", "open")
     server.open_window()
@@ -105,17 +102,16 @@ def idle_window(
     return idle, (float(f"{share:.2g}") if share >= TIME_SHARE_SHOWN else None)
 
 
-def _sender(
-    client: LoadGenerator | None, requests: bool, reps: Sequence[Rep]
-) -> KeepAliveClient | None:
-    """The client that sends the idle window its requests: under idle arrival, the
-    built-in one (the closed loop's and external generators' windows stay without), where
-    the reps counted no collected runtime's work apart. A JIT's few requests after pauses
-    do not cost the reps' mean (inline caches missed, code not yet optimised): what they
-    cost more would be read as the clock's and taken out of every window by its seconds
-    (docs/measuring.md has node-http's). Its runtime's work, and the bound over spans
-    that reads it, stay those of a window with no request."""
-    if not requests or not isinstance(client, KeepAliveClient) or client.pace is None:
+def _sender(client: LoadGenerator | None, reps: Sequence[Rep]) -> KeepAliveClient | None:
+    """The client that sends the idle window its requests: under idle arrival (only the
+    built-in client paces; the closed loop's and external generators' windows stay
+    without), where the reps counted no collected runtime's work apart. A JIT's few
+    requests after pauses do not cost the reps' mean (inline caches missed, code not
+    yet optimised): what they cost more would be read as the clock's and taken out
+    of every window by its seconds (docs/measuring.md has node-http's). Its
+    runtime's work, and the bound over spans that reads it, stay those of a window
+    with no request."""
+    if not isinstance(client, KeepAliveClient) or client.pace is None:
         return None
     return None if any(r.collector is not None for r in reps) else client
 

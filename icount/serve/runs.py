@@ -125,7 +125,6 @@ from icount.serve.warmup import (
     moved_after_settling,
     still_warming,
 )
-from icount.session.options import Arrival
 
 
 @dataclass(frozen=True)
@@ -325,9 +324,7 @@ def _windows(
         idle, share = None, None
         if opts.idle_seconds > 0:
             note(f"idle window: {opts.idle_seconds:g} s")
-            idle, share = idle_window(
-                server, opts.idle_seconds, reps, walls, client, opts.arrival == Arrival.IDLE
-            )
+            idle, share = idle_window(server, opts.idle_seconds, reps, walls, client)
         subtract = share is not None  # the clock's share is worth taking out
         if not subtract:  # a window's time is kept where it is subtracted for
             reps = [dataclasses.replace(r, seconds=None) for r in reps]

@@ -67,6 +67,17 @@ def load(server: Server, client: LoadGenerator, n: int, what: str) -> LoadResult
     return result
 
 
+def reopened(server: Server, client: LoadGenerator, what: str) -> LoadResult | None:
+    """The connections the server closed since the last window opened again, each sent
+    its first request outside the window (serve/connections.py), or None where none was;
+    RunInvalid where they could not be."""
+    primed = connections.before_window(client)
+    if primed is not None and not primed.ok:
+        lost = primed.first_error or f"{primed.failed} of {primed.requested} requests failed"
+        raise RunInvalid(with_server_state(server, f"{what}: new connections: {lost}"))
+    return primed
+
+
 def count_window(
     server: Server,
     client: LoadGenerator,
@@ -83,11 +94,8 @@ def count_window(
     the work, or zero. `tries`: times this window was taken again."""
     before = connections.known(client)
     t0 = time.monotonic()  # not CLOCK: a test's own clock counts windows, not this
-    primed = connections.before_window(client)
+    reopened(server, client, what)
     prepared = time.monotonic() - t0
-    if primed is not None and not primed.ok:
-        lost = primed.first_error or f"{primed.failed} of {primed.requested} requests failed"
-        raise RunInvalid(with_server_state(server, f"{what}: new connections: {lost}"))
     arrival.settle(server, client, what, "open")
     server.open_window()
     idle_s = connections.idle_since(client)
